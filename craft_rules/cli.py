@@ -1,0 +1,59 @@
+"""`tradecraft rules|craft|tasks ...`: text for people and, with --json, JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from craft_rules.loader import load_report, load_rule_set, rule_set_dirs
+
+
+def emit(data: Any, as_json: bool, text: str) -> None:
+    """Print ``data`` as JSON for scripts or ``text`` for people."""
+    if as_json:
+        json.dump(data, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        click.echo(text)
+
+
+@click.group("rules")
+def rules_group() -> None:
+    """Rule sets: list, statistics, comparison with vanilla, import."""
+
+
+@rules_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def rules_list(as_json: bool) -> None:
+    """List the installed rule sets."""
+    records = []
+    for name, path in rule_set_dirs().items():
+        rs = load_rule_set(name)
+        records.append({"name": name, "path": str(path), **rs.summary()})
+    lines = [f"{r['name']:<12} {r['items']:>5} items {r['recipes']:>5} recipes  {r['path']}" for r in records]
+    emit(records, as_json, "\n".join(lines) or "no rule sets installed")
+
+
+@rules_group.command("stats")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--strict", is_flag=True, help="fail on the first malformed file")
+def rules_stats(name: str, as_json: bool, strict: bool) -> None:
+    """Counts of items, recipes by type, tags and fuels; what loading skipped or could not read."""
+    rs = load_rule_set(name, strict=strict, use_cache=False)
+    report = load_report(name)
+    data = {**rs.summary(), **report.as_dict()}
+    lines = [f"rule set {rs.name} (prefix {rs.prefix!r})", f"  items  {len(rs.items)}", "  recipes"]
+    lines += [f"    {t:<20} {n}" for t, n in data["recipes_by_type"].items()]
+    lines += [f"  tags   {len(rs.tags)}", f"  fuels  {len(rs.fuels.burn_ticks)}"]
+    if report.skipped_by_type:
+        lines.append(
+            "  skipped (special recipes): "
+            + ", ".join(f"{k} {v}" for k, v in data["skipped_by_type"].items())
+        )
+    for problem in data["problems"]:
+        lines.append(f"  problem: {problem['path']}: {problem['reason']}")
+    emit(data, as_json, "\n".join(lines))

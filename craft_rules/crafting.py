@@ -1,0 +1,251 @@
+"""Exact crafting with rational quantities.
+
+A craft runs one recipe ``runs`` times, where ``runs`` is any positive rational: 1/4 of
+"1 coal + 1 stick -> 4 torch" uses 1/4 coal and 1/4 stick and gives 1 torch. Fuel-burning recipes
+(smelting, blasting, smoking) also burn ``runs * smelt_ticks / burn_ticks`` units of one fuel.
+
+Which concrete item fills an ingredient that allows several (a tag, or a list of alternatives):
+- an explicit choice ``choices[i] = item`` for ingredient index ``i`` uses that item only;
+- otherwise the **default rule**: the held options are used in alphabetical order of item id,
+  each as far as it lasts, until the ingredient's need is met.
+Which fuel burns: an explicit ``fuel``; otherwise the held fuel with the smallest burn time that
+covers the whole need on its own (cheap fuels first: sticks before planks before coal), ties by id.
+
+At the end of a craft phase every quantity is rounded down by :func:`floor_hand`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from craft_rules.model import Hand, Recipe, RuleSet
+
+
+class CraftError(ValueError):
+    """An illegal craft. ``code`` is machine-readable; the message says what to do."""
+
+    code = "craft_error"
+
+    def __init__(self, message: str, **details: object):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class UnknownRecipeError(CraftError):
+    code = "unknown_recipe"
+
+
+class InvalidRunsError(CraftError):
+    code = "invalid_runs"
+
+
+class InvalidChoiceError(CraftError):
+    code = "invalid_choice"
+
+
+class InsufficientItemsError(CraftError):
+    """``short`` maps each item (or ``#tag`` / ``fuel``) to how much more is needed."""
+
+    code = "insufficient_items"
+
+    def __init__(self, message: str, short: Mapping[str, Fraction]):
+        super().__init__(message, short={k: str(v) for k, v in short.items()})
+        self.short = dict(short)
+
+
+class NoFuelError(CraftError):
+    code = "no_fuel"
+
+
+@dataclass(frozen=True, slots=True)
+class CraftResult:
+    hand: dict[str, Fraction]
+    consumed: dict[str, Fraction]
+    produced: dict[str, Fraction]
+
+
+def fmt_qty(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def parse_runs(runs: int | str | Fraction) -> Fraction:
+    try:
+        value = Fraction(runs)
+    except (ValueError, ZeroDivisionError, TypeError) as exc:
+        raise InvalidRunsError(f"run amount {runs!r} is not a number like 1, 0.25 or 1/4") from exc
+    if value <= 0:
+        raise InvalidRunsError(f"run amount must be positive, got {fmt_qty(value)}")
+    if value.denominator > 10**6 or value > 10**6:
+        raise InvalidRunsError("run amount is too large or too finely divided (at most 10^6, 1/10^6)")
+    return value
+
+
+def _take_ingredient(
+    hand: Mapping[str, Fraction], options: tuple[str, ...], need: Fraction, choice: str | None
+) -> tuple[dict[str, Fraction], Fraction]:
+    """Pick items for one ingredient. Returns (take, shortfall)."""
+    if choice is not None:
+        have = hand.get(choice, Fraction(0))
+        take = min(have, need)
+        return ({choice: take} if take else {}), need - take
+    take: dict[str, Fraction] = {}
+    remaining = need
+    for option in options:  # options are sorted: the documented alphabetical rule
+        have = hand.get(option, Fraction(0))
+        if have <= 0:
+            continue
+        used = min(have, remaining)
+        take[option] = used
+        remaining -= used
+        if remaining == 0:
+            break
+    return take, remaining
+
+
+def pick_fuel(rules: RuleSet, hand: Mapping[str, Fraction], runs: Fraction) -> str | None:
+    """The default fuel for ``runs`` runs of a fuel-burning recipe, or None if no held fuel suffices."""
+    candidates = []
+    for item, have in hand.items():
+        ticks = rules.fuels.burn_ticks.get(item)
+        if ticks and have >= runs * rules.fuels.units_per_run(item):
+            candidates.append((ticks, item))
+    return min(candidates)[1] if candidates else None
+
+
+def craft(
+    rules: RuleSet,
+    hand: Hand,
+    recipe_id: str,
+    runs: int | str | Fraction = 1,
+    choices: Mapping[int, str] | None = None,
+    fuel: str | None = None,
+) -> CraftResult:
+    """Run ``recipe_id`` ``runs`` times on ``hand``; returns the new hand (the input is not changed)."""
+    recipe = rules.recipes.get(recipe_id)
+    if recipe is None:
+        raise UnknownRecipeError(f"no recipe {recipe_id!r} in rule set {rules.name}", recipe=recipe_id)
+    amount = parse_runs(runs)
+    choices = dict(choices or {})
+    for index, item in choices.items():
+        if not 0 <= index < len(recipe.ingredients):
+            raise InvalidChoiceError(
+                f"recipe {recipe_id} has ingredients 0..{len(recipe.ingredients) - 1}, not {index}"
+            )
+        if item not in recipe.ingredients[index].options:
+            raise InvalidChoiceError(
+                f"{item} cannot fill ingredient {index} ({recipe.ingredients[index].label}) of {recipe_id}"
+            )
+
+    consumed: dict[str, Fraction] = {}
+    short: dict[str, Fraction] = {}
+    work = dict(hand)
+    for index, ing in enumerate(recipe.ingredients):
+        take, missing = _take_ingredient(work, ing.options, ing.count * amount, choices.get(index))
+        for item, qty in take.items():
+            consumed[item] = consumed.get(item, Fraction(0)) + qty
+            work[item] = work[item] - qty
+        if missing:
+            key = choices.get(index) or (ing.source[0] if len(ing.source) == 1 else ing.label)
+            short[key] = short.get(key, Fraction(0)) + missing
+
+    produced: dict[str, Fraction] = {recipe.result: recipe.count * amount}
+    if recipe.burns_fuel:
+        _burn_fuel(rules, recipe, work, amount, fuel, consumed, produced, short)
+    if short:
+        listing = ", ".join(f"{fmt_qty(q)} {item}" for item, q in sorted(short.items()))
+        raise InsufficientItemsError(
+            f"cannot run {recipe_id} x{fmt_qty(amount)}: short of {listing}", short=short
+        )
+
+    new_hand = dict(hand)
+    for item, qty in consumed.items():
+        new_hand[item] = new_hand[item] - qty
+    for item, qty in produced.items():
+        new_hand[item] = new_hand.get(item, Fraction(0)) + qty
+    return CraftResult({k: v for k, v in new_hand.items() if v}, consumed, produced)
+
+
+def _burn_fuel(
+    rules: RuleSet,
+    recipe: Recipe,
+    work: dict[str, Fraction],
+    amount: Fraction,
+    fuel: str | None,
+    consumed: dict[str, Fraction],
+    produced: dict[str, Fraction],
+    short: dict[str, Fraction],
+) -> None:
+    if fuel is None:
+        fuel = pick_fuel(rules, work, amount)
+        if fuel is None:
+            if not any(item in rules.fuels.burn_ticks for item, q in work.items() if q > 0):
+                raise NoFuelError(
+                    f"{recipe.id} burns fuel and no fuel is held (coal, charcoal, planks, sticks, ...)",
+                    recipe=recipe.id,
+                )
+            ticks_needed = amount * rules.fuels.smelt_ticks
+            short["fuel"] = ticks_needed / rules.fuels.burn_ticks.get("coal", rules.fuels.smelt_ticks * 8)
+            return
+    elif fuel not in rules.fuels.burn_ticks:
+        raise InvalidChoiceError(f"{fuel} is not a fuel in rule set {rules.name}", fuel=fuel)
+    need = amount * rules.fuels.units_per_run(fuel)
+    have = work.get(fuel, Fraction(0))
+    if have < need:
+        short[fuel] = short.get(fuel, Fraction(0)) + need - have
+        return
+    consumed[fuel] = consumed.get(fuel, Fraction(0)) + need
+    work[fuel] = have - need
+    remainder = rules.fuels.remainders.get(fuel)
+    if remainder:
+        produced[remainder] = produced.get(remainder, Fraction(0)) + need
+
+
+def max_runs(
+    rules: RuleSet,
+    hand: Hand,
+    recipe: Recipe,
+    choices: Mapping[int, str] | None = None,
+    fuel: str | None = None,
+) -> Fraction:
+    """The largest run amount of ``recipe`` this hand affords (0 if none).
+
+    Ingredients with several options pool them, as the default rule does. Two ingredients that share
+    an option are counted conservatively (each against the pooled stock divided by their total need).
+    """
+    choices = choices or {}
+    pooled: dict[tuple[str, ...], int] = {}
+    for index, ing in enumerate(recipe.ingredients):
+        options = (choices[index],) if index in choices else ing.options
+        pooled[options] = pooled.get(options, 0) + ing.count
+    best: Fraction | None = None
+    for options, count in pooled.items():
+        have = sum((hand.get(o, Fraction(0)) for o in options), Fraction(0))
+        overlap = sum(c for opts, c in pooled.items() if opts != options and set(opts) & set(options))
+        limit = have / (count + overlap)
+        best = limit if best is None else min(best, limit)
+    best = best if best is not None else Fraction(0)
+    if recipe.burns_fuel and best > 0:
+        fuels = [fuel] if fuel else [f for f in hand if f in rules.fuels.burn_ticks]
+        fuel_limit = Fraction(0)
+        for item in fuels:
+            per_run = rules.fuels.units_per_run(item)
+            held = hand.get(item, Fraction(0))
+            # an item that is both ingredient and fuel must cover both uses
+            uses = sum(ing.count for ing in recipe.ingredients if item in ing.options)
+            fuel_limit = max(fuel_limit, held / (per_run + uses) if uses else held / per_run)
+        best = min(best, fuel_limit)
+    return best
+
+
+def floor_hand(hand: Mapping[str, Fraction | int]) -> dict[str, int]:
+    """End-of-phase rounding: every quantity rounded down to an integer; zeros dropped."""
+    out: dict[str, int] = {}
+    for item, qty in hand.items():
+        whole = math.floor(qty)
+        if whole > 0:
+            out[item] = whole
+    return out

@@ -1,0 +1,135 @@
+"""Task instances: each player's initial hand and private target, in the paper's file format.
+
+    craft_rules/TC_GAMES/<ruleset>/<mode>/<file>.json  ->  [{"hands": [...], "targets": [...]}, ...]
+
+An instance's stable id is ``<ruleset>/<mode>/<file stem>#<index>`` (index within the file's list).
+Items may carry the rule set's prefix in the file (``minecraft:stick``); in memory they are canonical.
+Optional per-instance keys the project adds (ignored by other tools): ``"id"`` (a readable name) and
+``"difficulty"`` (recorded by the generator).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from craft_rules.loader import RuleSetError
+
+TC_GAMES_DIR = Path(__file__).resolve().parent / "TC_GAMES"
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    id: str
+    ruleset: str
+    mode: str
+    hands: tuple[dict[str, int], ...]
+    targets: tuple[dict[str, int], ...]
+    difficulty: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def players(self) -> int:
+        return len(self.hands)
+
+    def to_json(self, prefix: str = "") -> dict[str, Any]:
+        def q(d: dict[str, int]) -> dict[str, int]:
+            return {f"{prefix}{k}": v for k, v in sorted(d.items())}
+
+        record: dict[str, Any] = {
+            "hands": [q(h) for h in self.hands],
+            "targets": [q(t) for t in self.targets],
+        }
+        if self.difficulty:
+            record["difficulty"] = self.difficulty
+        return record
+
+
+def mode_for_players(players: int) -> str:
+    """The conventional mode name: 2 -> 1p_v_1p, 3 -> 1p_v_1p_v_1p."""
+    return "_v_".join(["1p"] * players)
+
+
+def _strip(item: str, prefix: str) -> str:
+    return item[len(prefix) :] if prefix and item.startswith(prefix) else item
+
+
+def _counts(raw: Any, where: str, prefix: str) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        raise RuleSetError(where, "hands and targets must be objects of item -> count")
+    out: dict[str, int] = {}
+    for item, count in raw.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise RuleSetError(where, f"count of {item} must be a non-negative integer")
+        if count:
+            out[_strip(str(item), prefix)] = count
+    return out
+
+
+def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -> list[TaskInstance]:
+    """Read one instance file; a malformed file raises :class:`RuleSetError` naming it."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RuleSetError(path, f"cannot read task instances: {exc}") from exc
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise RuleSetError(path, "a task instance file holds a list of {hands, targets}")
+    out: list[TaskInstance] = []
+    for index, record in enumerate(raw):
+        where = f"{path}#{index}"
+        if not isinstance(record, dict) or "hands" not in record or "targets" not in record:
+            raise RuleSetError(where, "instance needs 'hands' and 'targets'")
+        hands = record["hands"]
+        targets = record["targets"]
+        if not isinstance(hands, list) or not isinstance(targets, list) or len(hands) != len(targets):
+            raise RuleSetError(where, "'hands' and 'targets' must be lists of the same length")
+        if len(hands) < 2:
+            raise RuleSetError(where, "an instance needs at least two players")
+        out.append(
+            TaskInstance(
+                id=f"{ruleset}/{mode}/{path.stem}#{index}",
+                ruleset=ruleset,
+                mode=mode,
+                hands=tuple(_counts(h, where, prefix) for h in hands),
+                targets=tuple(_counts(t, where, prefix) for t in targets),
+                difficulty=dict(record.get("difficulty") or {}),
+            )
+        )
+    return out
+
+
+def iter_instances(
+    ruleset: str | None = None,
+    mode: str | None = None,
+    root: Path = TC_GAMES_DIR,
+    prefixes: dict[str, str] | None = None,
+) -> Iterator[TaskInstance]:
+    """Every shipped instance, optionally of one rule set and mode, in a stable order.
+
+    ``prefixes`` maps rule set name -> item prefix to strip (default: ``<ruleset>:`` is stripped
+    when present, so both prefixed and bare files load).
+    """
+    if not root.is_dir():
+        return
+    for rs_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if ruleset and rs_dir.name != ruleset:
+            continue
+        prefix = (prefixes or {}).get(rs_dir.name, f"{rs_dir.name}:")
+        for mode_dir in sorted(p for p in rs_dir.iterdir() if p.is_dir()):
+            if mode and mode_dir.name != mode:
+                continue
+            for path in sorted(mode_dir.glob("*.json")):
+                yield from parse_instance_file(path, rs_dir.name, mode_dir.name, prefix)
+
+
+def get_instance(instance_id: str, root: Path = TC_GAMES_DIR) -> TaskInstance:
+    """Look up ``<ruleset>/<mode>/<file>#<index>``; raises KeyError with a hint when absent."""
+    ruleset, mode, _ = [*instance_id.split("/", 2), "", ""][:3]
+    for inst in iter_instances(ruleset or None, mode or None, root):
+        if inst.id == instance_id:
+            return inst
+    raise KeyError(f"no task instance {instance_id!r}; `tradecraft tasks list` shows the ids")

@@ -1,0 +1,19 @@
+"""The `tradecraft` command: one entry point that gathers every package's commands."""
+
+from __future__ import annotations
+
+import click
+
+from craft_rules.cli import rules_group
+
+
+@click.group()
+@click.version_option(package_name="tradecraft")
+def main() -> None:
+    """TradeCraft: a trade-and-craft game and research platform."""
+
+
+main.add_command(rules_group)
+
+if __name__ == "__main__":
+    main()
