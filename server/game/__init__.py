@@ -1,0 +1,46 @@
+"""The pure game engine: state, actions, events, rules of play and per-player views.
+
+Imports only craft_rules, the standard library and pydantic (DESIGN.md, "the house"): no I/O, no
+clock, randomness only from a seeded generator.
+"""
+
+from server.game.actions import (
+    ACTION_MODELS,
+    Action,
+    Craft,
+    Decide,
+    FinishCrafting,
+    Pass,
+    Propose,
+    ReportToM,
+    Resign,
+    Timeout,
+    parse_action,
+)
+from server.game.errors import ERROR_CODES, GameError
+from server.game.events import Event, filter_events, visible_to
+from server.game.settings import GameSettings, PhaseDeadlines, TimeoutPolicies
+from server.game.state import Game
+
+__all__ = [
+    "ACTION_MODELS",
+    "ERROR_CODES",
+    "Action",
+    "Craft",
+    "Decide",
+    "Event",
+    "FinishCrafting",
+    "Game",
+    "GameError",
+    "GameSettings",
+    "Pass",
+    "PhaseDeadlines",
+    "Propose",
+    "ReportToM",
+    "Resign",
+    "Timeout",
+    "TimeoutPolicies",
+    "filter_events",
+    "parse_action",
+    "visible_to",
+]

@@ -1,0 +1,122 @@
+"""Events: the game's log. The state is a pure function of (instance, settings, seed, events).
+
+An event has a sequence number (0, 1, 2, ... per game), a type, the seat that caused it (None for the
+system), a JSON-safe payload (Fractions as strings like ``"3/4"``) and a visibility: ``"public"`` or
+the tuple of seats that may see it. The store adds a server timestamp; the engine has no clock.
+
+Event types and their visibility
+================================
+=====================  =============  ==========================================================
+type                   visibility     payload
+=====================  =============  ==========================================================
+game_started           public         instance_id, ruleset, players, hands, max_turns, first_proposer
+phase_started          public         turn, phase, proposer, awaiting; tom_report: items
+tom_reported           the reporter   seat, turn, v0, v1, v2 (v1/v2 keyed by opponent seat)
+tom_skipped            public         seat, turn, reason (timeout | resign)
+proposed               the 2 parties  turn, proposer, to, offer, request, message
+decided                the 2 parties  turn, proposer, seat, accept, message, reason (timeout|resign)
+trade_executed         public         turn, proposer, to, offer, request, message, reply
+proposal_cancelled     the 2 parties  turn, proposer, to, reason (the proposer resigned)
+passed                 public         turn, seat, reason (absent | timeout | resign)
+crafted                the crafter    seat, recipe, runs, choices, fuel, consumed, produced
+craft_finished         public         seat, reason (absent | timeout | resign): only THAT it is done
+hands_revealed         public         turn, hands (floored, one per seat)
+turn_ended             public         turn
+game_ended             public         turn, winners, reason (target_crafted | max_turns |
+                                      too_few_players)
+timeout                public         turn, phase, seats, policy
+resigned               public         seat
+=====================  =============  ==========================================================
+
+A rejected (or cancelled) proposal is seen by its two parties only: ``proposed`` / ``decided`` are
+private to them, and there is no public phase_started for the decision. An accepted one becomes
+public through ``trade_executed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+PUBLIC = "public"
+
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "game_started",
+        "phase_started",
+        "tom_reported",
+        "tom_skipped",
+        "proposed",
+        "decided",
+        "trade_executed",
+        "proposal_cancelled",
+        "passed",
+        "crafted",
+        "craft_finished",
+        "hands_revealed",
+        "turn_ended",
+        "game_ended",
+        "timeout",
+        "resigned",
+    }
+)
+
+Visibility = str | tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a game's log. Immutable; ``payload`` must not be mutated after creation."""
+
+    seq: int
+    type: str
+    actor: int | None
+    payload: dict[str, Any]
+    visibility: Visibility = PUBLIC
+
+    @property
+    def is_public(self) -> bool:
+        return self.visibility == PUBLIC
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form: the record the store keeps and exports carry."""
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "actor": self.actor,
+            "payload": self.payload,
+            "visibility": PUBLIC if self.visibility == PUBLIC else list(self.visibility),
+        }
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Event:
+        """Inverse of :meth:`to_dict`; extra keys a store adds (``time``, ``game_id``) are ignored."""
+        visibility = record.get("visibility", PUBLIC)
+        if visibility != PUBLIC:
+            visibility = tuple(int(s) for s in visibility)
+        actor = record.get("actor")
+        return cls(
+            seq=int(record["seq"]),
+            type=str(record["type"]),
+            actor=None if actor is None else int(actor),
+            payload=dict(record.get("payload") or {}),
+            visibility=visibility,
+        )
+
+
+def visible_to(event: Event, seat: int | None) -> bool:
+    """Whether ``seat`` may see ``event``; ``seat=None`` is a spectator (public events only)."""
+    if event.visibility == PUBLIC:
+        return True
+    return seat is not None and seat in event.visibility
+
+
+def filter_events(events: Iterable[Event], seat: int | None) -> list[Event]:
+    """The log as ``seat`` may see it (``None``: a spectator's log). Sequence numbers keep their gaps."""
+    return [e for e in events if visible_to(e, seat)]
+
+
+def as_events(records: Iterable[Event | dict[str, Any]]) -> list[Event]:
+    """Accept events or their dict form (as loaded from a store)."""
+    return [r if isinstance(r, Event) else Event.from_dict(r) for r in records]
