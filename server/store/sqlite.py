@@ -143,8 +143,8 @@ class SQLiteStore(Store):
                 "invalid_store_url",
                 f"SQLite URL {url!r} must look like sqlite:///ABSOLUTE/PATH/tradecraft.db or sqlite:///:memory:",
             )
-        if path == "/" + MEMORY:
-            path = MEMORY
+        # sqlite:///abs/path and SQLAlchemy-style sqlite:////abs/path both mean the absolute /abs/path
+        path = MEMORY if path == "/" + MEMORY else "/" + path.lstrip("/")
         options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
         unknown = set(options) - {"synchronous", "busy_timeout_ms"}
         if unknown:

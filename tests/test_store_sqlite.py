@@ -1,0 +1,125 @@
+"""SQLite-specific behaviour behind the contract: file layout, pragmas, migrations, locking, pooling."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from server.store import SCHEMA_VERSION, StoreError, open_store
+from server.store.sqlite import POOL_SIZE, SQLiteStore
+
+
+def test_creates_data_dir_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "data" / "tradecraft.db"
+    store = open_store(f"sqlite:///{path}")
+    assert isinstance(store, SQLiteStore)
+    assert path.exists()
+    assert store.describe() == f"sqlite://{path}"
+    with store._read() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: every commit is fsynced
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+    store.close()
+
+
+def test_three_and_four_slash_urls_name_the_same_absolute_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    assert str(path).startswith("/")
+    for url in (f"sqlite://{path}", f"sqlite:///{path}"):
+        store = open_store(url)
+        assert isinstance(store, SQLiteStore)
+        assert store.path == str(path)
+        store.close()
+
+
+def test_url_options(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/t.db?synchronous=normal&busy_timeout_ms=1500")
+    assert isinstance(store, SQLiteStore)
+    with store._read() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 1500
+    store.close()
+    for bad in ("?synchronous=sometimes", "?busy_timeout_ms=soon", "?journal=delete"):
+        with pytest.raises(StoreError) as error:
+            open_store(f"sqlite:///{tmp_path}/t.db{bad}")
+        assert error.value.code == "invalid_store_url"
+
+
+def test_schema_version_is_recorded_once_and_newer_schemas_are_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    for _ in range(2):
+        store = open_store(url)
+        assert isinstance(store, SQLiteStore)
+        assert store.schema_version() == SCHEMA_VERSION
+        store.close()
+    raw = sqlite3.connect(tmp_path / "t.db")
+    assert raw.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    raw.execute("INSERT INTO schema_version VALUES (?, 0)", (SCHEMA_VERSION + 1,))
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError) as error:
+        open_store(url)
+    assert error.value.code == "schema_too_new"
+
+
+def test_only_the_token_hash_reaches_the_disk(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    plaintext, _ = store.create_token("bot", ["play"])
+    store.close()  # checkpoint-free: the WAL file is read too
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("t.db"))
+    assert plaintext.encode() not in data
+    raw = sqlite3.connect(tmp_path / "t.db")
+    (stored_hash,) = raw.execute("SELECT token_hash FROM tokens").fetchone()
+    raw.close()
+    assert len(stored_hash) == 64 and stored_hash != plaintext
+
+
+def test_locked_database_gives_a_typed_error(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/t.db?busy_timeout_ms=100")
+    blocker = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+    try:
+        with pytest.raises(StoreError) as error:
+            store.create_game("g", {})
+        assert error.value.code == "store_busy"
+        assert "busy_timeout" in error.value.message
+        assert store.list_games() == []  # reads still work under WAL
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    store.create_game("g", {})  # and the store is usable again
+    store.close()
+
+
+def test_connection_pool_stays_bounded(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    assert isinstance(store, SQLiteStore)
+    store.create_game("g", {})
+    barrier = threading.Barrier(20)
+
+    def reader() -> None:
+        barrier.wait()
+        for _ in range(20):
+            store.load_events("g")
+
+    threads = [threading.Thread(target=reader) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 1 <= len(store._pool) <= POOL_SIZE
+    store.close()
+    with pytest.raises(StoreError) as error:
+        store.get_game("g")
+    assert error.value.code == "store_closed"
+
+
+def test_unwritable_data_dir_is_a_typed_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreError) as error:
+        open_store(f"sqlite:///{blocker}/sub/t.db")
+    assert error.value.code == "store_unavailable"
