@@ -18,15 +18,20 @@ decided                the 2 parties  turn, proposer, seat, accept, message, rea
 trade_executed         public         turn, proposer, to, offer, request, message, reply
 proposal_cancelled     the 2 parties  turn, proposer, to, reason (the proposer resigned)
 passed                 public         turn, seat, reason (absent | timeout | resign)
-crafted                the crafter    seat, recipe, runs, choices, fuel, consumed, produced
-craft_finished         public         seat, reason (absent | timeout | resign): only THAT it is done
+crafted                the crafter    turn, seat, recipe, runs, choices, fuel, consumed, produced
+craft_finished         public         turn, seat, reason (absent | timeout | resign): only THAT
+                                      it is done
 hands_revealed         public         turn, hands (floored, one per seat)
+player_won             public         turn, seat (held its target after this craft phase)
 turn_ended             public         turn
 game_ended             public         turn, winners, reason (target_crafted | max_turns |
                                       too_few_players)
-timeout                public         turn, phase, seats, policy
-resigned               public         seat
+timeout                public [1]     turn, phase, seats, policy
+resigned               public         turn, seat
 =====================  =============  ==========================================================
+
+[1] A timeout of the decision phase is seen by the two parties only: its awaited seat would reveal
+whom the proposal went to.
 
 A rejected (or cancelled) proposal is seen by its two parties only: ``proposed`` / ``decided`` are
 private to them, and there is no public phase_started for the decision. An accepted one becomes
@@ -55,6 +60,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "crafted",
         "craft_finished",
         "hands_revealed",
+        "player_won",
         "turn_ended",
         "game_ended",
         "timeout",
