@@ -82,3 +82,52 @@ def rules_stats(name: str, as_json: bool, strict: bool) -> None:
     for problem in data["problems"]:
         lines.append(f"  problem: {problem['path']}: {problem['reason']}")
     emit(data, as_json, "\n".join(lines))
+
+
+@rules_group.group("import")
+def rules_import() -> None:
+    """Turn user-supplied game data into a rule set folder (never shipped with TradeCraft).
+
+    The folder is DEST/NAME; DEST defaults to the first folder in $TRADECRAFT_RULE_SETS, else
+    ~/.local/share/tradecraft/rule_sets. Rule sets there are found by name when
+    $TRADECRAFT_RULE_SETS names that folder.
+    """
+
+
+def _import_options(func: Any) -> Any:
+    func = click.option("--json", "as_json", is_flag=True, help="machine-readable output")(func)
+    func = click.option("--force", is_flag=True, help="replace an existing imported rule set")(func)
+    func = click.option("--dest", type=click.Path(file_okay=False), help="parent folder to write into")(func)
+    return click.option("--name", required=True, help="name of the new rule set (its folder name)")(func)
+
+
+def _run_import(kind: str, source: str, name: str, dest: str | None, force: bool, as_json: bool) -> None:
+    from craft_rules.importers import RuleSetImportError, import_datapack, import_little_alchemy
+    from craft_rules.loader import RuleSetError
+
+    importer = import_little_alchemy if kind == "little-alchemy" else import_datapack
+    try:
+        report = importer(source, name, dest, force)
+    except RuleSetError as err:
+        code = err.code if isinstance(err, RuleSetImportError) else "invalid_rule_set"
+        if as_json:
+            emit({"ok": False, "error": {"code": code, "path": err.path, "message": str(err)}}, True, "")
+            sys.exit(1)
+        raise click.ClickException(f"{err} [{code}]") from err
+    emit({"ok": True, **report.as_dict()}, as_json, report.text())
+
+
+@rules_import.command("little-alchemy")
+@click.argument("file", type=click.Path(dir_okay=False))
+@_import_options
+def rules_import_little_alchemy(file: str, name: str, dest: str | None, force: bool, as_json: bool) -> None:
+    """A Little Alchemy 2 element table (JSON: {"<id>": {"n": name, "p": [[idA, idB], ...]}})."""
+    _run_import("little-alchemy", file, name, dest, force, as_json)
+
+
+@rules_import.command("datapack")
+@click.argument("path", type=click.Path())
+@_import_options
+def rules_import_datapack(path: str, name: str, dest: str | None, force: bool, as_json: bool) -> None:
+    """A vanilla data pack folder (data/<ns>/recipes, data/<ns>/tags/items) or a client .jar / .zip."""
+    _run_import("datapack", path, name, dest, force, as_json)

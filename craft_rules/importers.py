@@ -293,7 +293,8 @@ def import_little_alchemy(
             report.notes.append(f"name {entry['n']!r} is used twice; entry {key} became {slug!r}")
         taken.add(slug)
         slugs[key] = slug
-        names[slug] = entry["n"].strip()
+        name = entry["n"].strip()
+        names[slug] = name[:1].upper() + name[1:]  # the table writes "water"; we show "Water"
 
     combos: dict[str, tuple[str, str, str]] = {}  # recipe id -> (first, second, result)
     made: set[str] = set()
@@ -317,7 +318,9 @@ def import_little_alchemy(
             combos[recipe_id] = (first, second, slug)
             made.add(slug)
 
-    flagged = [slugs[k] for k in slugs if table[k].get("prime") or table[k].get("base")]
+    # the prime elements first, then those the game grants along the way ("base")
+    flagged = [slugs[k] for k in slugs if table[k].get("prime")]
+    flagged += [slugs[k] for k in slugs if table[k].get("base") and not table[k].get("prime")]
     unmade = [slugs[k] for k in slugs if slugs[k] not in made and slugs[k] not in flagged]
     starting = flagged + unmade
     if unmade:
@@ -325,11 +328,18 @@ def import_little_alchemy(
             f"{len(unmade)} element(s) made by no pair became starting items: "
             + _examples(names[s] for s in unmade)
         )
-    conditional = [names[slugs[k]] for k in slugs if table[k].get("condition")]
-    if conditional:
+    conditional = [slugs[k] for k in slugs if table[k].get("condition")]
+    granted = [s for s in conditional if s in flagged]
+    if granted:
         report.notes.append(
-            f"{len(conditional)} element(s) carry an unlock condition, which TradeCraft ignores: "
-            + _examples(conditional)
+            f"{len(granted)} element(s) the game grants on a condition (progress, discoveries) are starting "
+            "items here: " + _examples(names[s] for s in granted)
+        )
+    ignored = [s for s in conditional if s not in flagged]
+    if ignored:
+        report.notes.append(
+            f"{len(ignored)} element(s) carry an unlock condition, which TradeCraft ignores: "
+            + _examples(names[s] for s in ignored)
         )
     results_by_pair: dict[tuple[str, str], int] = {}
     for first, second, _ in combos.values():
@@ -510,30 +520,12 @@ def derived_name(item: str) -> str:
     return " ".join(word.capitalize() for word in item.split(":")[-1].split("_"))
 
 
-def vanilla_fuels() -> dict[str, Any] | None:
-    """The vanilla fuel table as fuels.json content, from the minecraft rule set's own tables."""
-    try:
-        from craft_rules.build import minecraft_tables
-    except ImportError:
-        return None
-    return minecraft_tables.fuels_json()
+def vanilla_fuels() -> dict[str, Any]:
+    """fuels.json content: the vanilla furnace fuel table the minecraft rule set is built with."""
+    # imported here: the minecraft build package itself uses this module's writer
+    from craft_rules.build.minecraft_tables import fuels_json
 
-
-def _fuels_for(tags: set[str]) -> tuple[dict[str, Any], list[str]]:
-    """Vanilla fuels limited to what the pack can resolve: a fuel tag the pack lacks is dropped."""
-    table = vanilla_fuels()
-    if table is None:
-        return {"fuels": {}, "remainders": {}}, ["no vanilla fuel table is installed; fuels.json is empty"]
-    fuels = {}
-    dropped = []
-    for ref, ticks in table.get("fuels", {}).items():
-        bare = ref.removeprefix("#").removeprefix(VANILLA_PREFIX)
-        if ref.startswith("#") and bare not in tags:
-            dropped.append(ref)
-        else:
-            fuels[ref] = ticks
-    notes = [f"fuel tag(s) the pack lacks were left out: {_examples(dropped)}"] if dropped else []
-    return {**table, "fuels": fuels}, notes
+    return fuels_json(VANILLA_PREFIX)
 
 
 def import_datapack(
@@ -547,7 +539,6 @@ def import_datapack(
     folder = _destination(name, dest_root, force)
     report = ImportReport(name=name, kind="datapack", source=str(source), dest=str(folder))
     files: dict[str, bytes] = {}
-    tag_names: set[str] = set()
     with _PackFiles(source) as pack:
         root, entries = _pack_entries(pack)
         for entry in entries:
@@ -557,7 +548,6 @@ def import_datapack(
                 files[f"recipes/{where}"] = raw
             elif entry.namespace == "minecraft":
                 files[f"tags/items/{entry.rest}"] = raw
-                tag_names.add(entry.rest.removesuffix(".json"))
             else:
                 # the loader names tags by their path under minecraft's namespace only
                 report.skip(f"item_tags_in_namespace_{entry.namespace}")
@@ -566,8 +556,6 @@ def import_datapack(
         if len(data_files) > len(entries):  # advancements, loot tables, block tags, ...
             report.skip("data_files_that_are_not_recipes_or_item_tags", len(data_files) - len(entries))
 
-    fuels, notes = _fuels_for(tag_names)
-    report.notes += notes
     meta = {
         "name": name,
         "description": f"Imported from the data pack {source.name}",
@@ -581,10 +569,10 @@ def import_datapack(
         "licence": IMPORTED_LICENCE,
     }
     files["ruleset.json"] = json_bytes(meta)
-    files["fuels.json"] = json_bytes(fuels)
+    files["fuels.json"] = json_bytes(vanilla_fuels())
     write_rule_set_files(folder, files)
 
-    # name every item the loaded rule set mentions: the pack's English names, else derived ones
+    # name every item the rule set mentions: the pack's English names, else derived ones
     rule_set, _ = load_rule_set_from(folder)
     items = {
         f"{VANILLA_PREFIX}{item}" if ":" not in item else item: lang.get(item) or derived_name(item)
