@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from craft_rules.model import FuelTable, Ingredient, ItemInfo, Recipe, RecipeType, RuleSet
 from craft_rules.tasks import TaskInstance
 from server.game import Game, GameError, GameSettings
-from server.game.legal import legal_actions, possible_crafts, random_proposal
+from server.game.legal import legal_actions, random_action
 
 PLANKS = ("birch_planks", "oak_planks")
 
@@ -152,52 +151,14 @@ def expect_error(game: Game, actor: int | None, action: dict[str, Any], code: st
     return caught.value
 
 
-# --- a random player for property tests and benches ------------------------------------------------
-def random_values(items: list[str], rng: random.Random) -> dict[str, int]:
-    return {item: rng.randint(0, 10) for item in items}
-
-
-def random_action(game: Game, seat: int, rng: random.Random) -> dict[str, Any] | None:
-    """A random *legal* action for ``seat`` (None when it has nothing to do but resign)."""
-    legal = [t for t in legal_actions(game, seat) if t != "resign"]
-    if not legal:
-        return None
-    kind = rng.choice(legal)
-    if kind == "report_tom":
-        items = game.tom_items
-        opponents = [str(s) for s in game.active_seats if s != seat]
-        orders = game.tom_orders(seat)
-        report: dict[str, Any] = {"type": "report_tom", "v0": random_values(items, rng)}
-        for order in (1, 2):
-            if order in orders:
-                report[f"v{order}"] = {o: random_values(items, rng) for o in opponents}
-        return report
-    if kind == "propose":
-        proposal = random_proposal(game, seat, rng)
-        assert proposal is not None
-        return {**proposal.model_dump(), "message": f"m{rng.randrange(10**9)}"}
-    if kind == "pass":
-        return {"type": "pass"}
-    if kind == "decide":
-        return {"type": "decide", "accept": rng.random() < 0.6, "message": f"r{rng.randrange(10**9)}"}
-    if kind == "craft":
-        options = possible_crafts(game, seat)
-        pick = rng.choice(options)
-        runs = Fraction(pick["max_runs"]) * rng.choice([Fraction(1), Fraction(1, 2), Fraction(1, 4)])
-        return {"type": "craft", "recipe": pick["recipe"], "runs": str(runs)}
-    return {"type": kind}
-
-
+# --- random play for property tests ----------------------------------------------------------------
 def play_random(game: Game, rng: random.Random, max_actions: int = 10_000) -> Iterator[dict[str, Any]]:
-    """Play until the game ends, yielding each applied step; craft phases end after a few crafts."""
+    """Play random legal actions until the game ends, yielding each applied step."""
     for _ in range(max_actions):
         if game.finished:
             return
-        awaited = sorted(game.waiting_for())
-        seat = rng.choice(awaited)
+        seat = rng.choice(sorted(game.waiting_for()))
         action = random_action(game, seat, rng)
-        if action is None or (action["type"] == "craft" and rng.random() < 0.3):
-            action = {"type": "finish_crafting"} if game.phase == "craft" else action
         assert action is not None, (game.phase, seat, legal_actions(game, seat))
         game.apply(seat, action)
         yield {"seat": seat, "action": action}

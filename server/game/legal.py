@@ -10,6 +10,7 @@ accepted by :meth:`Game.apply` at the moment they are called.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Iterator
 from fractions import Fraction
@@ -18,6 +19,9 @@ from typing import Any
 from craft_rules.crafting import max_runs
 from server.game.actions import PLAYER_ACTION_TYPES, Craft, Decide, Propose
 from server.game.state import Game
+
+MAX_RUNS = 10**6
+"""Largest run amount and finest step craft_rules accepts (see craft_rules.crafting.parse_runs)."""
 
 
 def legal_actions(game: Game, seat: int) -> list[str]:
@@ -142,7 +146,7 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
     hand = game.crafting_hand(seat) or {}
     found = []
     for recipe in _candidate_recipes(game, hand):
-        runs = max_runs(game.rules, hand, recipe)
+        runs = _acceptable_runs(max_runs(game.rules, hand, recipe))
         if runs > 0:
             found.append(
                 {
@@ -159,20 +163,79 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
 
 
 def _candidate_recipes(game: Game, hand: dict[str, Fraction]) -> list[Any]:
-    """Recipes one of whose ingredients (or fuel) is held: the only ones that can possibly run."""
+    """Recipes whose every ingredient (and fuel, if it burns any) has some held option, by id.
+
+    A cheap filter before the exact :func:`max_runs`: a recipe missing an ingredient cannot run.
+    """
+    held = {item for item, qty in hand.items() if qty > 0}
+    has_fuel = any(item in game.rules.fuels.burn_ticks for item in held)
     by_input = game.rules.recipes_by_input
     seen: dict[str, Any] = {}
-    for item, qty in hand.items():
-        if qty > 0:
-            for recipe in by_input.get(item, ()):
-                seen.setdefault(recipe.id, recipe)
+    for item in held:
+        for recipe in by_input.get(item, ()):
+            if recipe.id in seen:
+                continue
+            if (has_fuel or not recipe.burns_fuel) and all(
+                not held.isdisjoint(ing.options) for ing in recipe.ingredients
+            ):
+                seen[recipe.id] = recipe
     return [seen[k] for k in sorted(seen)]
 
 
 def _any_craft(game: Game, seat: int) -> bool:
     hand = game.crafting_hand(seat) or {}
-    return any(max_runs(game.rules, hand, r) > 0 for r in _candidate_recipes(game, hand))
+    return any(_acceptable_runs(max_runs(game.rules, hand, r)) > 0 for r in _candidate_recipes(game, hand))
+
+
+def _acceptable_runs(runs: Fraction) -> Fraction:
+    """The largest run amount <= ``runs`` that a Craft accepts (at most 10^6, in steps of 1/10^6).
+
+    Repeated fractional crafts can leave quantities with huge denominators; rounding *down* keeps
+    the craft affordable.
+    """
+    if runs.denominator <= MAX_RUNS and runs <= MAX_RUNS:
+        return runs
+    return Fraction(math.floor(min(runs, Fraction(MAX_RUNS)) * MAX_RUNS), MAX_RUNS)
 
 
 def _fmt(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+# --- a random legal action (random bots, property tests, benchmarks) -----------------------------
+def random_action(
+    game: Game, seat: int, rng: random.Random, finish_probability: float = 0.3
+) -> dict[str, Any] | None:
+    """A random legal action of ``seat`` as an action dict (None when it has nothing to do now).
+
+    Never resigns. ToM reports carry random 0-10 values for exactly the requested orders; proposals
+    come from :func:`random_proposal`; in a craft phase the seat finishes with
+    ``finish_probability``, else runs a random affordable recipe 1, 1/2 or 1/4 of its max runs.
+    """
+    legal = [t for t in legal_actions(game, seat) if t != "resign"]
+    if not legal:
+        return None
+    if "finish_crafting" in legal:
+        if "craft" not in legal or rng.random() < finish_probability:
+            return {"type": "finish_crafting"}
+        options = possible_crafts(game, seat)
+        pick = rng.choice(options)
+        most = Fraction(pick["max_runs"])
+        runs = _acceptable_runs(most * rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 4))))
+        return {"type": "craft", "recipe": pick["recipe"], "runs": _fmt(runs if runs > 0 else most)}
+    kind = rng.choice(legal)
+    if kind == "report_tom":
+        items = game.tom_items
+        opponents = [str(s) for s in game.active_seats if s != seat]
+        report: dict[str, Any] = {"type": "report_tom", "v0": {i: rng.randint(0, 10) for i in items}}
+        for order in game.tom_orders(seat):
+            if order:
+                report[f"v{order}"] = {o: {i: rng.randint(0, 10) for i in items} for o in opponents}
+        return report
+    if kind == "propose":
+        proposal = random_proposal(game, seat, rng)
+        assert proposal is not None  # "propose" is legal, so some proposal exists
+        return {**proposal.model_dump(), "message": f"offer #{rng.randrange(10**6)}"}
+    if kind == "decide":
+        return {"type": "decide", "accept": rng.random() < 0.5, "message": ""}
+    return {"type": kind}
