@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from craft_rules.loader import RuleSetError, load_rule_set_from
+from craft_rules.loader import RULE_SETS_DIR, RuleSetError, load_rule_set_from, rule_set_dirs
 
 DEFAULT_USER_RULE_SETS = Path("~/.local/share/tradecraft/rule_sets")
 VANILLA_PREFIX = "minecraft:"
@@ -226,6 +226,13 @@ def _finish(report: ImportReport, folder: Path, strict: bool) -> ImportReport:
     report.recipes = len(rule_set.recipes)
     report.tags = len(rule_set.tags)
     report.loaded = {**load.as_dict(), "recipes_by_type": rule_set.summary()["recipes_by_type"]}
+    found = rule_set_dirs().get(report.name)
+    if found is None or found.resolve() != folder.resolve():
+        report.notes.append(
+            f"to use it by name, add {folder.parent} to TRADECRAFT_RULE_SETS (or load it by path: {folder})"
+        )
+    elif folder.parent.resolve() != RULE_SETS_DIR.resolve() and (RULE_SETS_DIR / report.name).is_dir():
+        report.notes.append("it shadows the installed rule set of the same name when loaded by name")
     return report
 
 

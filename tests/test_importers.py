@@ -40,6 +40,12 @@ needs_vanilla = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the loader's pickles of these throwaway rule sets out of the user's cache."""
+    monkeypatch.setenv("TRADECRAFT_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def write_json(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -92,6 +98,7 @@ def test_small_table_imports_with_its_oddities_reported(tmp_path: Path) -> None:
     assert "1 element(s) made by no pair became starting items: Time" in notes
     assert "unlock condition" in notes and "1 pair(s) give several results" in notes
     assert "2 element(s) cannot be made from the starting items: Loop, Unreachable" in notes
+    assert f"to use it by name, add {tmp_path / 'sets'} to TRADECRAFT_RULE_SETS" in notes
 
     rules, load = load_rule_set_from(tmp_path / "sets" / "small", strict=True)
     assert not load.problems and rules.prefix == ""
@@ -375,7 +382,6 @@ def test_cli_imports_into_the_user_folder_found_by_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TRADECRAFT_RULE_SETS", str(tmp_path / "mine"))
-    monkeypatch.setenv("TRADECRAFT_CACHE_DIR", str(tmp_path / "cache"))
     assert user_rule_sets_dir() == tmp_path / "mine"
     source = write_json(tmp_path / "table.json", SMALL_TABLE)
     runner = CliRunner()
@@ -386,6 +392,7 @@ def test_cli_imports_into_the_user_folder_found_by_name(
     data = json.loads(result.output)
     assert data["ok"] is True and data["recipes"] == 9 and data["dest"] == str(tmp_path / "mine" / "tiny")
     assert "tiny" in rule_set_dirs()
+    assert not any("TRADECRAFT_RULE_SETS" in note for note in data["notes"])
     assert load_rule_set("tiny").starting_items == ("water", "fire", "earth", "time")
 
     text = runner.invoke(tradecraft, ["rules", "import", "little-alchemy", str(source), "--name", "tiny"])
@@ -398,6 +405,13 @@ def test_cli_imports_into_the_user_folder_found_by_name(
         and "imported little-alchemy" in forced.output
         and "skipped  1 duplicate pairs" in forced.output
     )
+
+
+def test_a_user_rule_set_may_shadow_an_installed_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRADECRAFT_RULE_SETS", str(tmp_path))
+    report = import_little_alchemy(write_json(tmp_path / "table.json", SMALL_TABLE), "alchemy")
+    assert "it shadows the installed rule set of the same name when loaded by name" in report.notes
+    assert rule_set_dirs()["alchemy"] == tmp_path / "alchemy"
 
 
 def test_cli_reports_errors_as_json(tmp_path: Path) -> None:
