@@ -150,9 +150,12 @@ def _try_merge(a: Draft, b: Draft, foldable: Sequence[frozenset[str]]) -> Draft 
         return a  # an exact duplicate
     a_sets = {a.cells[i] for i in diff}
     b_sets = {b.cells[i] for i in diff}
-    if len(a_sets) != 1 or len(b_sets) != 1 or None in a_sets or None in b_sets:
+    if len(a_sets) != 1 or len(b_sets) != 1:
         return None
-    union = next(iter(a_sets)) | next(iter(b_sets))  # type: ignore[operator]
+    a_set, b_set = a_sets.pop(), b_sets.pop()
+    if a_set is None or b_set is None:  # a slot filled in one variant and empty in the other
+        return None
+    union = a_set | b_set
     if not any(union <= allowed for allowed in foldable):
         return None
     cells = list(a.cells)
