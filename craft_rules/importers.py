@@ -84,13 +84,13 @@ def combination_recipe_id(first: str, second: str, result: str) -> str:
     return f"{result}_from_{low}_and_{high}"
 
 
-def combination_recipe(first: str, second: str, result: str, prefix: str = "") -> dict[str, Any]:
-    """A two-element combination as a vanilla shapeless recipe (one result)."""
+def combination_recipe(first: str, second: str, result: str) -> dict[str, Any]:
+    """A two-element combination as a vanilla shapeless recipe (one result), for a rule set without prefix."""
     low, high = sorted((first, second))
     return {
-        "type": f"{VANILLA_PREFIX}crafting_shapeless" if prefix else "crafting_shapeless",
-        "ingredients": [{"item": f"{prefix}{low}"}, {"item": f"{prefix}{high}"}],
-        "result": {"item": f"{prefix}{result}", "count": 1},
+        "type": "crafting_shapeless",
+        "ingredients": [{"item": low}, {"item": high}],
+        "result": {"item": result, "count": 1},
     }
 
 
@@ -300,8 +300,8 @@ def import_little_alchemy(
             report.notes.append(f"name {entry['n']!r} is used twice; entry {key} became {slug!r}")
         taken.add(slug)
         slugs[key] = slug
-        name = entry["n"].strip()
-        names[slug] = name[:1].upper() + name[1:]  # the table writes "water"; we show "Water"
+        shown = entry["n"].strip()
+        names[slug] = shown[:1].upper() + shown[1:]  # the table writes "water"; we show "Water"
 
     combos: dict[str, tuple[str, str, str]] = {}  # recipe id -> (first, second, result)
     made: set[str] = set()

@@ -101,7 +101,7 @@ def test_small_table_imports_with_its_oddities_reported(tmp_path: Path) -> None:
     assert f"to use it by name, add {tmp_path / 'sets'} to TRADECRAFT_RULE_SETS" in notes
 
     rules, load = load_rule_set_from(tmp_path / "sets" / "small", strict=True)
-    assert not load.problems and rules.prefix == ""
+    assert not load.problems and rules.prefix == "" and rules.name == "small"
     assert rules.display_name("primordial_soup") == "Primordial soup"
     assert rules.items["water"].category == "starting" and rules.items["cloud"].category == "final"
     assert rules.items["steam"].category == "intermediate"
@@ -196,7 +196,7 @@ def test_real_little_alchemy_2_table(tmp_path: Path) -> None:
     assert report.loaded["problems"] == []
 
     rules = load_rule_set(tmp_path / "la2")
-    assert len(rules.items) == 720 and len(rules.recipes) == report.recipes
+    assert rules.name == "la2" and len(rules.items) == 720 and len(rules.recipes) == report.recipes
     assert all(r.type is RecipeType.CRAFTING_SHAPELESS for r in rules.recipes.values())
     steam = [rid for rid, result in recipes_from(rules, "water", "fire").items() if result == "steam"]
     assert steam, "water + fire should make steam"
@@ -264,7 +264,7 @@ def test_small_data_pack_folder(tmp_path: Path) -> None:
     assert report.loaded["skipped_by_type"] == {"crafting_special_armordye": 1}
 
     rules = load_rule_set(folder)
-    assert rules.prefix == "minecraft:"
+    assert rules.prefix == "minecraft:" and rules.name == "small_pack"
     assert set(rules.recipes) == {"stick", "glass", "mypack/cherry_stick"}
     assert rules.tags["planks"] == frozenset({"oak_planks", "cherry_planks"})
     assert rules.display_name("stick") == "Fancy Stick"  # from the pack's lang file
