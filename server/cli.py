@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from craft_rules.cli import rules_group
+from server.export import export_command
 
 
 @click.group()
@@ -14,6 +15,7 @@ def main() -> None:
 
 
 main.add_command(rules_group)
+main.add_command(export_command)
 
 if __name__ == "__main__":
     main()

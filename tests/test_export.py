@@ -1,0 +1,354 @@
+"""Exports: researcher JSONL, CSV tables, participant-safe JSONL and the `tradecraft export` command.
+
+Games are played with the real engine (the small rule set of tests/test_engine_support.py), stored with a fake
+clock so latencies are exact, then exported.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
+
+from craft_rules.tasks import TaskInstance
+from server.cli import main as cli
+from server.export import (
+    CSV_COLUMNS,
+    EXPORT_SCHEMA_VERSION,
+    ExportError,
+    export_csv_tables,
+    export_game_jsonl,
+    export_participant,
+)
+from server.game import Game, GameSettings
+from server.game.views import player_view
+from server.store import Store, open_store
+
+RULES = small_rules()
+SECRET = "tc_THIS-IS-A-SECRET-TOKEN-VALUE"
+
+
+class Recorder:
+    """Plays a game and stores each action's events as one batch, stamped by a fake clock."""
+
+    def __init__(self, store: Store, game_id: str, instance: TaskInstance, seed: int = 1, **settings: Any):
+        settings.setdefault("ruleset", "small")
+        self.store, self.game_id, self.clock = store, game_id, 1000.0
+        self.settings = GameSettings(**settings)
+        seats = [
+            {"seat": 0, "kind": "agent", "name": "gpt", "user_id": "u0", "bot": None, "model": "gpt-x-2025",
+             "prompt_version": "p3", "api_token": SECRET},
+            {"seat": 1, "kind": "human", "name": "Ada", "user_id": "u1", "bot": None,
+             "session_cookie": SECRET},
+            {"seat": 2, "kind": "bot", "name": "tom1", "user_id": None, "bot": "tom1"},
+        ][: instance.players]  # fmt: skip
+        store.create_game(
+            game_id,
+            {
+                "mode": instance.mode,
+                "hall": "lab",
+                "ruleset": "small",
+                "instance_id": instance.id,
+                "instance": instance.to_json(),
+                "settings": self.settings.model_dump(),
+                "seed": seed,
+                "bot_seed": 99,
+                "seats": seats,
+                "status": "running",
+                "admin_password": SECRET,
+            },
+        )
+        self.game = Game.new(instance, self.settings, RULES, seed)
+        self._store(self.game.events)
+
+    def _store(self, events: Iterable[Any]) -> None:
+        self.store.append_events(self.game_id, [e.to_dict() | {"time": self.clock} for e in events])
+
+    def act(self, seat: int | None, action: dict[str, Any], after: float = 1.0) -> None:
+        self.clock += after
+        self._store(self.game.apply(seat, action))
+
+    def finish(self) -> None:
+        self.store.update_game(self.game_id, status="finished" if self.game.finished else "running")
+
+
+@pytest.fixture
+def store() -> Iterable[Store]:
+    opened = open_store("sqlite:///:memory:")
+    yield opened
+    opened.close()
+
+
+def lines(iterator: Iterable[str]) -> list[dict[str, Any]]:
+    text = "".join(iterator)
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def scripted_two_player(store: Store, game_id: str = "two") -> Recorder:
+    """Turn 1: 0 proposes (3 s), 1 rejects (7 s); crafting: 0 crafts twice (2 s, 5 s), 1 finishes (10 s),
+    0 finishes (4 s after its last craft)."""
+    rec = Recorder(store, game_id, TWO_PLAYER, max_turns=2)
+    rec.act(
+        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "hi"}, 3
+    )
+    rec.act(1, {"type": "decide", "accept": False, "message": "no"}, 7)
+    rec.act(0, {"type": "craft", "recipe": "oak_planks", "runs": 1}, 2)
+    rec.act(0, {"type": "craft", "recipe": "stick", "runs": "1/2"}, 5)
+    rec.act(1, {"type": "finish_crafting"}, 3)  # 1 was awaited since the craft phase began 10 s ago
+    rec.act(0, {"type": "finish_crafting"}, 1)
+    rec.finish()
+    return rec
+
+
+def random_game(store: Store, game_id: str, instance: TaskInstance, seed: int, **settings: Any) -> Recorder:
+    rec = Recorder(store, game_id, instance, seed=seed, **settings)
+    rng = random.Random(seed)
+    for _step in play_random(rec.game, rng):
+        # play_random applies each action itself: store what it produced as one batch
+        stored = rec.store.last_seq(game_id)
+        rec.clock += rng.choice([0.5, 1.0, 2.5])
+        rec._store(rec.game.events[stored + 1 :])
+    rec.finish()
+    return rec
+
+
+# ------------------------------------------------------------------------------------------- researcher
+def test_researcher_export_header_events_and_summary(store: Store) -> None:
+    rec = scripted_two_player(store)
+    records = lines(export_game_jsonl(store, "two", rules=RULES))
+    header, events, summary = records[0], records[1:-1], records[-1]
+
+    assert header["record"] == "header" and header["export"] == "researcher"
+    assert header["schema_version"] == EXPORT_SCHEMA_VERSION
+    assert header["game_id"] == "two" and header["status"] == "running"
+    assert header["settings"] == rec.settings.model_dump()
+    assert header["instance_id"] == TWO_PLAYER.id
+    assert header["instance"]["targets"] == [{"torch": 4}, {"shears": 1}]
+    assert header["seeds"] == {"game": 1, "bot": 99}
+    assert header["meta"] == {"bot_seed": 99}  # everything else has its own key; the password is gone
+    assert header["models"] == [{"seat": 0, "model": "gpt-x-2025", "prompt_version": "p3"}]
+    assert header["tradecraft_version"] and header["exported_at"]
+    assert header["replay"] == {"ok": True, "error": None}
+
+    assert [e["seq"] for e in events] == list(range(len(rec.game.events)))
+    assert all(e["record"] == "event" and isinstance(e["time"], float) for e in events)
+    assert [e["type"] for e in events] == [e.type for e in rec.game.events]
+
+    assert summary["record"] == "summary"
+    assert summary["log_digest"] == rec.game.log_digest()
+    assert summary["state_digest"] == rec.game.state_digest()
+    assert summary["final_state"]["targets"] == [{"torch": 4}, {"shears": 1}]
+
+
+def test_exports_never_carry_credentials(store: Store) -> None:
+    scripted_two_player(store)
+    store.create_token("bot", ["play"])
+    everything = "".join(export_game_jsonl(store, "two", rules=RULES))
+    everything += "".join(export_csv_tables(store, ["two"], rules=RULES).values())
+    everything += "".join(export_participant(store, "two", 0, rules=RULES))
+    assert SECRET not in everything
+    assert "api_token" not in everything and "admin_password" not in everything
+    assert "session_cookie" not in everything
+
+
+def test_response_latencies(store: Store) -> None:
+    scripted_two_player(store)
+    events = lines(export_game_jsonl(store, "two", rules=RULES))[1:-1]
+    acted = [(e["type"], e["actor"], e["latency"]) for e in events if e["latency"] is not None]
+    assert acted == [
+        ("proposed", 0, 3.0),
+        ("decided", 1, 7.0),
+        ("crafted", 0, 2.0),
+        ("crafted", 0, 5.0),
+        ("craft_finished", 1, 10.0),
+        ("craft_finished", 0, 4.0),
+    ]
+    # system events and follow-ups of an action carry no latency
+    assert all(e["latency"] is None for e in events if e["actor"] is None)
+
+
+def test_unreplayable_game_still_exports_its_events(store: Store) -> None:
+    scripted_two_player(store)
+    records = lines(export_game_jsonl(store, "two"))  # the "small" rule set is not installed
+    header = records[0]
+    assert header["replay"]["ok"] is False and header["replay"]["error"]["message"]
+    assert len(records) == 2 + store.last_seq("two") + 1
+    assert all(r["latency"] is None for r in records[1:-1])
+    assert "log_digest" not in records[-1]
+    with pytest.raises(ExportError) as error:
+        export_participant(store, "two", 0)
+    assert error.value.code == "replay_failed"
+
+
+def test_unknown_game_and_seat(store: Store) -> None:
+    with pytest.raises(ExportError) as error:
+        export_game_jsonl(store, "nope")
+    assert error.value.code == "unknown_game"
+    scripted_two_player(store)
+    for seat in (2, -1):
+        with pytest.raises(ExportError) as bad_seat:
+            export_participant(store, "two", seat, rules=RULES)
+        assert bad_seat.value.code == "unknown_seat"
+
+
+# -------------------------------------------------------------------------------------------------- CSV
+def read_tables(tables: dict[str, str]) -> dict[str, list[dict[str, str]]]:
+    assert set(tables) == set(CSV_COLUMNS)
+    parsed = {}
+    for name, text in tables.items():
+        reader = csv.DictReader(io.StringIO(text))
+        assert tuple(reader.fieldnames or ()) == CSV_COLUMNS[name]
+        parsed[name] = list(reader)
+    return parsed
+
+
+def test_csv_tables_of_the_scripted_game(store: Store) -> None:
+    scripted_two_player(store)
+    tables = read_tables(export_csv_tables(store, ["two"], rules=RULES))
+    (proposal,) = tables["proposals"]
+    assert proposal["proposer"] == "0" and proposal["to"] == "1" and proposal["status"] == "rejected"
+    assert json.loads(proposal["offer"]) == {"coal": 1} and proposal["offer_units"] == "1"
+    assert proposal["reply"] == "no" and float(proposal["latency_s"]) == 3.0
+    (decision,) = tables["decisions"]
+    assert (decision["seat"], decision["accept"], decision["latency_s"]) == ("1", "false", "7.0")
+    crafts = tables["crafts"]
+    assert [(c["seat"], c["recipe"], c["runs"]) for c in crafts] == [
+        ("0", "oak_planks", "1"),
+        ("0", "stick", "1/2"),
+    ]
+    assert json.loads(crafts[1]["consumed"]) and json.loads(crafts[1]["produced"])
+    turn = tables["turns"][0]
+    assert (turn["turn"], turn["proposer"], turn["outcome"], turn["partner"]) == ("1", "0", "rejected", "1")
+    assert float(turn["duration_s"]) == 21.0 and json.loads(turn["hands_after"])
+    (game,) = tables["games"]
+    assert game["seat_kinds"] == "agent;human" and game["seat_models"] == "gpt-x-2025;"
+    assert game["replay_ok"] == "true" and game["turns"] == "2"
+
+
+def test_csv_tables_across_random_games_match_the_engine(store: Store) -> None:
+    recs = [
+        random_game(store, f"g{seed}", THREE_PLAYER if seed % 2 else TWO_PLAYER, seed, tom_orders=tom)
+        for seed, tom in ((1, [[0, 1, 2], [0, 1], [0]]), (2, [[0, 1], [0, 1, 2]]), (3, []))
+    ]
+    tables = read_tables(export_csv_tables(store, [r.game_id for r in recs], rules=RULES))
+    assert [g["game_id"] for g in tables["games"]] == ["g1", "g2", "g3"]
+    for rec in recs:
+        gid, game = rec.game_id, rec.game
+        mine = {name: [r for r in rows if r["game_id"] == gid] for name, rows in tables.items()}
+        assert [p["status"] for p in mine["proposals"]] == [p["status"] for p in game.proposals]
+        assert len(mine["decisions"]) == sum(e.type == "decided" for e in game.events)
+        assert len(mine["crafts"]) == sum(e.type == "crafted" for e in game.events)
+        assert len(mine["turns"]) == len(game.turn_records)
+        expected_values = 0
+        for report in game.tom_reports:
+            expected_values += len(report["v0"])
+            for key in ("v1", "v2"):
+                expected_values += sum(len(values) for values in (report.get(key) or {}).values())
+        assert len(mine["tom_reports"]) == expected_values
+        for row in mine["tom_reports"]:
+            assert row["order"] in ("0", "1", "2")
+            assert (row["opponent_seat"] == "") == (row["order"] == "0")
+            assert row["opponent_seat"] != row["seat"]
+            assert 0 <= int(row["value"]) <= 10
+
+
+# ------------------------------------------------------------------------------------------- participant
+def test_participant_export_is_filtered_like_the_seat_view(store: Store) -> None:
+    """Three players: 0 proposes to 1, 1 rejects; everyone reports ToM and crafts. Seat 2 must learn nothing
+    of the rejected proposal, nor anyone's target, ToM report or crafting."""
+    rec = Recorder(store, "three", THREE_PLAYER, tom_orders=[[0, 1], [0], [0, 1, 2]], max_turns=1)
+    game = rec.game
+    for seat in sorted(game.tom_awaiting()):
+        items = game.tom_items
+        opponents = [str(s) for s in range(3) if s != seat]
+        orders = game.tom_orders(seat)
+        report: dict[str, Any] = {"type": "report_tom", "v0": dict.fromkeys(items, 5)}
+        if 1 in orders:
+            report["v1"] = {o: dict.fromkeys(items, 3) for o in opponents}
+        if 2 in orders:
+            report["v2"] = {o: dict.fromkeys(items, 7) for o in opponents}
+        rec.act(seat, report)
+    rec.act(0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "psst"})
+    rec.act(1, {"type": "decide", "accept": False, "message": "nope"})
+    rec.act(0, {"type": "craft", "recipe": "oak_planks", "runs": 1})
+    rec.act(2, {"type": "finish_crafting"})
+    rec.act(1, {"type": "craft", "recipe": "furnace", "runs": "1/2"})
+    rec.act(1, {"type": "finish_crafting"})
+    rec.act(0, {"type": "finish_crafting"})
+    rec.finish()
+    assert game.finished
+
+    for seat in range(3):
+        records = lines(export_participant(store, "three", seat, rules=RULES))
+        header, events, view = records[0], records[1:-1], records[-1]
+        text = json.dumps(records)
+        assert header["export"] == "participant" and header["seat"] == seat
+        assert header["your_target"] == THREE_PLAYER.targets[seat]
+        assert "seed" not in header and "seeds" not in header and "models" not in header
+        assert "gpt-x-2025" not in text and "user_id" not in text and "u0" not in json.dumps(header)
+        assert view["record"] == "view" and view["target"] == THREE_PLAYER.targets[seat]
+        assert {k: v for k, v in view.items() if k != "record"} == player_view(game, seat)
+        for event in events:
+            assert event["visibility"] == "public" or seat in event["visibility"]
+            if event["actor"] not in (None, seat):
+                assert event["latency"] is None
+            if event["type"] in ("tom_reported", "crafted"):
+                assert event["payload"]["seat"] == seat
+        types = [e["type"] for e in events]
+        if seat == 2:
+            assert "proposed" not in types and "decided" not in types
+            assert "psst" not in text and "nope" not in text
+            assert view["proposals"] == []
+        else:
+            assert "proposed" in types and "decided" in types
+        other_targets = [t for s, t in enumerate(THREE_PLAYER.targets) if s != seat]
+        for target in other_targets:
+            assert json.dumps({"target": target})[1:-1] not in text
+        # every event the seat may see is there, in order
+        expected = [e.seq for e in game.events if e.visibility == "public" or seat in e.visibility]
+        assert [e["seq"] for e in events] == expected
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+def test_cli_writes_jsonl_csv_and_participant_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path}/store/tradecraft.db"
+    store = open_store(url)
+    scripted_two_player(store, "game/one")  # an id that is not a safe file name
+    random_game(store, "g2", TWO_PLAYER, 5)
+    store.close()
+    monkeypatch.setattr("server.export.load_rule_set", lambda name: RULES)
+    runner = CliRunner()
+
+    result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "jsonl")])
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in (tmp_path / "jsonl").iterdir())
+    assert files == ["g2.jsonl", "game_one.jsonl"]
+    assert json.loads((tmp_path / "jsonl" / "g2.jsonl").read_text().splitlines()[0])["game_id"] == "g2"
+
+    result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "csv"), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.stem for p in (tmp_path / "csv").iterdir()) == sorted(CSV_COLUMNS)
+    games_csv = (tmp_path / "csv" / "games.csv").read_text()
+    assert "game/one" in games_csv and "g2" in games_csv
+
+    args = ["export", "--store", url, "--out", str(tmp_path / "p"), "--game", "g2", "--participant", "1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    first = json.loads((tmp_path / "p" / "g2.seat1.jsonl").read_text().splitlines()[0])
+    assert first["export"] == "participant" and first["seat"] == 1
+
+    result = runner.invoke(cli, [*args, "--format", "csv"])
+    assert result.exit_code == 2 and "--participant" in result.output
+    result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "x"), "--game", "missing"])
+    assert result.exit_code == 1 and "no game 'missing'" in result.output
+    result = runner.invoke(cli, ["export", "--store", "redis://x", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 1 and "not understood" in result.output
