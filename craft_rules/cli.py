@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from craft_rules.loader import load_report, load_rule_set, rule_set_dirs
+from craft_rules.loader import RuleSetError, load_report, load_rule_set, rule_set_dirs
 
 
 def emit(data: Any, as_json: bool, text: str) -> None:
@@ -68,7 +68,10 @@ def rules_check_vanilla(name: str, path: str, as_json: bool, details: bool) -> N
 @click.option("--strict", is_flag=True, help="fail on the first malformed file")
 def rules_stats(name: str, as_json: bool, strict: bool) -> None:
     """Counts of items, recipes by type, tags and fuels; what loading skipped or could not read."""
-    rs = load_rule_set(name, strict=strict, use_cache=False)
+    try:
+        rs = load_rule_set(name, strict=strict, use_cache=False)
+    except RuleSetError as err:
+        raise click.ClickException(f"{err.path}: {err.reason} [invalid_rule_set]") from err
     report = load_report(name)
     data = {**rs.summary(), **report.as_dict()}
     lines = [f"rule set {rs.name} (prefix {rs.prefix!r})", f"  items  {len(rs.items)}", "  recipes"]

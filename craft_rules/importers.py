@@ -30,8 +30,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from craft_rules.loader import RULE_SETS_DIR, RuleSetError, load_rule_set_from, rule_set_dirs
+from craft_rules.loader import user_rule_sets_dir as loader_user_rule_sets_dir
 
-DEFAULT_USER_RULE_SETS = Path("~/.local/share/tradecraft/rule_sets")
 VANILLA_PREFIX = "minecraft:"
 IMPORTED_LICENCE = (
     "user-supplied data under its owner's terms; imported locally, not distributed with TradeCraft"
@@ -129,10 +129,7 @@ def user_rule_sets_dir() -> Path:
     for entry in os.environ.get("TRADECRAFT_RULE_SETS", "").split(os.pathsep):
         if entry:
             return Path(entry).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME")
-    if data_home:
-        return Path(data_home) / "tradecraft" / "rule_sets"
-    return DEFAULT_USER_RULE_SETS.expanduser()
+    return loader_user_rule_sets_dir()
 
 
 def _destination(name: str, dest_root: Path | str | None, force: bool) -> Path:

@@ -41,6 +41,8 @@ CACHE_FORMAT = 1
 class RuleSetError(ValueError):
     """A rule set (or one of its files) cannot be loaded."""
 
+    code = "invalid_rule_set"
+
     def __init__(self, path: Path | str, reason: str):
         super().__init__(f"{path}: {reason}")
         self.path = str(path)
@@ -368,7 +370,13 @@ def load_rule_set_from(
         recipes[recipe_id] = recipe
 
     items = _load_items(folder / "items.json", prefix)
-    fuels = _load_fuels(folder / "fuels.json", prefix, tags)
+    try:
+        fuels = _load_fuels(folder / "fuels.json", prefix, tags)
+    except RuleSetError as err:
+        if strict:
+            raise
+        report.problems.append(err)
+        fuels = FuelTable({}, {})
     # every item that occurs anywhere is an item of the rule set, named even when items.json is silent
     mentioned: set[str] = set(fuels.burn_ticks) | set(fuels.remainders.values())
     for members in tags.values():
@@ -400,9 +408,10 @@ def load_rule_set_from(
 
 
 def rule_set_dirs() -> dict[str, Path]:
-    """Installed rule sets plus any folders named in TRADECRAFT_RULE_SETS (os.pathsep-separated)."""
+    """Shipped rule sets, then the user's (imported) ones, then folders named in TRADECRAFT_RULE_SETS
+    (os.pathsep-separated); a later folder of the same name wins."""
     found: dict[str, Path] = {}
-    roots = [RULE_SETS_DIR]
+    roots = [RULE_SETS_DIR, user_rule_sets_dir()]
     roots += [Path(p) for p in os.environ.get("TRADECRAFT_RULE_SETS", "").split(os.pathsep) if p]
     for root in roots:
         if (root / "recipes").is_dir():  # the variable may name a rule set folder itself
@@ -413,6 +422,12 @@ def rule_set_dirs() -> dict[str, Path]:
                 if child.is_dir() and (child / "recipes").is_dir():
                     found[child.name] = child
     return found
+
+
+def user_rule_sets_dir() -> Path:
+    """Where `tradecraft rules import` writes by default."""
+    base = os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share"))
+    return Path(base) / "tradecraft" / "rule_sets"
 
 
 def _fingerprint(folder: Path) -> str:
