@@ -1,0 +1,196 @@
+"""A bot that plays legal moves at random: the baseline opponent and the engine's fuzzing partner.
+
+It sees exactly what a remote player sees (the player view and the list of legal action types) and
+nothing else, so the server can seat it without handing it the game. The concrete moves come from
+the view: proposals are random bundles of the two public hands, crafts are the recipes the private
+crafting hand affords (:func:`affordable_crafts`, the same rule the engine's
+:func:`server.game.legal.possible_crafts` applies), each run a random fraction of its largest amount.
+
+Deterministic for a seed: the same seed and the same sequence of views give the same actions. The
+bot keeps no game state between calls (it counts its crafts from ``view["crafts_this_phase"]``), so
+the server may build a fresh bot for every move.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from craft_rules.crafting import fmt_qty, max_runs
+from craft_rules.loader import load_rule_set
+from craft_rules.model import Recipe, RuleSet
+
+# Fractions of the largest run amount a random craft uses: whole runs and the usual exact parts.
+RUN_FRACTIONS: tuple[Fraction, ...] = (
+    Fraction(1),
+    Fraction(1, 2),
+    Fraction(1, 3),
+    Fraction(1, 4),
+    Fraction(3, 4),
+)
+
+MESSAGES: tuple[str, ...] = (
+    "",
+    "Would this work for you?",
+    "I think this helps us both.",
+    "Fair trade?",
+)
+
+
+def affordable_crafts(rules: RuleSet, hand: Mapping[str, Fraction]) -> list[tuple[Recipe, Fraction]]:
+    """Every recipe ``hand`` can run a positive amount of, with that largest amount, by recipe id.
+
+    Only recipes fed by a held item (as an ingredient or as fuel) can run, so only those are tried.
+    """
+    candidates: dict[str, Recipe] = {}
+    for item, qty in hand.items():
+        if qty > 0:
+            for recipe in rules.recipes_by_input.get(item, ()):
+                candidates.setdefault(recipe.id, recipe)
+    found = []
+    for recipe_id in sorted(candidates):
+        runs = max_runs(rules, hand, candidates[recipe_id])
+        if runs > 0:
+            found.append((candidates[recipe_id], runs))
+    return found
+
+
+class RandomBot:
+    """Plays uniformly among simple legal choices.
+
+    - ToM reports: a random 0-10 value per requested item, for every requested order and opponent.
+    - Proposer: passes with probability ``pass_probability`` (when passing is allowed), else proposes a
+      random trade to a random other active player (up to ``max_units`` of each item, disjoint sides).
+    - Addressee: accepts with probability ``accept_probability``.
+    - Craft phase: up to ``max_crafts`` crafts (each: a random affordable recipe, a random fraction of
+      its largest run amount), finishing earlier with probability ``finish_probability`` per step.
+    - Never resigns.
+    """
+
+    name = "random"
+
+    def __init__(
+        self,
+        seed: int | None = 0,
+        *,
+        rules: RuleSet | None = None,
+        pass_probability: float = 0.2,
+        accept_probability: float = 0.5,
+        finish_probability: float = 0.3,
+        max_crafts: int = 3,
+        max_units: int = 3,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self._given_rules = rules
+        self._loaded_rules: RuleSet | None = None
+        self.pass_probability = pass_probability
+        self.accept_probability = accept_probability
+        self.finish_probability = finish_probability
+        self.max_crafts = max_crafts
+        self.max_units = max_units
+
+    def __repr__(self) -> str:
+        return f"RandomBot(seed={self.seed!r})"
+
+    # --- the policy ------------------------------------------------------------------------------
+    def act(self, view: dict[str, Any], legal: Sequence[str]) -> dict[str, Any]:
+        """An action dict in the engine's schema for the seat whose ``view`` this is.
+
+        ``legal`` is the list of action types the seat may send now
+        (:func:`server.game.legal.legal_actions`). Raises ``ValueError`` when nothing but resigning
+        is legal: a policy is only asked to act when its action is awaited.
+        """
+        options = [kind for kind in legal if kind != "resign"]
+        if "report_tom" in options:
+            return self._report_tom(view)
+        if "decide" in options:
+            return self._decide()
+        if "finish_crafting" in options:
+            return self._craft_or_finish(view, can_craft="craft" in options)
+        if "propose" in options or "pass" in options:
+            return self._propose_or_pass(view, can_propose="propose" in options, can_pass="pass" in options)
+        raise ValueError(
+            f"RandomBot has no move among legal actions {list(legal)}; ask a policy to act only when "
+            "its seat is awaited."
+        )
+
+    # --- one method per kind of decision -------------------------------------------------------------
+    def _report_tom(self, view: dict[str, Any]) -> dict[str, Any]:
+        duty = view["tom"]
+        items = sorted(duty["items"])
+        rng = self.rng
+        report: dict[str, Any] = {"type": "report_tom", "v0": {item: rng.randint(0, 10) for item in items}}
+        for order in duty["orders"]:
+            if order:
+                report[f"v{order}"] = {
+                    str(seat): {item: rng.randint(0, 10) for item in items} for seat in duty["opponents"]
+                }
+        return report
+
+    def _decide(self) -> dict[str, Any]:
+        return {"type": "decide", "accept": self.rng.random() < self.accept_probability, "message": ""}
+
+    def _propose_or_pass(self, view: dict[str, Any], can_propose: bool, can_pass: bool) -> dict[str, Any]:
+        rng = self.rng
+        if can_pass and (not can_propose or rng.random() < self.pass_probability):
+            return {"type": "pass"}
+        proposal = self._random_proposal(view)
+        if proposal is None:  # cannot happen while "propose" is legal; passing is the safe answer
+            return {"type": "pass"}
+        return proposal
+
+    def _random_proposal(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        rng = self.rng
+        me = view["seat"]
+        hands: list[dict[str, int]] = view["hands"]
+        partners = [s for s, active in enumerate(view["active"]) if active and s != me]
+        rng.shuffle(partners)
+        mine = sorted(item for item, count in hands[me].items() if count > 0)
+        for to in partners:
+            theirs = sorted(item for item, count in hands[to].items() if count > 0)
+            if not mine and not theirs:
+                continue
+            offer = {i: rng.randint(1, min(hands[me][i], self.max_units)) for i in mine if rng.random() < 0.4}
+            request = {
+                i: rng.randint(1, min(hands[to][i], self.max_units))
+                for i in theirs
+                if i not in offer and rng.random() < 0.4
+            }
+            if not offer and not request:
+                # one unit either way: the smallest proposal, always valid
+                if mine and (not theirs or rng.random() < 0.5):
+                    offer = {rng.choice(mine): 1}
+                else:
+                    request = {rng.choice(theirs): 1}
+            return {
+                "type": "propose",
+                "to": to,
+                "offer": offer,
+                "request": request,
+                "message": rng.choice(MESSAGES),
+            }
+        return None
+
+    def _craft_or_finish(self, view: dict[str, Any], can_craft: bool) -> dict[str, Any]:
+        rng = self.rng
+        done_enough = len(view.get("crafts_this_phase") or []) >= self.max_crafts
+        if not can_craft or done_enough or rng.random() < self.finish_probability:
+            return {"type": "finish_crafting"}
+        hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
+        options = affordable_crafts(self._rules_for(view), hand)
+        if not options:
+            return {"type": "finish_crafting"}
+        recipe, most = rng.choice(options)
+        runs = most * rng.choice(RUN_FRACTIONS)
+        return {"type": "craft", "recipe": recipe.id, "runs": fmt_qty(runs)}
+
+    def _rules_for(self, view: dict[str, Any]) -> RuleSet:
+        """The rule set given to the constructor, else the installed one the view names."""
+        if self._given_rules is not None:
+            return self._given_rules
+        if self._loaded_rules is None or self._loaded_rules.name != view["ruleset"]:
+            self._loaded_rules = load_rule_set(view["ruleset"])
+        return self._loaded_rules

@@ -1,0 +1,198 @@
+"""`tradecraft play`: a headless local game between built-in bots, for a quick look and for self-play."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from agents.bots import BOTS, UnknownBotError, make_bot
+from agents.local import LocalPlayError, LocalResult, derive_seed, play_local
+from agents.narrator import narrate_events
+from craft_rules.loader import RuleSetError, load_rule_set
+from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
+from server.game import GameError, GameSettings
+
+DEFAULT_RULESET = "minecraft"
+
+
+class PlayError(Exception):
+    """Why ``tradecraft play`` cannot start. ``code`` is machine-readable; the message says what to do."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_players(spec: str) -> list[str]:
+    """``"random,random"`` -> ``["random", "random"]``; every name must be a built-in bot."""
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if len(names) < 2:
+        raise PlayError(
+            "wrong_player_count",
+            f"--players names {len(names)} bot(s); name one per seat, at least two, e.g. random,random.",
+        )
+    for name in names:
+        if name not in BOTS:
+            raise PlayError(UnknownBotError.code, UnknownBotError(name).message)
+    return names
+
+
+def resolve_instance(ruleset: str | None, ref: str | None, players: int) -> TaskInstance:
+    """The instance ``ref`` names: a full id, or an index into the rule set's instances for ``players``
+    seats; by default the first of those. ``ruleset`` defaults to the id's own, else minecraft."""
+    if ref is not None and not ref.isdigit():
+        try:
+            instance = get_instance(ref)
+        except KeyError:
+            raise PlayError(
+                "unknown_instance",
+                f"There is no task instance {ref!r}; `tradecraft tasks list` shows the ids "
+                "(or pass an index such as --instance 0).",
+            ) from None
+        if ruleset is not None and instance.ruleset != ruleset:
+            raise PlayError(
+                "ruleset_mismatch",
+                f"Instance {ref} belongs to rule set {instance.ruleset}, not {ruleset}; drop --ruleset or "
+                "pick one of its instances.",
+            )
+    else:
+        ruleset = ruleset or DEFAULT_RULESET
+        mode = mode_for_players(players)
+        candidates = list(iter_instances(ruleset, mode))
+        index = int(ref) if ref is not None else 0
+        if not candidates:
+            raise PlayError(
+                "no_instances",
+                f"Rule set {ruleset} ships no {mode} instances ({players} players); "
+                "`tradecraft tasks list` shows what exists.",
+            )
+        if index >= len(candidates):
+            raise PlayError(
+                "unknown_instance",
+                f"Rule set {ruleset} has {len(candidates)} {mode} instances "
+                f"(indexes 0..{len(candidates) - 1}); --instance {index} is out of range.",
+            )
+        instance = candidates[index]
+    if instance.players != players:
+        raise PlayError(
+            "wrong_player_count",
+            f"Instance {instance.id} is for {instance.players} players but --players names {players}; "
+            f"name {instance.players} bots.",
+        )
+    return instance
+
+
+def run_play(
+    ruleset: str | None,
+    instance_ref: str | None,
+    names: list[str],
+    seed: int,
+    max_turns: int | None,
+) -> LocalResult:
+    """Play one game between the bots ``names`` (one per seat)."""
+    instance = resolve_instance(ruleset, instance_ref, len(names))
+    try:
+        rules = load_rule_set(instance.ruleset)
+    except RuleSetError as err:
+        raise PlayError("unknown_ruleset", f"{err}; `tradecraft rules list` shows the rule sets.") from err
+    settings = GameSettings(ruleset=instance.ruleset, **({"max_turns": max_turns} if max_turns else {}))
+    # each seat's bot gets its own seed, derived from the game seed, so seats do not mirror each other
+    policies = [make_bot(name, derive_seed(seed, "seat", seat)) for seat, name in enumerate(names)]
+    try:
+        result = play_local(instance, settings, rules, policies, seed)
+    except (LocalPlayError, GameError) as err:
+        raise PlayError(err.code, err.message) from err
+    return result
+
+
+def _fail(err: PlayError, as_json: bool) -> NoReturn:
+    if as_json:
+        json.dump({"ok": False, "error": {"code": err.code, "message": err.message}}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        sys.exit(1)
+    raise click.ClickException(f"{err.message} [{err.code}]")
+
+
+def _text(outcome: dict[str, Any]) -> str:
+    winners = outcome["winners"]
+    seats = "  ".join(f"{seat}: {name}" for seat, name in enumerate(outcome["bots"]))
+    return "\n".join(
+        [
+            f"instance    {outcome['instance_id']} ({outcome['players']} players, seed {outcome['seed']})",
+            f"players     {seats}",
+            "winners     " + (", ".join(f"Player {s}" for s in winners) if winners else "none"),
+            f"end         {outcome['end_reason']} after {outcome['turns']} turn(s)",
+            f"events      {outcome['events']} "
+            f"({outcome['actions']} player actions, {outcome['timeouts']} timeouts)",
+            f"log sha256  {outcome['log_sha256']}",
+        ]
+    )
+
+
+@click.command("play")
+@click.option(
+    "--ruleset", default=None, help=f"rule set (default: the instance's own, else {DEFAULT_RULESET})"
+)
+@click.option(
+    "--instance",
+    "instance_ref",
+    default=None,
+    help="a full instance id (minecraft/1p_v_1p/file#0) or an index into the rule set's instances "
+    "for the number of players; default: the first",
+)
+@click.option(
+    "--players",
+    default="random,random",
+    show_default=True,
+    help=f"one built-in bot per seat, comma-separated ({', '.join(sorted(BOTS))})",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the game and its bots")
+@click.option("--max-turns", type=click.IntRange(1, 10_000), default=None, help="turn limit (default 10)")
+@click.option(
+    "--narrate",
+    "narrate_seat",
+    type=int,
+    default=None,
+    help="also print the game as the narrator tells it to this seat",
+)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def play_command(
+    ruleset: str | None,
+    instance_ref: str | None,
+    players: str,
+    seed: int,
+    max_turns: int | None,
+    narrate_seat: int | None,
+    as_json: bool,
+) -> None:
+    """Play a headless local game between built-in bots and print the outcome.
+
+    The outcome: winners, turns, number of events and the sha256 of the canonical event log (the same
+    arguments always give the same hash).
+    """
+    try:
+        names = parse_players(players)
+        if narrate_seat is not None and not 0 <= narrate_seat < len(names):
+            raise PlayError(
+                "unknown_player",
+                f"--narrate {narrate_seat} is not a seat; seats are 0..{len(names) - 1}.",
+            )
+        result = run_play(ruleset, instance_ref, names, seed, max_turns)
+    except PlayError as err:
+        _fail(err, as_json)
+    outcome: dict[str, Any] = {"ok": True, **result.summary(), "bots": names}
+    narration = None
+    if narrate_seat is not None:
+        narration = narrate_events(result.events, narrate_seat, result.game.rules)
+        outcome["narration"] = {"seat": narrate_seat, "text": narration}
+    if as_json:
+        json.dump(outcome, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    click.echo(_text(outcome))
+    if narration is not None:
+        click.echo(f"\nThe game as Player {narrate_seat} was told it:\n{narration}")

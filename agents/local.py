@@ -1,0 +1,176 @@
+"""Headless local games: drive :mod:`server.game` directly with one policy per seat.
+
+No server, no network, no clock: :func:`play_local` asks each awaited seat's policy for an action
+(with that seat's player view and legal action types), applies it, and repeats until the game ends.
+The order is fixed (awaited seats in seat order, one action each per round), so the same instance,
+settings, seed and policies always give the same event log and the same ``log_sha256``.
+
+A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots`). A policy that also has
+``observe(events: list[Event]) -> None`` is handed, before each of its moves and once at the end, the
+events its seat may see that are new since its last call: what an LLM agent turns into text with
+:func:`agents.narrator.observation`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from craft_rules.model import RuleSet
+from craft_rules.tasks import TaskInstance
+from server.game import Event, Game, GameError, GameSettings, Timeout, filter_events
+from server.game.legal import legal_actions
+from server.game.views import player_view
+
+DEFAULT_MAX_ACTIONS_PER_PHASE = 1000
+"""Actions a phase may take before the runner ends it with a system timeout (a stuck policy's guard)."""
+
+
+class LocalPlayError(Exception):
+    """A local game could not go on. ``code`` is machine-readable; the message says what to do.
+
+    Codes: ``wrong_player_count`` (policies do not match the instance's seats) and every engine code
+    (``item_not_held``, ``wrong_phase``, ...) when a policy sends an illegal action; then ``seat`` and
+    ``action`` name the culprit.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        seat: int | None = None,
+        action: Any = None,
+        details: dict[str, Any] | None = None,
+    ):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.seat = seat
+        self.action = action
+        self.details = dict(details or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "seat": self.seat,
+            "action": self.action,
+            "details": self.details,
+        }
+
+
+@dataclass(frozen=True)
+class LocalResult:
+    """The outcome of a local game."""
+
+    winners: list[int]
+    turns: int
+    events: list[Event]
+    log_sha256: str
+    """sha256 of the canonical event log (:meth:`server.game.Game.log_digest`)."""
+    end_reason: str | None
+    actions: int
+    """Actions the policies sent (system timeouts not counted)."""
+    timeouts: int
+    game: Game = field(repr=False, compare=False)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-safe outcome ``tradecraft play --json`` prints."""
+        return {
+            "instance_id": self.game.instance.id,
+            "ruleset": self.game.rules.name,
+            "players": self.game.players,
+            "seed": self.game.seed,
+            "winners": self.winners,
+            "end_reason": self.end_reason,
+            "turns": self.turns,
+            "events": len(self.events),
+            "actions": self.actions,
+            "timeouts": self.timeouts,
+            "log_sha256": self.log_sha256,
+        }
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A stable 63-bit seed for a part of a seeded run (e.g. one seat's bot), independent of hashing salt."""
+    text = ":".join(str(p) for p in (seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def play_local(
+    instance: TaskInstance,
+    settings: GameSettings,
+    rules: RuleSet,
+    policies: Sequence[Any],
+    seed: int = 0,
+    *,
+    max_actions_per_phase: int = DEFAULT_MAX_ACTIONS_PER_PHASE,
+) -> LocalResult:
+    """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
+
+    ``seed`` seeds the game's own generator (e.g. a drawn first proposer); policies bring their own
+    seeds. A policy's illegal action raises :class:`LocalPlayError` (the game is left as it was, in
+    ``error.details["game"]``); a phase that takes more than ``max_actions_per_phase`` actions is ended
+    by a system timeout with the game's configured policy.
+    """
+    if len(policies) != instance.players:
+        raise LocalPlayError(
+            "wrong_player_count",
+            f"Instance {instance.id} has {instance.players} seats but {len(policies)} policies were given; "
+            "give exactly one policy per seat.",
+            details={"seats": instance.players, "policies": len(policies)},
+        )
+    game = Game.new(instance, settings, rules, seed)
+    delivered = [0] * game.players  # per seat: events already handed to its observe hook
+    actions = timeouts = 0
+    phase_key: tuple[int, str] = (game.turn, game.phase)
+    phase_actions = 0
+
+    def feed(seat: int) -> None:
+        observe = getattr(policies[seat], "observe", None)
+        if observe is not None:
+            new = filter_events(game.events[delivered[seat] :], seat)
+            delivered[seat] = len(game.events)
+            observe(new)
+
+    while not game.finished:
+        awaited = sorted(game.waiting_for())
+        for seat in awaited:
+            # an earlier seat's action this round may have ended the phase
+            if game.finished or seat not in game.waiting_for():
+                continue
+            feed(seat)
+            action = policies[seat].act(player_view(game, seat), legal_actions(game, seat))
+            try:
+                game.apply(seat, action)
+            except GameError as err:
+                raise LocalPlayError(
+                    err.code,
+                    f"Seat {seat} ({type(policies[seat]).__name__}) sent an illegal action: {err.message}",
+                    seat=seat,
+                    action=action,
+                    details={**err.details, "game": game},
+                ) from err
+            actions += 1
+            if (game.turn, game.phase) != phase_key:
+                phase_key, phase_actions = (game.turn, game.phase), 0
+            else:
+                phase_actions += 1
+            if phase_actions >= max_actions_per_phase and not game.finished:
+                game.apply(None, Timeout(phase=game.phase, turn=game.turn))
+                timeouts += 1
+                phase_key, phase_actions = (game.turn, game.phase), 0
+    for seat in range(game.players):
+        feed(seat)
+    return LocalResult(
+        winners=game.winners,
+        turns=game.turn,
+        events=list(game.events),
+        log_sha256=game.log_digest(),
+        end_reason=game.end_reason,
+        actions=actions,
+        timeouts=timeouts,
+        game=game,
+    )

@@ -1,0 +1,557 @@
+"""The language interpreter: a player's view and new events, told in compact English for LLM agents.
+
+An observation holds every fact the browser GUI shows that player and nothing it does not. It is
+built from the player view (:func:`server.game.views.player_view`) and the events the player may see
+(:func:`server.game.events.visible_to`; the narrator filters again, so passing a whole log is safe).
+
+An observation is laid out so its beginning never changes during a game, which lets LLM providers
+cache the prompt prefix:
+
+1. :func:`rules_preamble` — the rules, the rule set, the deadlines, the action formats (fixed);
+2. :func:`player_facts` — the seat, the number of players, the private target (fixed);
+3. :func:`describe_view` — the state now: turn, phase, hands, crafting hand, proposals, history;
+4. :func:`narrate_events` — what happened since the previous observation, one line per event.
+
+Conventions: players are "Player <seat>" (the seat number the actions use) and the reader is "you";
+items appear by display name, with the item id in brackets when it is not simply the name in lower
+case with underscores; quantities are exact ("1/4 Coal") during crafting and whole numbers otherwise;
+messages written by players are quoted as JSON strings, so no message can pass for a game line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from craft_rules.model import RuleSet
+from server.game.events import Event, as_events, visible_to
+from server.game.settings import GameSettings
+
+SECTION_STATE = "## Now"
+SECTION_EVENTS = "## New since your last observation"
+
+_PHASE_NAMES = {
+    "tom_report": "ToM report",
+    "trade_propose": "trade phase",
+    "trade_decide": "trade phase",
+    "craft": "craft phase",
+    "finished": "game over",
+}
+
+_END_REASONS = {
+    "target_crafted": "a player held their target after crafting",
+    "max_turns": "the last turn was played",
+    "too_few_players": "fewer than two players were left",
+}
+
+_WHY = {
+    "timeout": "time ran out",
+    "resign": "the player left the game",
+    "absent": "the player is absent",
+}
+
+
+# =================================================================================================
+# words
+# =================================================================================================
+def _player(seat: int, me: int | None) -> str:
+    return "you" if seat == me else f"Player {seat}"
+
+
+def _player_cap(seat: int, me: int | None) -> str:
+    return "You" if seat == me else f"Player {seat}"
+
+
+def _players(seats: Iterable[int], me: int | None) -> str:
+    names = [_player(s, me) for s in seats]
+    if not names:
+        return "nobody"
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def item_label(rules: RuleSet, item: str) -> str:
+    """The item's display name, plus its id in brackets unless the id is the name spelt as an id."""
+    name = rules.display_name(item)
+    return name if _as_id(name) == item else f"{name} [{item}]"
+
+
+def _as_id(name: str) -> str:
+    return name.lower().replace(" ", "_")
+
+
+def _qty(value: int | str | Fraction) -> str:
+    q = Fraction(value)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def bundle(rules: RuleSet, counts: Mapping[str, int | str | Fraction] | None) -> str:
+    """``{"stick": 2, "coal": "1/4"}`` -> ``"1/4 Coal, 2 Stick"`` (by item id; ``"nothing"`` if empty)."""
+    parts = [
+        f"{_qty(q)} {item_label(rules, item)}" for item, q in sorted((counts or {}).items()) if Fraction(q)
+    ]
+    return ", ".join(parts) if parts else "nothing"
+
+
+def _quote(message: str) -> str:
+    return json.dumps(message, ensure_ascii=False)
+
+
+def _said(message: str | None, verb: str = "message") -> str:
+    return f" {verb[0].upper()}{verb[1:]}: {_quote(message)}." if message else ""
+
+
+def _reason(reason: str | None) -> str:
+    return f" ({_WHY.get(reason, reason)})" if reason else ""
+
+
+# =================================================================================================
+# 1. the fixed rules preamble
+# =================================================================================================
+def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
+    """The rules of play as they apply to ``seat`` in a game with ``settings``: the same text every turn.
+
+    Only facts every player may know appear here (plus the seat's own ToM duty), so the text depends on
+    nothing that changes during the game.
+    """
+    orders = settings.orders_for(seat)
+    lines = [
+        f"You are Player {seat} in a game of TradeCraft, a turn-based game of trading and crafting.",
+        "",
+        "# Rules",
+        "- Every player holds a hand of items and has a secret target: items to hold. All hands are "
+        "public; targets are private.",
+        "- Players are named by seat number (Player 0, Player 1, ...). Each turn has a trade phase, then a "
+        "craft phase. The proposer of the trade phase rotates in seat order.",
+    ]
+    trade = (
+        "- Trade phase: the proposer proposes one trade to one other player: items it gives (from its "
+        "own hand), items it asks for (from that player's hand), and a message"
+    )
+    trade += f" of at most {settings.message_max_chars} characters." if settings.message_max_chars else "."
+    trade += " It may also pass instead." if settings.allow_pass else " Passing is not allowed."
+    lines.append(trade)
+    lines.append(
+        "- The other player accepts or rejects it, with an optional reply. An accepted trade happens at "
+        "once and everyone sees it. A rejected proposal is seen only by the two players involved."
+    )
+    lines.append(
+        "- Craft phase: all players craft at the same time, privately, as often as they like, then "
+        "finish crafting. A craft runs a recipe any positive rational number of times and uses and makes "
+        "items in proportion: running '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A and 1/4 B and makes 1 C."
+    )
+    if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
+        fuels = rules.fuels
+        example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
+        lines.append(
+            f"- Smelting, blasting and smoking also burn fuel: one run takes {fuels.smelt_ticks} ticks of "
+            f"fuel (e.g. {item_label(rules, example)} burns {fuels.burn_ticks[example]} ticks, so one run "
+            f"burns {_qty(fuels.units_per_run(example))} of it). Unless you choose the fuel, the held fuel "
+            "with the shortest burn time that covers the whole craft burns."
+        )
+    if any(ing.is_choice for r in rules.recipes.values() for ing in r.ingredients):
+        lines.append(
+            "- Where an ingredient may be one of several items (e.g. any planks), the held ones are used in "
+            "alphabetical order of id unless you choose one."
+        )
+    lines.append(
+        "- Hand changes made while crafting stay hidden until every player has finished. Then every "
+        "quantity is rounded down to a whole number and all hands are shown again."
+    )
+    if settings.end_condition == "first_win":
+        lines.append(
+            "- After each craft phase, every player who holds their target wins, and the game ends "
+            "(several players can win at once)."
+        )
+    else:
+        lines.append(
+            "- After each craft phase, every player who holds their target wins; the game goes on until "
+            "every remaining player has won."
+        )
+    lines.append(f"- The game ends after turn {settings.max_turns} at the latest; nobody wins then.")
+    deadlines = {
+        phase: seconds
+        for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
+        if (seconds := settings.deadlines.for_phase(phase)) is not None
+    }
+    if deadlines:
+        policy = {
+            "tom_report": "no report is recorded",
+            "trade_propose": "the proposer passes",
+            "trade_decide": f"the proposal is {settings.timeout_policies.trade_decide}ed",
+            "craft": "your crafting so far stands and you are done",
+        }
+        parts = [
+            f"{_PHASE_NAMES[p]}{' (decision)' if p == 'trade_decide' else ''}: {_seconds(s)} (then "
+            f"{policy[p]})"
+            for p, s in deadlines.items()
+        ]
+        lines.append("- Time limits: " + "; ".join(parts) + ".")
+    lines += ["", f"# Rule set: {rules.name}"]
+    if rules.description:
+        lines.append(rules.description)
+    lines.append(
+        "Items are written by name. In actions, name an item by its id: the name in lower case with "
+        "underscores for spaces (Name Of Item -> name_of_item), or the id in [brackets] where one is shown."
+    )
+    if orders:
+        lines += ["", "# Your value reports"]
+        lines.append(
+            "At the start of every turn, before the trade phase, you report how much each item in the "
+            "public hands is worth, as whole numbers from 0 (useless) to 10 (critical):"
+        )
+        lines.append("- v0: for reaching your own target;")
+        if 1 in orders:
+            lines.append("- v1: for each other player, your estimate of that player's v0;")
+        if 2 in orders:
+            lines.append("- v2: for each other player, your estimate of what that player thinks your v0 is.")
+        lines.append("Your reports are private.")
+    lines += ["", "# Actions (JSON)"]
+    lines += _action_formats(settings, orders)
+    return "\n".join(lines)
+
+
+def _seconds(value: float) -> str:
+    return f"{int(value)} s" if float(value).is_integer() else f"{value} s"
+
+
+def _action_formats(settings: GameSettings, orders: Sequence[int]) -> list[str]:
+    lines = []
+    if orders:
+        report = '{"type": "report_tom", "v0": {"<item id>": 0-10, ...}'
+        for order in orders:
+            if order:
+                report += f', "v{order}": {{"<seat>": {{"<item id>": 0-10, ...}}, ...}}'
+        lines.append(f"- {report}}}  (v1/v2: one dict per other player, keyed by seat number)")
+    lines.append(
+        '- {"type": "propose", "to": <seat>, "offer": {"<item id>": <count>}, "request": '
+        '{"<item id>": <count>}, "message": "..."}'
+    )
+    if settings.allow_pass:
+        lines.append('- {"type": "pass"}')
+    lines.append('- {"type": "decide", "accept": true|false, "message": "..."}')
+    lines.append(
+        '- {"type": "craft", "recipe": "<recipe id>", "runs": "1/4"}  (optional "choices": '
+        '{"<ingredient index>": "<item id>"} and "fuel": "<item id>")'
+    )
+    lines.append('- {"type": "finish_crafting"}')
+    lines.append('- {"type": "resign"}  (leave the game for good)')
+    return lines
+
+
+def settings_from_view(view: Mapping[str, Any]) -> GameSettings:
+    """The settings a player can know, rebuilt from its view (other seats' ToM duties left empty).
+
+    :func:`rules_preamble` gives the same text for these as for the game's real settings.
+    """
+    seat = view["seat"]
+    public = view["rules"]
+    orders = list((view.get("tom") or {}).get("orders") or [])
+    return GameSettings(
+        ruleset=view["ruleset"],
+        max_turns=view["max_turns"],
+        allow_pass=public["allow_pass"],
+        message_max_chars=public["message_max_chars"],
+        end_condition=public["end_condition"],
+        deadlines=public["deadlines"],
+        timeout_policies=public["timeout_policies"],
+        tom_orders=[orders if s == seat else [] for s in range(view["players"])] if orders else [],
+    )
+
+
+# =================================================================================================
+# 2. the player's fixed facts
+# =================================================================================================
+def player_facts(view: Mapping[str, Any], rules: RuleSet) -> str:
+    """Seat, number of players and the private target: fixed for the whole game."""
+    seat, n = view["seat"], view["players"]
+    others = _players([s for s in range(n) if s != seat], None)
+    return "\n".join(
+        [
+            "# You",
+            f"- You are Player {seat}; the other {'player is' if n == 2 else 'players are'} {others}.",
+            f"- Your secret target: {bundle(rules, view['target'])}. Hold it after a craft phase to win. "
+            "Only you know it.",
+        ]
+    )
+
+
+# =================================================================================================
+# 3. the state now
+# =================================================================================================
+def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
+    """The changing state a player sees: turn and phase, hands, own crafting, proposals, history, duty."""
+    me: int | None = view["seat"]
+    lines = [SECTION_STATE]
+    if view["finished"]:
+        winners = view["winners"]
+        won = f"{_players(winners, me)} won" if winners else "nobody won"
+        lines.append(
+            f"The game is over after turn {view['turn']} of {view['max_turns']}: {won} "
+            f"({_END_REASONS.get(view['end_reason'], view['end_reason'])})."
+        )
+    else:
+        lines.append(f"Turn {view['turn']} of {view['max_turns']}, {_phase_line(view)}")
+    lines.append(
+        "Hands (public):" if view["phase"] != "craft" else "Hands (public, as at the start of crafting):"
+    )
+    for seat, hand in enumerate(view["hands"]):
+        left = "" if view["active"][seat] else " (left the game)"
+        who = f"Player {seat} (you)" if seat == me else f"Player {seat}"
+        lines.append(f"- {who}{left}: {bundle(rules, hand)}")
+    if view["crafting_hand"] is not None:
+        lines.append(
+            f"Your crafting hand (private until everyone finishes): {bundle(rules, view['crafting_hand'])}"
+        )
+        crafts = view["crafts_this_phase"]
+        if crafts:
+            lines.append("Your crafts this phase:")
+            lines += [f"- {_craft_text(c, rules)}" for c in crafts]
+    if view["phase"] == "craft" and not view["finished"]:
+        done = view["crafting_finished"]
+        crafting = [s for s in range(view["players"]) if view["active"][s] and s not in done]
+        lines.append(f"Finished crafting: {_players(done, me)}. Still crafting: {_players(crafting, me)}.")
+    pending = view["pending_proposal"]
+    if pending is not None:
+        lines.append(_pending_text(pending, me, rules))
+    history = _history_lines(view, rules)
+    if history:
+        lines.append("Trade history:")
+        lines += history
+    tom = view["tom"]
+    if tom and tom["due"]:
+        lines.append(
+            "Report your values now (report_tom) for these items: " + ", ".join(sorted(tom["items"])) + "."
+        )
+        if len(tom["orders"]) > 1:
+            lines.append("Other players for v1/v2: " + ", ".join(str(s) for s in tom["opponents"]) + ".")
+    if not view["finished"]:
+        legal = [a for a in view["legal_actions"] if a != "resign"]
+        if view["your_turn"] and legal:
+            lines.append("Your move: " + " or ".join(legal) + ".")
+        else:
+            awaited = [s for s in view["awaiting"] if s != me]
+            wait = f"waiting for {_players(awaited, me)}" if awaited else "waiting for the others"
+            lines.append(f"Nothing for you to do now: {wait}.")
+    return "\n".join(lines)
+
+
+def _phase_line(view: Mapping[str, Any]) -> str:
+    me, phase, proposer = view["seat"], view["phase"], view["proposer"]
+    by = _player(proposer, me)
+    if phase == "tom_report":
+        return f"value reports before the trade phase ({by} will propose)."
+    if phase == "trade_propose":
+        return f"trade phase: {by} {'propose' if proposer == me else 'proposes'}."
+    if phase == "trade_decide":
+        pending = view["pending_proposal"]
+        if pending is None:
+            return f"trade phase: {by} {'are' if proposer == me else 'is'} trading; you are not involved."
+        return f"trade phase: {_player(pending['to'], me)} {'decide' if pending['to'] == me else 'decides'}."
+    if phase == "craft":
+        return "craft phase."
+    return _PHASE_NAMES.get(phase, phase) + "."
+
+
+def _pending_text(p: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
+    if p["proposer"] == me:
+        return (
+            f"Your proposal to {_player(p['to'], me)} awaits a decision: "
+            f"you give {bundle(rules, p['offer'])}; you get {bundle(rules, p['request'])}."
+            + _said(p["message"])
+        )
+    return (
+        f"{_player_cap(p['proposer'], me)} proposes to you: you get {bundle(rules, p['offer'])}; you give "
+        f"{bundle(rules, p['request'])}.{_said(p['message'])} Accept or reject it."
+    )
+
+
+def _trade_text(t: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
+    """An accepted trade, told from the reader's side."""
+    proposer, to = t["proposer"], t["to"]
+    if me == proposer:
+        core = f"you gave {_player(to, me)} {bundle(rules, t['offer'])} for {bundle(rules, t['request'])}"
+    elif me == to:
+        core = (
+            f"{_player(proposer, me)} gave you {bundle(rules, t['offer'])} for {bundle(rules, t['request'])}"
+        )
+    else:
+        core = (
+            f"{_player(proposer, me)} gave {_player(to, me)} {bundle(rules, t['offer'])} for "
+            f"{bundle(rules, t['request'])}"
+        )
+    return core + f".{_said(t.get('message'))}{_said(t.get('reply'), 'reply')}"
+
+
+def _history_lines(view: Mapping[str, Any], rules: RuleSet) -> list[str]:
+    me = view["seat"]
+    mine = {p["turn"]: p for p in view["proposals"]}
+    lines = []
+    for record in view["trade_history"]:
+        turn, proposer, outcome = record["turn"], record["proposer"], record["outcome"]
+        head = f"- Turn {turn}: "
+        if outcome == "passed":
+            lines.append(head + f"{_player(proposer, me)} passed.")
+        elif outcome == "traded":
+            lines.append(head + _trade_text(record["trade"], me, rules))
+        elif outcome in ("rejected", "cancelled", "proposed") and turn in mine:
+            p = mine[turn]
+            if proposer == me:
+                offer = f"you offered {_player(p['to'], me)} {bundle(rules, p['offer'])} for "
+            else:
+                offer = f"{_player(proposer, me)} offered you {bundle(rules, p['offer'])} for "
+            text = head + offer + bundle(rules, p["request"]) + "." + _said(p["message"])
+            if outcome == "rejected":
+                by = "you" if p["to"] == me else _player(p["to"], me)
+                text += f" Rejected by {by}{_reason(p.get('reason'))}.{_said(p.get('reply'), 'reply')}"
+            elif outcome == "cancelled":
+                text += " Cancelled: the proposer left the game."
+            else:
+                text += " Awaiting a decision."
+            lines.append(text)
+        elif outcome == "no_trade":
+            lines.append(head + f"{_player(proposer, me)} proposed; no trade happened.")
+        # "in_progress": the current turn, told by the phase line
+    return lines
+
+
+def _craft_text(c: Mapping[str, Any], rules: RuleSet) -> str:
+    extra = []
+    if c.get("choices"):
+        extra.append("choices " + ", ".join(f"{i}={item}" for i, item in sorted(c["choices"].items())))
+    if c.get("fuel"):
+        extra.append(f"fuel {item_label(rules, c['fuel'])}")
+    note = f" ({'; '.join(extra)})" if extra else ""
+    times = "once" if c["runs"] == "1" else f"{c['runs']} times"
+    return (
+        f"ran {c['recipe']} {times}{note}: used {bundle(rules, c['consumed'])}; made "
+        f"{bundle(rules, c['produced'])}"
+    )
+
+
+# =================================================================================================
+# 4. the new events
+# =================================================================================================
+def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None, rules: RuleSet) -> str:
+    """One line per event ``seat`` may see (others are skipped); ``"(nothing new)"`` when none.
+
+    ``seat=None`` narrates for a spectator (public events only).
+    """
+    lines = []
+    for event in as_events(events):  # type: ignore[arg-type]
+        if visible_to(event, seat):
+            text = narrate_event(event, seat, rules)
+            if text:
+                lines.append(f"- {text}")
+    return "\n".join(lines) if lines else "(nothing new)"
+
+
+def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:
+    """One event as a sentence for ``me``. The caller checks visibility (see :func:`narrate_events`)."""
+    p = event.payload
+    kind = event.type
+    if kind == "game_started":
+        hands = "; ".join(f"{_player(s, me)}: {bundle(rules, h)}" for s, h in enumerate(p["hands"]))
+        return (
+            f"The game started with {p['players']} players and at most {p['max_turns']} turns. "
+            f"Starting hands: {hands}."
+        )
+    if kind == "phase_started":
+        return _phase_started(p, me)
+    if kind == "tom_reported":
+        return f"You reported your values for turn {p['turn']}."
+    if kind == "tom_skipped":
+        return f"{_player_cap(p['seat'], me)} made no value report this turn{_reason(p.get('reason'))}."
+    if kind == "proposed":
+        if p["proposer"] == me:
+            return (
+                f"You proposed to {_player(p['to'], me)}: you give {bundle(rules, p['offer'])}; you get "
+                f"{bundle(rules, p['request'])}.{_said(p['message'])}"
+            )
+        return (
+            f"{_player_cap(p['proposer'], me)} proposes to {_player(p['to'], me)}: "
+            f"{'you get' if p['to'] == me else 'gives'} {bundle(rules, p['offer'])}; "
+            f"{'you give' if p['to'] == me else 'asks for'} {bundle(rules, p['request'])}."
+            f"{_said(p['message'])}"
+        )
+    if kind == "decided":
+        verb = "accepted" if p["accept"] else "rejected"
+        whose = "your" if p["proposer"] == me else f"{_player(p['proposer'], me)}'s"
+        return (
+            f"{_player_cap(p['seat'], me)} {verb} {whose} proposal{_reason(p.get('reason'))}."
+            f"{_said(p['message'], 'reply')}"
+        )
+    if kind == "trade_executed":
+        return "Trade done: " + _trade_text(p, me, rules)
+    if kind == "proposal_cancelled":
+        whose = "Your" if p["proposer"] == me else f"{_player(p['proposer'], me)}'s"
+        return f"{whose} proposal to {_player(p['to'], me)} was cancelled{_reason(p.get('reason'))}."
+    if kind == "passed":
+        return f"{_player_cap(p['seat'], me)} passed: no proposal this turn{_reason(p.get('reason'))}."
+    if kind == "crafted":
+        return "You " + _craft_text(p, rules) + "."
+    if kind == "craft_finished":
+        return f"{_player_cap(p['seat'], me)} finished crafting{_reason(p.get('reason'))}."
+    if kind == "hands_revealed":
+        hands = "; ".join(f"{_player(s, me)}: {bundle(rules, h)}" for s, h in enumerate(p["hands"]))
+        return f"Everyone finished crafting; quantities were rounded down and all hands revealed. {hands}."
+    if kind == "player_won":
+        if p["seat"] == me:
+            return "You hold your target: you win!"
+        return f"Player {p['seat']} holds their target and wins."
+    if kind == "turn_ended":
+        return f"Turn {p['turn']} ended."
+    if kind == "game_ended":
+        winners = p["winners"]
+        won = f"{_players(winners, me)} won" if winners else "nobody won"
+        return f"The game is over: {won} ({_END_REASONS.get(p['reason'], p['reason'])})."
+    if kind == "timeout":
+        phase = _PHASE_NAMES.get(p["phase"], p["phase"])
+        return f"Time ran out in the {phase} for {_players(p['seats'], me)}."
+    if kind == "resigned":
+        return f"{_player_cap(p['seat'], me)} left the game."
+    return f"{kind}."
+
+
+def _phase_started(p: Mapping[str, Any], me: int | None) -> str:
+    phase, proposer = p["phase"], p["proposer"]
+    if phase == "tom_report":
+        text = f"Turn {p['turn']} began; {_player(proposer, me)} will propose."
+        if me in p["awaiting"]:
+            text += " First, report your values (report_tom)."
+        return text
+    if phase == "trade_propose":
+        if proposer == me:
+            return f"Trade phase of turn {p['turn']}: you are the proposer."
+        return f"Trade phase of turn {p['turn']}: Player {proposer} is the proposer."
+    if phase == "craft":
+        return f"Craft phase of turn {p['turn']}: craft privately, then finish crafting."
+    return f"{_PHASE_NAMES.get(phase, phase)} of turn {p['turn']}."
+
+
+# =================================================================================================
+# the whole observation
+# =================================================================================================
+def stable_prefix(view: Mapping[str, Any], rules: RuleSet) -> str:
+    """The part of every observation of this seat that never changes: preamble and fixed facts."""
+    return rules_preamble(rules, settings_from_view(view), view["seat"]) + "\n\n" + player_facts(view, rules)
+
+
+def observation(
+    view: Mapping[str, Any], new_events: Iterable[Event | Mapping[str, Any]], rules: RuleSet
+) -> str:
+    """The full text observation for the seat whose ``view`` this is.
+
+    ``new_events``: the events since this seat's previous observation (events the seat may not see are
+    dropped here). The text starts with :func:`stable_prefix`, identical at every step of a game.
+    """
+    return "\n\n".join(
+        [
+            stable_prefix(view, rules),
+            describe_view(view, rules),
+            SECTION_EVENTS + "\n" + narrate_events(new_events, view["seat"], rules),
+        ]
+    )
