@@ -90,3 +90,72 @@ def test_invalid_mongo_url_is_a_typed_error() -> None:
     with pytest.raises(StoreError) as error:
         open_store("mongodb://")
     assert error.value.code == "invalid_store_url"
+
+
+class FakeTransactionSession:
+    """Stands in for a pymongo ClientSession on a replica set: runs the callback once (mongomock cannot take
+    a session argument, so the callback gets None). It checks the transaction path's control flow and error
+    mapping; the all-or-nothing guarantee itself is MongoDB's and is covered by TRADECRAFT_TEST_MONGO_URI."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.failure = failure
+        self.write_concern: Any = None
+
+    def __enter__(self) -> FakeTransactionSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def with_transaction(self, callback: Any, write_concern: Any = None) -> Any:
+        self.write_concern = write_concern
+        if self.failure is not None:
+            raise self.failure
+        return callback(None)
+
+
+def test_transaction_path_appends_and_maps_conflicts(
+    store: MongoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pymongo.errors import OperationFailure
+
+    session = FakeTransactionSession()
+    monkeypatch.setattr(store, "supports_transactions", True)
+    monkeypatch.setattr(store.client, "start_session", lambda: session, raising=False)
+    store.create_game("g", {})
+    store.append_events("g", [event(0), event(1)])
+    assert session.write_concern.document == {"w": "majority", "j": True}
+    with pytest.raises(SequenceConflict):  # seen by the in-transaction check
+        store.append_events("g", [event(1)])
+
+    real_check = store._check_append
+
+    def check_then_get_overtaken(game_id: str, first_seq: int, session: Any = None) -> None:
+        real_check(game_id, first_seq, session)
+        store.events.insert_one(
+            {"game_id": game_id, "seq": first_seq, "batch": "other", "event": event(2, 9)}
+        )
+
+    monkeypatch.setattr(store, "_check_append", check_then_get_overtaken)
+    with pytest.raises(SequenceConflict) as conflict:  # the unique index refused the insert
+        store.append_events("g", [event(2)])
+    assert conflict.value.expected == 3
+    monkeypatch.setattr(store, "_check_append", real_check)
+
+    write_conflict = OperationFailure("WriteConflict", code=112)
+    write_conflict._add_error_label("TransientTransactionError")
+    monkeypatch.setattr(
+        store.client, "start_session", lambda: FakeTransactionSession(write_conflict), raising=False
+    )
+    with pytest.raises(SequenceConflict):  # a concurrent transaction won and retries ran out
+        store.append_events("g", [event(3)])
+    monkeypatch.setattr(
+        store.client,
+        "start_session",
+        lambda: FakeTransactionSession(OperationFailure("boom", code=2)),
+        raising=False,
+    )
+    with pytest.raises(StoreError) as failure:
+        store.append_events("g", [event(3)])
+    assert failure.value.code == "store_failure"
+    assert [e["seq"] for e in store.load_events("g")] == [0, 1, 2]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +129,78 @@ def test_unwritable_data_dir_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as error:
         open_store(f"sqlite:///{blocker}/sub/t.db")
     assert error.value.code == "store_unavailable"
+
+
+WRITER = """
+import sys
+from server.store import open_store
+store = open_store(sys.argv[1])
+store.create_game("g", {"status": "running"})
+seq = 0
+while True:
+    event = {"seq": seq, "type": "passed", "actor": 0, "payload": {}, "visibility": "public"}
+    store.append_events("g", [event])
+    print(seq, flush=True)  # the acknowledgement: only after append_events returned
+    seq += 1
+"""
+
+
+def test_acknowledged_appends_survive_kill_9(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    root = Path(__file__).resolve().parent.parent
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url], cwd=root, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert writer.stdout is not None
+    acknowledged = -1
+    try:
+        for line in writer.stdout:
+            acknowledged = int(line)
+            if acknowledged >= 300:
+                os.kill(writer.pid, signal.SIGKILL)  # mid-stream: the writer is inside its next append
+                break
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    acknowledged = max([acknowledged, *(int(line) for line in writer.stdout.read().split())])
+    store = open_store(url)
+    log = store.load_events("g")
+    store.close()
+    assert acknowledged >= 300
+    assert [e["seq"] for e in log] == list(range(len(log)))  # nothing torn, no gaps
+    assert len(log) - 1 >= acknowledged  # every acknowledged event is there
+
+
+def _append_in_forked_child(store: SQLiteStore, parent_pool_ids: list[int], results: Any) -> None:
+    store.append_events(
+        "g", [{"seq": 1, "type": "passed", "actor": 1, "payload": {}, "visibility": "public"}]
+    )
+    results.put([id(conn) for conn in store._pool] + [-1] + parent_pool_ids)
+
+
+def test_a_forked_worker_opens_its_own_connections(tmp_path: Path) -> None:
+    """gunicorn --preload forks after the store is opened: the child must not reuse the parent's
+    connections."""
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    assert isinstance(store, SQLiteStore)
+    store.create_game("g", {})
+    store.append_events(
+        "g", [{"seq": 0, "type": "passed", "actor": 0, "payload": {}, "visibility": "public"}]
+    )
+    parent_pool = [id(conn) for conn in store._pool]
+    assert parent_pool
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_append_in_forked_child, args=(store, parent_pool, results))
+    child.start()
+    reported = results.get(timeout=30)
+    child.join(timeout=30)
+    assert child.exitcode == 0
+    split = reported.index(-1)
+    child_pool, parents = reported[:split], reported[split + 1 :]
+    assert child_pool and not set(child_pool) & set(parents)
+    store.append_events(
+        "g", [{"seq": 2, "type": "passed", "actor": 0, "payload": {}, "visibility": "public"}]
+    )
+    assert [e["seq"] for e in store.load_events("g")] == [0, 1, 2]
+    store.close()

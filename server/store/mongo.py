@@ -78,10 +78,11 @@ class MongoStore(Store):
         self._description = description or f"mongodb://…/{database}"
         self._is_mock = type(client).__module__.startswith("mongomock")
         write_concern = getattr(client, "write_concern", None)
-        if isinstance(write_concern, WriteConcern) and write_concern.document:
-            self.db = client.get_database(database)  # the URL chose its own write concern
-        else:
-            self.db = client.get_database(database, write_concern=WriteConcern(w="majority", j=True))
+        if not (isinstance(write_concern, WriteConcern) and write_concern.document):
+            # unless the URL chose its own: acknowledged by a majority and journaled, i.e. on disk
+            write_concern = WriteConcern(w="majority", j=True)
+        self._write_concern: WriteConcern = write_concern
+        self.db = client.get_database(database, write_concern=write_concern)
         self.games = self.db["games"]
         self.events = self.db["events"]
         self.users = self.db["users"]
@@ -265,7 +266,7 @@ class MongoStore(Store):
         try:
             with self.client.start_session() as session:
                 # with_transaction retries transient write conflicts; a retry then sees the winner's events.
-                session.with_transaction(write, write_concern=WriteConcern(w="majority", j=True))
+                session.with_transaction(write, write_concern=self._write_concern)
         except (DuplicateKeyError, BulkWriteError) as exc:
             if not _is_duplicate(exc):
                 raise

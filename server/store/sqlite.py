@@ -128,6 +128,8 @@ class SQLiteStore(Store):
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._pid = os.getpid()
+        self._inherited: list[sqlite3.Connection] = []  # a parent's connections, after a fork
         self._memory_lock = threading.RLock()
         self._closed = False
         self._memory_conn = self._connect() if self._memory else None
@@ -194,6 +196,8 @@ class SQLiteStore(Store):
             with self._memory_lock:
                 yield self._memory_conn
             return
+        if self._pid != os.getpid():
+            self._forget_parent_connections()
         with self._pool_lock:
             conn = self._pool.pop() if self._pool else None
         if conn is None:
@@ -213,6 +217,17 @@ class SQLiteStore(Store):
                     self._pool.append(conn)
             if not keep:
                 conn.close()
+
+    def _forget_parent_connections(self) -> None:
+        """After a fork (e.g. gunicorn --preload) the pooled connections belong to the parent: a SQLite
+        connection must never be used in two processes, so the child sets them aside and opens its own.
+        They are kept referenced, never closed or garbage-collected here: closing one in the child could
+        checkpoint or unlink the parent's WAL."""
+        self._pid = os.getpid()
+        self._inherited.extend(self._pool)
+        self._pool = []
+        self._pool_lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
