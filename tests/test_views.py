@@ -1,0 +1,206 @@
+"""Per-player, spectator and researcher views, and filtered logs: what each may see, and no more."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_engine_support import THREE_PLAYER, TWO_PLAYER, new_game
+
+from server.game import GameError, filter_events, visible_to
+from server.game.events import Event
+from server.game.legal import (
+    action_mask,
+    decision_options,
+    legal_actions,
+    possible_crafts,
+    possible_proposals,
+    random_proposal,
+)
+from server.game.views import player_view, researcher_view, spectator_view
+
+
+def dump(view: dict) -> str:
+    return json.dumps(view, sort_keys=True)
+
+
+def test_player_view_shows_own_target_and_public_hands_only():
+    game = new_game()
+    view = player_view(game, 0)
+    assert view["seat"] == 0 and view["target"] == {"torch": 4}
+    assert view["hands"] == game.hands
+    assert "shears" not in dump(view)  # the opponent's target
+    assert view["your_turn"] and view["legal_actions"] == ["propose", "pass", "resign"]
+    other = player_view(game, 1)
+    assert other["target"] == {"shears": 1} and not other["your_turn"]
+    assert other["legal_actions"] == ["resign"]
+    assert view["phase"] == "trade_propose" and view["turn"] == 1 and view["proposer"] == 0
+    assert view["awaiting"] == [0] and view["last_seq"] == len(game.events) - 1
+
+
+def test_views_are_json_safe_copies():
+    game = new_game()
+    game.apply(0, {"type": "pass"})
+    game.apply(0, {"type": "craft", "recipe": "oak_planks", "runs": "1/3"})
+    for view in (player_view(game, 0), spectator_view(game), researcher_view(game)):
+        json.dumps(view)
+    view = player_view(game, 0)
+    view["hands"][0]["diamond"] = 99
+    view["target"]["torch"] = 0
+    assert game.hands[0].get("diamond") is None and game.target(0) == {"torch": 4}
+
+
+def test_crafting_hand_is_private_and_exact():
+    game = new_game()
+    game.apply(0, {"type": "pass"})
+    game.apply(0, {"type": "craft", "recipe": "oak_planks", "runs": "1/3"})
+    mine = player_view(game, 0)
+    assert mine["crafting_hand"]["oak_log"] == "5/3" and mine["crafting_hand"]["oak_planks"] == "4/3"
+    assert mine["crafts_this_phase"][0]["recipe"] == "oak_planks"
+    assert mine["hands"][0]["oak_log"] == 2  # the public hand is unchanged during the phase
+    theirs = player_view(game, 1)
+    assert theirs["crafting_hand"]["birch_log"] == "1" and theirs["crafts_this_phase"] == []
+    assert "oak_planks" not in dump(theirs) and "5/3" not in dump(theirs)
+    assert "oak_planks" not in dump(spectator_view(game))
+    game.apply(0, {"type": "finish_crafting"})
+    assert player_view(game, 1)["crafting_finished"] == [0]
+    assert "craft" in player_view(game, 1)["legal_actions"]
+
+
+def test_pending_and_rejected_proposals_are_seen_by_the_parties_only():
+    game = new_game(THREE_PLAYER)
+    game.apply(
+        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "zebra"}
+    )
+    for seat in (0, 1):
+        view = player_view(game, seat)
+        assert view["pending_proposal"]["message"] == "zebra"
+        assert view["awaiting"] == [1]
+    third = player_view(game, 2)
+    assert third["pending_proposal"] is None and third["proposals"] == []
+    assert third["awaiting"] == [] and not third["your_turn"]
+    assert "zebra" not in dump(third) and "zebra" not in dump(spectator_view(game))
+    assert third["trade_history"] == [{"turn": 1, "proposer": 0, "outcome": "in_progress"}]
+    game.apply(1, {"type": "decide", "accept": False, "message": "giraffe"})
+    third = player_view(game, 2)
+    assert third["trade_history"] == [{"turn": 1, "proposer": 0, "outcome": "no_trade"}]
+    for text in ("zebra", "giraffe"):
+        assert text not in dump(third)
+        assert text not in dump(spectator_view(game))
+        assert all(text not in json.dumps(e.to_dict()) for e in filter_events(game.events, 2))
+    party = player_view(game, 0)
+    assert party["proposals"][0]["status"] == "rejected" and party["proposals"][0]["reply"] == "giraffe"
+    assert party["trade_history"][0] == {"turn": 1, "proposer": 0, "outcome": "rejected", "to": 1}
+    assert "giraffe" in dump(researcher_view(game))
+
+
+def test_accepted_trade_is_public_history():
+    game = new_game(THREE_PLAYER)
+    game.apply(
+        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "hi"}
+    )
+    game.apply(1, {"type": "decide", "accept": True, "message": "ok"})
+    entry = player_view(game, 2)["trade_history"][0]
+    assert entry["outcome"] == "traded"
+    assert entry["trade"] == {
+        "proposer": 0,
+        "to": 1,
+        "offer": {"coal": 1},
+        "request": {"stick": 1},
+        "message": "hi",
+        "reply": "ok",
+    }
+    assert spectator_view(game)["trade_history"][0]["outcome"] == "traded"
+
+
+def test_tom_duty_in_view():
+    game = new_game(THREE_PLAYER, tom_orders=[[0, 1, 2], [0], []])
+    view = player_view(game, 0)
+    assert view["tom"] == {"orders": [0, 1, 2], "due": True, "items": game.tom_items, "opponents": [1, 2]}
+    assert view["legal_actions"] == ["report_tom", "resign"]
+    assert player_view(game, 2)["tom"] is None
+    game.apply(1, {"type": "report_tom", "v0": dict.fromkeys(game.tom_items, 7)})
+    assert player_view(game, 1)["tom"]["due"] is False
+    # another seat's report never shows: values of 7 appear nowhere in seat 0's view or log
+    assert all(e.type != "tom_reported" for e in filter_events(game.events, 0))
+    assert "tom_reports" not in player_view(game, 0)
+    assert researcher_view(game)["tom_reports"][0]["seat"] == 1
+
+
+def test_spectator_and_researcher_views():
+    game = new_game(idle_timeouts_before_bot=3)
+    spectator = spectator_view(game)
+    assert spectator["seat"] is None and spectator["target"] is None and spectator["legal_actions"] == []
+    assert "torch" not in dump(spectator) and "shears" not in dump(spectator)
+    game.apply(None, {"type": "timeout"})
+    research = researcher_view(game)
+    assert research["targets"] == [{"torch": 4}, {"shears": 1}]
+    assert research["idle_timeouts"] == [1, 0] and research["idle_timeouts_before_bot"] == 3
+    assert research["crafting"] is not None and research["waiting_for"] == [0, 1]
+    assert research["settings"]["idle_timeouts_before_bot"] == 3
+    assert research["log_digest"] == game.log_digest()
+
+
+def test_player_view_refuses_unknown_seats():
+    game = new_game()
+    for seat in (2, -1, None, True):
+        with pytest.raises(GameError) as caught:
+            player_view(game, seat)  # type: ignore[arg-type]
+        assert caught.value.code == "not_a_player"
+
+
+def test_filter_events_and_visibility():
+    public = Event(0, "passed", 0, {}, "public")
+    private = Event(1, "proposed", 0, {}, (0, 1))
+    assert visible_to(public, None) and visible_to(public, 2)
+    assert visible_to(private, 1) and not visible_to(private, 2) and not visible_to(private, None)
+    assert filter_events([public, private], 2) == [public]
+    assert filter_events([public, private], 0) == [public, private]
+    record = private.to_dict()
+    assert record["visibility"] == [0, 1]
+    assert Event.from_dict(json.loads(json.dumps(record))) == private
+
+
+def test_legal_helpers():
+    game = new_game()
+    assert action_mask(game, 0) == {
+        "report_tom": False,
+        "propose": True,
+        "pass": True,
+        "decide": False,
+        "craft": False,
+        "finish_crafting": False,
+        "resign": True,
+    }
+    proposals = list(possible_proposals(game, 0))
+    # 1-for-1 swaps, gifts and asks between seat 0's 4 item kinds and seat 1's 4 item kinds
+    assert len(proposals) == 4 + 4 + 4 * 4 - 1  # minus the raw_iron-for-raw_iron swap
+    for proposal in proposals:
+        copy = new_game()
+        copy.apply(0, proposal)
+    assert list(possible_proposals(game, 1)) == []
+    bigger = list(possible_proposals(game, 0, max_items=2, max_units=2))
+    assert len(bigger) > len(proposals)
+    assert all(p.to == 1 for p in bigger)
+    import random
+
+    rng = random.Random(1)
+    for _ in range(50):
+        copy = new_game()
+        copy.apply(0, random_proposal(copy, 0, rng))
+    game.apply(0, proposals[0])
+    assert [d.accept for d in decision_options(game, 1)] == [True, False]
+    assert decision_options(game, 0) == []
+
+
+def test_possible_crafts_are_all_accepted():
+    game = new_game(TWO_PLAYER)
+    assert possible_crafts(game, 0) == []
+    game.apply(0, {"type": "pass"})
+    crafts = possible_crafts(game, 0)
+    assert {c["recipe"] for c in crafts} >= {"oak_planks", "iron_ingot", "charcoal", "stone"}
+    for craft in crafts:
+        copy = new_game(TWO_PLAYER)
+        copy.apply(0, {"type": "pass"})
+        copy.apply(0, craft["action"])
+    assert legal_actions(game, 0) == ["craft", "finish_crafting", "resign"]
