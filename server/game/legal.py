@@ -137,29 +137,42 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
     """Recipes the private crafting hand of ``seat`` affords now, with the largest run amount.
 
     Each entry: ``{"recipe", "result", "count" (per run), "max_runs" (str), "action" (a Craft
-    running the recipe max_runs times)}``, sorted by recipe id. Uses
-    :func:`craft_rules.crafting.max_runs` (default tag and fuel choices). Empty outside the craft
-    phase or once the seat has finished crafting.
+    running the recipe max_runs times)}``, sorted by recipe id. Asks the crafting planner
+    (:mod:`craft_rules.planner`) when it is installed, else :func:`craft_rules.crafting.max_runs`
+    directly; both use the default tag and fuel choices. Empty outside the craft phase or once the
+    seat has finished crafting.
     """
     if game.phase != "craft" or seat not in game.waiting_for():
         return []
     hand = game.crafting_hand(seat) or {}
     found = []
-    for recipe in _candidate_recipes(game, hand):
-        runs = _acceptable_runs(max_runs(game.rules, hand, recipe))
+    for recipe_id, most in _affordable(game, hand):
+        runs = _acceptable_runs(most)
         if runs > 0:
+            recipe = game.rules.recipes[recipe_id]
             found.append(
                 {
-                    "recipe": recipe.id,
+                    "recipe": recipe_id,
                     "result": recipe.result,
                     "count": recipe.count,
                     "max_runs": _fmt(runs),
-                    "action": Craft(recipe=recipe.id, runs=_fmt(runs)),
+                    "action": Craft(recipe=recipe_id, runs=_fmt(runs)),
                 }
             )
             if limit is not None and len(found) >= limit:
                 break
     return found
+
+
+def _affordable(game: Game, hand: dict[str, Fraction]) -> list[tuple[str, Fraction]]:
+    """(recipe id, max runs > 0) for every recipe the hand can run, sorted by recipe id."""
+    try:
+        from craft_rules.planner import planner_for
+    except ImportError:  # the planner is optional for the engine: fall back to max_runs
+        pairs = [(r.id, max_runs(game.rules, hand, r)) for r in _candidate_recipes(game, hand)]
+    else:
+        pairs = [(p.recipe_id, p.max_runs) for p in planner_for(game.rules).possible_crafts(hand)]
+    return sorted((rid, runs) for rid, runs in pairs if runs > 0)
 
 
 def _candidate_recipes(game: Game, hand: dict[str, Fraction]) -> list[Any]:
