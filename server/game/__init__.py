@@ -19,8 +19,10 @@ from server.game.actions import (
 )
 from server.game.errors import ERROR_CODES, GameError
 from server.game.events import Event, filter_events, visible_to
+from server.game.legal import action_mask, legal_actions
 from server.game.settings import GameSettings, PhaseDeadlines, TimeoutPolicies
 from server.game.state import Game
+from server.game.views import player_view, researcher_view, spectator_view
 
 __all__ = [
     "ACTION_MODELS",
@@ -40,7 +42,12 @@ __all__ = [
     "Resign",
     "Timeout",
     "TimeoutPolicies",
+    "action_mask",
     "filter_events",
+    "legal_actions",
     "parse_action",
+    "player_view",
+    "researcher_view",
+    "spectator_view",
     "visible_to",
 ]
