@@ -1,0 +1,41 @@
+"""Serve TradeCraft: ``python run_server.py [--config FILE] [--host H] [--port P]``.
+
+Uses Flask-SocketIO's threading server (WebSocket via simple-websocket) and the embedded SQLite store in the
+settings' data dir. For production use gunicorn (see README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from server.app import create_app
+from server.settings import SettingsError, load_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve TradeCraft (Socket.IO + REST).")
+    parser.add_argument("--config", help="settings file (default: TRADECRAFT_CONFIG or settings.yaml)")
+    parser.add_argument("--host", help="interface to listen on (overrides server.host)")
+    parser.add_argument("--port", type=int, help="TCP port (overrides server.port)")
+    args = parser.parse_args(argv)
+    overrides: dict[str, Any] = {}
+    if args.host is not None:
+        overrides["host"] = args.host
+    if args.port is not None:
+        overrides["port"] = args.port
+    try:
+        settings = load_settings(args.config, overrides={"server": overrides} if overrides else None)
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    app = create_app(settings)
+    socketio = app.extensions["socketio"]
+    print(f"TradeCraft serving http://{settings.server.host}:{settings.server.port}", flush=True)
+    socketio.run(app, host=settings.server.host, port=settings.server.port, allow_unsafe_werkzeug=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The admin area: API tokens for bots, every game with its researcher view, aborting, exports.
+
+Access needs the admin password from the settings (``security.admin_password``; no password
+configured = the area is closed): ``POST /api/admin/login {"password": ...}`` once per browser
+session, or HTTP Basic auth on each request (``curl -u admin:PASSWORD``), or an API token with the
+``admin`` scope. Token plaintexts are shown exactly once, when created, and never logged.
+
+Also the ``tradecraft admin`` commands, which work on the store directly (no running server needed).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import zipfile
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+from flask import Blueprint, Response, jsonify, request, session, stream_with_context
+
+from server.auth import (
+    SCOPES,
+    ServerError,
+    basic_password,
+    check_admin_password,
+    require_admin_configured,
+    resolve_principal,
+)
+from server.protocol import error_body, http_status
+from server.settings import load_settings
+from server.store import open_store
+
+if TYPE_CHECKING:
+    from server.app import Services
+
+log = logging.getLogger(__name__)
+
+
+def _scopes(raw: Any) -> list[str]:
+    scopes = ["play"] if raw is None else raw
+    if not isinstance(scopes, list) or not scopes or any(s not in SCOPES for s in scopes):
+        raise ServerError("invalid_request", f"scopes must be a non-empty list drawn from {list(SCOPES)}.")
+    return list(dict.fromkeys(scopes))
+
+
+def admin_blueprint(services: Services) -> Blueprint:
+    admin = Blueprint("admin", __name__, url_prefix="/api/admin")
+    settings = services.settings
+
+    def is_admin() -> bool:
+        if session.get("admin") is True:
+            return True
+        password = basic_password(request.headers)
+        if password is not None:
+            return check_admin_password(settings, password)
+        principal = resolve_principal(services.store, request.headers, {})
+        return principal is not None and principal.is_admin
+
+    @admin.before_request
+    def _guard() -> None:
+        require_admin_configured(settings)
+        if request.endpoint != "admin.login" and not is_admin():
+            raise ServerError(
+                "forbidden",
+                'This is the admin area: log in with POST /api/admin/login {"password": ...} '
+                "or send HTTP Basic auth with the admin password.",
+                status=403,
+            )
+
+    @admin.errorhandler(Exception)
+    def _error(err: Exception) -> tuple[Response, int]:
+        if not isinstance(err, ServerError):
+            log.exception("admin request %s %s failed", request.method, request.path)
+        return jsonify({"ok": False, "error": error_body(err)}), http_status(err)
+
+    def body() -> dict[str, Any]:
+        data = request.get_json(silent=True)
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ServerError("invalid_request", "Send a JSON object.")
+        return data
+
+    @admin.post("/login")
+    def login() -> tuple[Response, int]:
+        if not check_admin_password(settings, body().get("password")):
+            log.warning("failed admin login from %s", request.remote_addr)
+            raise ServerError("forbidden", "Wrong admin password.", status=403)
+        session["admin"] = True
+        return jsonify({"ok": True}), 200
+
+    @admin.post("/logout")
+    def logout() -> tuple[Response, int]:
+        session.pop("admin", None)
+        return jsonify({"ok": True}), 200
+
+    @admin.get("/settings")
+    def show_settings() -> tuple[Response, int]:
+        return jsonify({"ok": True, "settings": settings.public_dict()}), 200
+
+    @admin.get("/tokens")
+    def list_tokens() -> tuple[Response, int]:
+        return jsonify({"ok": True, "tokens": services.store.list_tokens()}), 200
+
+    @admin.post("/tokens")
+    def create_token() -> tuple[Response, int]:
+        data = body()
+        name = data.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ServerError(
+                "invalid_request", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.'
+            )
+        plaintext, record = services.store.create_token(name.strip(), _scopes(data.get("scopes")))
+        log.info("admin created API token %s (%s)", record["id"], record["name"])
+        return jsonify({"ok": True, "token": plaintext, "record": record}), 201
+
+    @admin.delete("/tokens/<token_id>")
+    def revoke_token(token_id: str) -> tuple[Response, int]:
+        revoked = services.store.revoke_token(token_id)
+        log.info(
+            "admin revoked API token %s (%s)", token_id, "done" if revoked else "unknown or already revoked"
+        )
+        return jsonify({"ok": True, "revoked": revoked}), 200
+
+    @admin.get("/games")
+    def games() -> tuple[Response, int]:
+        status = request.args.get("status") or None
+        limit = min(int(request.args.get("limit", 100)), 10_000)
+        return jsonify({"ok": True, "games": services.store.list_games(status=status, limit=limit)}), 200
+
+    @admin.get("/games/<game_id>")
+    def researcher(game_id: str) -> tuple[Response, int]:
+        return jsonify({"ok": True, **services.rooms.researcher(game_id)}), 200
+
+    @admin.post("/games/<game_id>/abort")
+    def abort(game_id: str) -> tuple[Response, int]:
+        services.rooms.abort(game_id, str(body().get("reason") or "aborted by an admin"))
+        return jsonify({"ok": True}), 200
+
+    @admin.get("/games/<game_id>/export")
+    def export_game(game_id: str) -> Response:
+        from server import export
+
+        services.rooms.get(game_id)  # unknown_game before streaming starts
+        seat = request.args.get("seat")
+        if seat is not None:
+            lines = export.export_participant(services.store, game_id, int(seat))
+            filename = f"{game_id}-seat{seat}.jsonl"
+        else:
+            lines = export.export_game_jsonl(services.store, game_id)
+            filename = f"{game_id}.jsonl"
+        return Response(
+            stream_with_context(_lines(lines)),
+            mimetype="application/x-ndjson",
+            headers={"Content-Disposition": f"attachment; filename={filename}"},
+        )
+
+    @admin.get("/export.zip")
+    def export_tables() -> Response:
+        from server import export
+
+        game_ids = request.args.getlist("game_id")
+        if not game_ids:
+            status = request.args.get("status") or None
+            game_ids = [g["game_id"] for g in services.store.list_games(status=status, limit=1_000_000)]
+        tables = export.export_csv_tables(services.store, game_ids)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, text in tables.items():
+                archive.writestr(name if name.endswith(".csv") else f"{name}.csv", text)
+        return Response(
+            buffer.getvalue(),
+            mimetype="application/zip",
+            headers={"Content-Disposition": "attachment; filename=tradecraft-tables.zip"},
+        )
+
+    return admin
+
+
+def _lines(lines: Iterator[str]) -> Iterator[str]:
+    for line in lines:
+        yield line if line.endswith("\n") else line + "\n"
+
+
+# ---------------------------------------------------------------------------------------- the CLI
+@click.group("admin")
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False), help="settings file (default settings.yaml)"
+)
+@click.pass_context
+def admin_group(ctx: click.Context, config_path: str | None) -> None:
+    """Administer a TradeCraft store: API tokens for bots and agents."""
+    ctx.obj = load_settings(config_path)
+
+
+def _open(settings: Any) -> Any:
+    if settings.database_uri.startswith("sqlite:///") and ":memory:" not in settings.database_uri:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return open_store(settings.database_uri)
+
+
+@admin_group.command("create-token")
+@click.argument("name")
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="repeatable; default: play")
+@click.pass_obj
+def create_token_cmd(settings: Any, name: str, scopes: tuple[str, ...]) -> None:
+    """Create an API token for a bot or agent called NAME; prints it once."""
+    with _open(settings) as store:
+        plaintext, record = store.create_token(name, list(scopes) or ["play"])
+    click.echo(f"token id {record['id']} ({', '.join(record['scopes'])}) for {record['name']}:", err=True)
+    click.echo(plaintext)
+    click.echo("Store it now: it cannot be shown again (only its hash is kept).", err=True)
+
+
+@admin_group.command("list-tokens")
+@click.pass_obj
+def list_tokens_cmd(settings: Any) -> None:
+    """List API tokens (ids, names, scopes; never the tokens themselves)."""
+    with _open(settings) as store:
+        for record in store.list_tokens():
+            state = "revoked" if record.get("revoked_at") else "active"
+            click.echo(f"{record['id']}  {state:<8} {','.join(record['scopes']):<12} {record['name']}")
+
+
+@admin_group.command("revoke-token")
+@click.argument("token_id")
+@click.pass_obj
+def revoke_token_cmd(settings: Any, token_id: str) -> None:
+    """Revoke the API token TOKEN_ID."""
+    with _open(settings) as store:
+        if not store.revoke_token(token_id):
+            raise click.ClickException(
+                f"no active token {token_id}; `tradecraft admin list-tokens` shows them"
+            )
+    click.echo(f"revoked {token_id}")

@@ -1,0 +1,168 @@
+"""The Flask application factory: settings -> store -> live rooms -> Socket.IO + REST + admin.
+
+    gunicorn -k gthread -w 1 --threads 100 -b 0.0.0.0:5000 'server.app:create_app()'
+    python run_server.py [--config FILE] [--host H] [--port P]
+
+``create_app()`` reads the settings (``TRADECRAFT_CONFIG`` or settings.yaml, plus ``TRADECRAFT__*``
+environment overrides), opens the store (creating the data dir of the embedded SQLite store), makes or
+loads the shared secret key, wires Socket.IO in threading mode (WebSocket through simple-websocket; a Redis
+message queue when ``socketio.message_queue`` is set, so several processes can serve one set of games), and
+reloads every unfinished game from the store, resuming its deadlines and bot seats.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from flask_socketio import SocketIO
+
+from server.admin import admin_blueprint
+from server.auth import secret_key
+from server.bots import BotRegistry
+from server.lobby import Lobby
+from server.protocol import SocketProtocol, api_blueprint
+from server.rooms import Rooms
+from server.settings import Settings, load_settings
+from server.store import Store, open_store
+from server.timers import DeadlineScheduler
+
+log = logging.getLogger("server")
+
+
+def tradecraft_version() -> str:
+    try:
+        return version("tradecraft")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass
+class Services:
+    """Everything a request handler needs; one per app (``app.extensions["tradecraft"]``)."""
+
+    settings: Settings
+    store: Store
+    rooms: Rooms
+    lobby: Lobby
+    bots: BotRegistry
+    socketio: SocketIO
+    scheduler: DeadlineScheduler
+    version: str
+    protocol: SocketProtocol | None = None
+
+    def close(self) -> None:
+        self.scheduler.close()
+        self.store.close()
+
+
+def _open_store(settings: Settings) -> Store:
+    uri = settings.database_uri
+    if uri.startswith("sqlite:///") and ":memory:" not in uri:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return open_store(uri)
+
+
+def create_app(
+    settings: Settings | None = None, *, config_path: str | None = None, recover: bool = True
+) -> Flask:
+    """Build the app. ``settings`` wins over ``config_path``; ``recover`` resumes unfinished games."""
+    settings = settings or load_settings(config_path)
+    logging.basicConfig(
+        level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("server").setLevel(settings.server.log_level)
+    store = _open_store(settings)
+
+    app = Flask(__name__, static_folder=None)
+    app.config.update(
+        SECRET_KEY=secret_key(settings, store),
+        MAX_CONTENT_LENGTH=settings.server.max_payload_bytes,
+        SESSION_COOKIE_NAME=settings.security.session_cookie_name,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=settings.security.session_cookie_secure,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.security.session_lifetime_hours),
+        JSON_SORT_KEYS=False,
+    )
+    origins = settings.socketio.cors_allowed_origins
+    socketio = SocketIO(
+        app,
+        async_mode="threading",
+        message_queue=settings.socketio.message_queue,
+        channel=settings.socketio.channel,
+        cors_allowed_origins=origins if origins else None,  # None = same origin only
+        ping_interval=settings.socketio.ping_interval,
+        ping_timeout=settings.socketio.ping_timeout,
+        max_http_buffer_size=settings.server.max_payload_bytes,
+        logger=False,
+        engineio_logger=False,
+    )
+    scheduler = DeadlineScheduler()
+    bots = BotRegistry()
+
+    def push(event: str, data: dict[str, Any], room: str) -> None:
+        socketio.emit(event, data, to=room)
+
+    rooms = Rooms(settings, store, scheduler, bots, push)
+    lobby = Lobby(settings, store, rooms, bots)
+    services = Services(settings, store, rooms, lobby, bots, socketio, scheduler, tradecraft_version())
+    app.extensions["tradecraft"] = services
+
+    services.protocol = SocketProtocol(services, socketio)
+    services.protocol.register()
+    app.register_blueprint(api_blueprint(services))
+    app.register_blueprint(admin_blueprint(services))
+    _register_pages(app, services)
+
+    if recover:
+        started = time.perf_counter()
+        resumed = rooms.recover()
+        log.info("resumed %d running games in %.2f s", resumed, time.perf_counter() - started)
+    log.info(
+        "TradeCraft %s ready: store %s, %d halls", services.version, store.describe(), len(settings.halls)
+    )
+    return app
+
+
+def _register_pages(app: Flask, services: Services) -> None:
+    @app.get("/healthz")
+    def healthz() -> tuple[Response, int]:
+        try:
+            services.store.get_value("healthz")
+            status, code = "ok", 200
+        except Exception:
+            log.exception("health check: the store does not answer")
+            status, code = "store_unavailable", 503
+        return jsonify(
+            {"status": status, "version": services.version, "store": services.store.describe()}
+        ), code
+
+    @app.get("/")
+    def index() -> Response:
+        # A plain list of halls and games until the browser GUI exists; every value is escaped.
+        rows = []
+        for game in services.lobby.list_games(limit=50):
+            seats = ", ".join(html.escape(str(s["name"] or "open")) for s in game["seats"])
+            rows.append(
+                f"<tr><td>{html.escape(game['game_id'])}</td><td>{html.escape(str(game['hall']))}</td>"
+                f"<td>{html.escape(str(game['status']))}</td><td>{seats}</td></tr>"
+            )
+        halls = "".join(
+            f"<li><b>{html.escape(h['title'])}</b> ({html.escape(h['name'])}, {h['players']} players): "
+            f"{html.escape(h['description'])}</li>"
+            for h in services.lobby.halls()
+        )
+        page = (
+            "<!doctype html><html><head><meta charset='utf-8'><title>TradeCraft</title></head><body>"
+            f"<h1>TradeCraft {html.escape(services.version)}</h1><h2>Halls</h2><ul>{halls}</ul>"
+            "<h2>Games</h2><table><tr><th>game</th><th>hall</th><th>status</th><th>seats</th></tr>"
+            f"{''.join(rows)}</table><p>Play over Socket.IO or REST: see docs/protocol.md.</p></body></html>"
+        )
+        return Response(page, mimetype="text/html")

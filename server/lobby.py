@@ -1,0 +1,339 @@
+"""The lobby: halls (game modes from settings), creating, listing and joining games.
+
+A game is created "waiting" with one seat per player; a seat is *open* (anyone logged in), reserved
+for a *human* (session login) or an *agent* (API token), or a *bot* (filled at once by a built-in bot).
+When the last seat is taken the game starts (``Rooms.seats_changed``). Seat claims are atomic across
+server processes (``Store.set_value_if_absent``), so two people racing for the last seat never both
+get it.
+
+Instances: a hall draws its task instance ``fixed`` (always the first id), ``sequential`` (the hall's
+k-th game gets the k-th instance; the counter is shared by every worker through the store) or
+``random`` (from a seed that is recorded with the game, derived from the hall's seed and the game's
+number when the hall sets one, so a study's sequence of instances is reproducible).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from craft_rules.tasks import TC_GAMES_DIR, iter_instances
+from server.auth import Principal, ServerError
+from server.bots import BotRegistry
+from server.rooms import Rooms, SeatState, load_instance, seat_claim_key
+from server.settings import HallSettings, SeatSpec, Settings
+from server.store import Store
+
+GAME_ID_BYTES = 9
+
+
+class Lobby:
+    def __init__(self, settings: Settings, store: Store, rooms: Rooms, bots: BotRegistry) -> None:
+        self.settings = settings
+        self.store = store
+        self.rooms = rooms
+        self.bots = bots
+        self._next_slot: dict[str, int] = {}
+        self._slot_lock = threading.Lock()
+
+    # -------------------------------------------------------------------------------------------- halls
+    def hall(self, name: Any) -> HallSettings:
+        hall = self.settings.halls.get(name) if isinstance(name, str) else None
+        if hall is None:
+            known = ", ".join(sorted(self.settings.halls))
+            raise ServerError(
+                "unknown_hall",
+                f"There is no hall {name!r}; choose one of: {known}.",
+                {"hall": name},
+                status=404,
+            )
+        return hall
+
+    def halls(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "title": hall.title or name,
+                "description": hall.description,
+                "ruleset": hall.ruleset,
+                "mode": hall.mode_name,
+                "players": hall.players,
+                "instance_choice": hall.instances.choice,
+                "seats": [spec.kind for spec in hall.seat_specs()],
+                "allow_custom_seats": hall.allow_custom_seats,
+                "settings": hall.game_settings().model_dump(mode="json"),
+            }
+            for name, hall in self.settings.halls.items()
+        ]
+
+    def instance_pool(self, hall: HallSettings) -> list[str]:
+        if hall.instances.ids:
+            return list(hall.instances.ids)
+        root = self.settings.instance_root(hall) or TC_GAMES_DIR
+        return [
+            inst.id
+            for inst in iter_instances(hall.ruleset, hall.mode_name, root=root)
+            if inst.players == hall.players
+        ]
+
+    # ------------------------------------------------------------------------------------------ games
+    def create_game(
+        self,
+        hall_name: Any,
+        creator: Principal,
+        seats: Any = None,
+        instance_id: Any = None,
+        seed: Any = None,
+        join: bool = False,
+    ) -> dict[str, Any]:
+        """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may."""
+        hall = self.hall(hall_name)
+        specs = self._seat_specs(hall, seats)
+        game_id = secrets.token_urlsafe(GAME_ID_BYTES)
+        choice = self._choose_instance(hall, hall_name, game_id, instance_id, creator)
+        root = self.settings.instance_root(hall)
+        instance = load_instance(choice["instance_id"], str(root) if root else None)
+        if instance.players != hall.players:
+            raise ServerError(
+                "unknown_instance",
+                f"Instance {instance.id!r} has {instance.players} players but hall {hall_name!r} seats "
+                f"{hall.players}.",
+                {"instance_id": instance.id},
+            )
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ServerError("invalid_request", "seed must be a non-negative integer.")
+        game_seed = seed if seed is not None else secrets.randbits(32)
+        seat_states = [
+            SeatState(
+                seat=i,
+                accepts=spec.kind,
+                kind="bot" if spec.kind == "bot" else None,
+                name=(spec.name or f"{spec.bot or self.settings.bots.default} bot")
+                if spec.kind == "bot"
+                else None,
+                bot=(spec.bot or self.settings.bots.default) if spec.kind == "bot" else None,
+            )
+            for i, spec in enumerate(specs)
+        ]
+        for state in seat_states:
+            if state.bot:
+                self.bots.require(state.bot)
+        meta = {
+            "hall": hall_name,
+            "title": hall.title or hall_name,
+            "mode": hall.mode_name,
+            "ruleset": hall.ruleset,
+            "instance_id": instance.id,
+            "instance_root": str(root) if root else None,
+            "instance_choice": choice,
+            "settings": hall.game_settings().model_dump(mode="json"),
+            "seed": game_seed,
+            "seats": [s.record() for s in seat_states],
+            "status": "waiting",
+            "created_by": creator.id,
+        }
+        self.store.create_game(game_id, meta)
+        joined: int | None = None
+        if join:
+            joined = self._claim(game_id, creator, None)
+        live = self.rooms.seats_changed(game_id)
+        with live.lock:
+            summary = summarize(live.meta, live.seats)
+        return {**summary, "your_seat": joined}
+
+    def _seat_specs(self, hall: HallSettings, seats: Any) -> list[SeatSpec]:
+        if seats is None:
+            return hall.seat_specs()
+        if not hall.allow_custom_seats:
+            raise ServerError("invalid_seats", 'This hall\'s seats are fixed by its settings; omit "seats".')
+        if not isinstance(seats, list) or len(seats) != hall.players:
+            raise ServerError(
+                "invalid_seats",
+                f'Send "seats" as a list of {hall.players} entries such as {{"kind": "open"}} or '
+                '{"kind": "bot", "bot": "random"}.',
+            )
+        specs = []
+        for index, raw in enumerate(seats):
+            if isinstance(raw, str):
+                raw = {"kind": raw}
+            try:
+                specs.append(SeatSpec.model_validate(raw))
+            except ValueError as exc:
+                raise ServerError(
+                    "invalid_seats",
+                    f"Seat {index}: kind must be open, human, agent or bot (bot seats may name a bot).",
+                    {"seat": index, "problem": str(exc).splitlines()[0]},
+                ) from None
+        return specs
+
+    def _choose_instance(
+        self, hall: HallSettings, hall_name: str, game_id: str, requested: Any, creator: Principal
+    ) -> dict[str, Any]:
+        pool = self.instance_pool(hall)
+        if requested is not None:
+            if requested not in pool and not creator.is_admin:
+                raise ServerError(
+                    "unknown_instance",
+                    f"Instance {requested!r} is not offered by this hall; omit instance_id to get one.",
+                    {"instance_id": requested},
+                )
+            return {"choice": "requested", "instance_id": requested}
+        if not pool:
+            raise ServerError(
+                "unknown_instance",
+                f"Hall {hall_name!r} has no task instances ({hall.ruleset}/{hall.mode_name}); "
+                "check its instances settings.",
+                status=500,
+            )
+        kind = hall.instances.choice
+        if kind == "fixed":
+            return {"choice": "fixed", "instance_id": pool[0]}
+        if kind == "sequential":
+            slot = self._claim_slot(hall_name, game_id)
+            return {"choice": "sequential", "slot": slot, "instance_id": pool[slot % len(pool)]}
+        if hall.instances.seed is not None:
+            slot = self._claim_slot(hall_name, game_id)
+            seed = hall.instances.seed
+            index = random.Random(f"{seed}:{slot}").randrange(len(pool))
+            return {"choice": "random", "seed": seed, "slot": slot, "instance_id": pool[index]}
+        seed = secrets.randbits(32)
+        return {
+            "choice": "random",
+            "seed": seed,
+            "instance_id": pool[random.Random(seed).randrange(len(pool))],
+        }
+
+    def _claim_slot(self, hall_name: str, game_id: str) -> int:
+        """The hall's next game number, claimed atomically in the store (shared by every worker)."""
+        with self._slot_lock:
+            slot = self._next_slot.get(hall_name, int(self.store.get_value(f"hall:{hall_name}:next") or 0))
+            while self.store.set_value_if_absent(f"hall:{hall_name}:slot:{slot}", game_id) != game_id:
+                slot += 1
+            self._next_slot[hall_name] = slot + 1
+            # a hint so a restarted worker does not walk every claimed slot (only ever a lower bound)
+            if slot % 16 == 0:
+                self.store.set_value_if_absent(f"hall:{hall_name}:next", str(slot))
+            return slot
+
+    def list_games(self, status: Any = None, limit: Any = 100) -> list[dict[str, Any]]:
+        if status is not None and status not in ("waiting", "running", "finished", "aborted"):
+            raise ServerError("invalid_request", "status must be waiting, running, finished or aborted.")
+        try:
+            limit = max(1, min(int(limit), 1000))
+        except (TypeError, ValueError):
+            raise ServerError("invalid_request", "limit must be a number from 1 to 1000.") from None
+        out = []
+        for meta in self.store.list_games(status=status, limit=limit):
+            seats = [SeatState.from_record(r) for r in meta.get("seats", [])]
+            if meta.get("status") == "waiting":
+                self._merge_claims(meta["game_id"], seats)
+            out.append(summarize(meta, seats))
+        return out
+
+    def _merge_claims(self, game_id: str, seats: list[SeatState]) -> None:
+        for seat in seats:
+            if seat.accepts != "bot" and seat.user_id is None:
+                claim = self.store.get_value(seat_claim_key(game_id, seat.seat))
+                if claim:
+                    holder = json.loads(claim)
+                    seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
+
+    def summary(self, game_id: Any) -> dict[str, Any]:
+        live = self.rooms.get(game_id)
+        with live.lock:
+            return summarize(live.meta, live.seats)
+
+    # ------------------------------------------------------------------------------------------ joining
+    def join(
+        self,
+        game_id: Any,
+        principal: Principal,
+        seat: Any = None,
+        on_claimed: Callable[[int], None] | None = None,
+    ) -> int:
+        """Take a seat (or get back the one already held): returns the seat number.
+
+        ``on_claimed(seat)`` runs after the claim and before the game may start, so a Socket.IO client can
+        enter its seat's room in time for the first pushes.
+        """
+        live = self.rooms.get(game_id)
+        with live.lock:
+            own = live.seats_of(principal)
+        if seat is None and own:
+            return own[0]
+        if seat is not None and seat in own:
+            return int(seat)
+        if own and principal.kind == "human":
+            raise ServerError(
+                "seat_taken",
+                "You already hold a seat in this game; a person plays one seat.",
+                {"seat": own[0]},
+            )
+        claimed = self._claim(live.game_id, principal, seat)
+        if on_claimed is not None:
+            on_claimed(claimed)
+        self.rooms.seats_changed(live.game_id)
+        return claimed
+
+    def _claim(self, game_id: str, principal: Principal, seat: Any) -> int:
+        live = self.rooms.get(game_id)
+        with live.lock:
+            self.rooms.catch_up(live)
+            if live.status != "waiting":
+                raise ServerError(
+                    "game_full",
+                    "The game has started; every seat is taken. Watch it as a spectator.",
+                    status=409,
+                )
+            seats = live.seats
+        if seat is not None:
+            if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < len(seats):
+                raise ServerError(
+                    "invalid_request", f"seat must be a number from 0 to {len(seats) - 1}.", {"seat": seat}
+                )
+            candidates = [seats[seat]]
+        else:
+            candidates = [s for s in seats if not s.taken and s.accepts in ("open", principal.kind)]
+        holder = json.dumps({"user_id": principal.id, "name": principal.name, "kind": principal.kind})
+        for candidate in candidates:
+            if candidate.accepts not in ("open", principal.kind):
+                raise ServerError(
+                    "seat_kind",
+                    f"Seat {candidate.seat} is reserved for {candidate.accepts} players.",
+                    {"seat": candidate.seat, "accepts": candidate.accepts},
+                    status=403,
+                )
+            if self.store.set_value_if_absent(seat_claim_key(game_id, candidate.seat), holder) == holder:
+                return candidate.seat
+            if seat is not None:
+                raise ServerError(
+                    "seat_taken", f"Seat {seat} is taken; pick another or omit seat.", status=409
+                )
+        raise ServerError("game_full", "Every seat you may take in this game is taken.", status=409)
+
+
+def summarize(meta: dict[str, Any], seats: list[SeatState]) -> dict[str, Any]:
+    """A game as the lobby shows it: no targets, no user ids, no settings secrets (there are none)."""
+    return {
+        "game_id": meta["game_id"],
+        "hall": meta.get("hall"),
+        "title": meta.get("title"),
+        "ruleset": meta.get("ruleset"),
+        "mode": meta.get("mode"),
+        "instance_id": meta.get("instance_id"),
+        "status": meta.get("status"),
+        "players": len(seats),
+        "open_seats": [s.seat for s in seats if not s.taken],
+        "seats": [s.public(False) for s in seats],
+        "winners": meta.get("winners"),
+        "created_at": meta.get("created_at"),
+    }
+
+
+def instance_root_path(value: str | None) -> Path:
+    return Path(value) if value else TC_GAMES_DIR

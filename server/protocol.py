@@ -1,0 +1,430 @@
+"""One protocol for browsers, bots and LLM agents: Socket.IO events with acknowledgements, and a REST mirror.
+
+Both transports are generated from the same table: every player action type in
+``server.game.actions.ACTION_MODELS`` becomes a Socket.IO event of that name and a REST route
+``POST /api/games/<game_id>/actions/<type>``; ``GET /api/actions`` serves their JSON schemas. Nothing here
+re-declares an action's fields.
+
+Every request gets exactly one typed answer: ``{"ok": true, ...}`` or ``{"ok": false, "error": {"code",
+"message", "details"}}``. Bad input (malformed JSON, a non-object, an unknown action type, a payload over
+``server.max_action_bytes``, another seat's action, a spectator acting) never changes state, never reaches the
+engine unchecked, is logged with its error code, and never takes the worker down.
+
+See docs/protocol.md for the event list, the message shapes and runnable examples.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flask import Blueprint, Response, jsonify, request, session
+from flask_socketio import SocketIO, join_room, leave_room
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from server.auth import (
+    SERVER_ERROR_CODES,
+    Principal,
+    ServerError,
+    clean_display_name,
+    require_principal,
+    resolve_principal,
+)
+from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
+from server.game.errors import ERROR_CODES, GameError
+from server.rooms import LOBBY_ROOM, seat_room, spectator_room
+from server.store import StoreError
+
+if TYPE_CHECKING:
+    from server.app import Services
+
+log = logging.getLogger(__name__)
+
+#: Envelope fields a client sends next to an action's own fields.
+ENVELOPE_FIELDS = ("game_id", "seat", "client_action_id")
+for _model in ACTION_MODELS.values():
+    assert not set(_model.model_fields) & set(ENVELOPE_FIELDS), f"{_model.__name__} shadows an envelope field"
+
+
+# ------------------------------------------------------------------------------------------ errors
+def error_body(err: BaseException) -> dict[str, Any]:
+    if isinstance(err, GameError | ServerError):
+        return err.to_dict()
+    if isinstance(err, StoreError):
+        log.error("store error: %s", err.message)
+        return ServerError(
+            "internal_error", "The game store failed; try again shortly.", {"store": err.code}
+        ).to_dict()
+    return ServerError(
+        "internal_error", "The server failed; the error is logged and nothing changed."
+    ).to_dict()
+
+
+def http_status(err: BaseException) -> int:
+    if isinstance(err, ServerError):
+        return err.status
+    if isinstance(err, GameError):
+        return 400 if err.code == "invalid_action" else 409
+    return 500
+
+
+def _log_refusal(where: str, principal: Principal | None, err: BaseException) -> None:
+    who = principal.id if principal else "anonymous"
+    if isinstance(err, GameError | ServerError):
+        log.info("refused %s from %s: %s", where, who, err.code)
+    else:
+        log.exception("failed %s from %s", where, who)
+
+
+def _as_object(data: Any, limit: int) -> dict[str, Any]:
+    """The request payload as a dict: a JSON object, or a string holding one, within the size limit."""
+    if isinstance(data, str | bytes):
+        if len(data) > limit:
+            raise _too_large(len(data), limit)
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ServerError(
+                "invalid_request",
+                f"The message is not valid JSON ({exc.msg} at position {exc.pos}).",
+            ) from None
+    elif data is not None:
+        try:
+            size = len(json.dumps(data))
+        except (TypeError, ValueError):
+            raise ServerError("invalid_request", "The message is not JSON.") from None
+        if size > limit:
+            raise _too_large(size, limit)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ServerError("invalid_request", f"Send a JSON object, not a {type(data).__name__}.")
+    return data
+
+
+def _too_large(size: int, limit: int) -> ServerError:
+    return ServerError(
+        "payload_too_large",
+        f"The message has {size} bytes; the server accepts at most {limit}. Send a shorter one.",
+        {"size": size, "limit": limit},
+        status=413,
+    )
+
+
+def split_action(data: dict[str, Any], action_type: str | None) -> tuple[dict[str, Any], Any]:
+    """(envelope fields, action) from a request: ``{"action": {...}}`` or a per-type event's flat fields."""
+    envelope = {key: data.get(key) for key in ENVELOPE_FIELDS}
+    if action_type is None:
+        if "action" not in data:
+            raise ServerError("invalid_request", 'Send {"game_id": ..., "action": {"type": ...}}.')
+        return envelope, data["action"]
+    action = {k: v for k, v in data.items() if k not in ENVELOPE_FIELDS}
+    action["type"] = action_type
+    return envelope, action
+
+
+# ---------------------------------------------------------------------------------------- Socket.IO
+@dataclass
+class Connection:
+    principal: Principal | None
+    seats: set[tuple[str, int]] = field(default_factory=set)
+    watching: set[str] = field(default_factory=set)
+
+
+class SocketProtocol:
+    """Socket.IO handlers; one :class:`Connection` per client id (``request.sid``)."""
+
+    def __init__(self, services: Services, socketio: SocketIO) -> None:
+        self.services = services
+        self.socketio = socketio
+        self.connections: dict[str, Connection] = {}
+        self._lock = threading.Lock()
+
+    def register(self) -> None:
+        sio = self.socketio
+        sio.on_event("connect", self.on_connect)
+        sio.on_event("disconnect", self.on_disconnect)
+        handlers: dict[str, Callable[[Connection, dict[str, Any]], dict[str, Any]]] = {
+            "whoami": self.whoami,
+            "lobby": self.lobby,
+            "create_game": self.create_game,
+            "join": self.join,
+            "watch": self.watch,
+            "leave": self.leave,
+            "view": self.view,
+            "events": self.events,
+            "act": lambda conn, data: self.act(conn, data, None),
+        }
+        for action_type in PLAYER_ACTION_TYPES:
+            handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
+        for name, handler in handlers.items():
+            sio.on_event(name, self._wrap(name, handler))
+
+    def _wrap(
+        self, name: str, handler: Callable[[Connection, dict[str, Any]], dict[str, Any]]
+    ) -> Callable[..., dict[str, Any]]:
+        limit = self.services.settings.server.max_action_bytes
+
+        def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
+            conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
+            try:
+                return {"ok": True, **handler(conn, _as_object(data, limit))}
+            except Exception as err:
+                _log_refusal(f"socket event {name!r}", conn.principal, err)
+                return {"ok": False, "error": error_body(err)}
+
+        wrapped.__name__ = f"on_{name}"
+        return wrapped
+
+    # -- connection lifecycle
+    def on_connect(self, auth: Any = None) -> bool:
+        try:
+            principal = resolve_principal(self.services.store, request.headers, session, auth)
+        except ServerError as err:
+            log.info("refused a Socket.IO connection: %s", err.code)
+            raise ConnectionRefusedError(err.to_dict()) from None
+        with self._lock:
+            self.connections[request.sid] = Connection(principal)  # type: ignore[attr-defined]
+        return True
+
+    def on_disconnect(self, reason: Any = None) -> None:
+        with self._lock:
+            conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
+        if conn is None:
+            return
+        for game_id, seat in conn.seats:
+            try:
+                self.services.rooms.presence(game_id, seat, -1)
+            except Exception:
+                log.exception("presence update failed for game %s", game_id)
+
+    # -- handlers
+    def whoami(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return {"user": conn.principal.public() if conn.principal else None, "version": self.services.version}
+
+    def lobby(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        join_room(LOBBY_ROOM)
+        lobby = self.services.lobby
+        return {"halls": lobby.halls(), "games": lobby.list_games(data.get("status"), data.get("limit", 100))}
+
+    def create_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        game = self.services.lobby.create_game(
+            data.get("hall"),
+            principal,
+            data.get("seats"),
+            data.get("instance_id"),
+            data.get("seed"),
+            bool(data.get("join", False)),
+        )
+        return {"game": game}
+
+    def join(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        rooms = self.services.rooms
+        live = rooms.get(data.get("game_id"))
+        seat = self.services.lobby.join(
+            live.game_id,
+            principal,
+            data.get("seat"),
+            lambda claimed: join_room(seat_room(live.game_id, claimed)),
+        )
+        key = (live.game_id, seat)
+        join_room(seat_room(live.game_id, seat))
+        if key not in conn.seats:
+            conn.seats.add(key)
+            rooms.presence(live.game_id, seat, +1)
+        with live.lock:
+            rooms.catch_up(live)
+            return {**rooms.envelope(live, seat), "events": rooms.history(live, seat)}
+
+    def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        rooms = self.services.rooms
+        live = rooms.get(data.get("game_id"))
+        join_room(spectator_room(live.game_id))
+        conn.watching.add(live.game_id)
+        with live.lock:
+            rooms.catch_up(live)
+            return {**rooms.envelope(live, None), "events": rooms.history(live, None)}
+
+    def leave(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        game_id = data.get("game_id")
+        if game_id in conn.watching:
+            leave_room(spectator_room(game_id))
+            conn.watching.discard(game_id)
+        for key in [k for k in conn.seats if k[0] == game_id]:
+            leave_room(seat_room(*key))
+            conn.seats.discard(key)
+            self.services.rooms.presence(key[0], key[1], -1)
+        return {"game_id": game_id}
+
+    def view(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return self.services.rooms.view(data.get("game_id"), conn.principal, data.get("seat"))
+
+    def events(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        after = data.get("after_seq", -1)
+        if not isinstance(after, int) or isinstance(after, bool):
+            raise ServerError("invalid_request", "after_seq must be an integer (-1 = from the start).")
+        return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
+
+    def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        envelope, action = split_action(data, action_type)
+        response = self.services.rooms.act(
+            envelope["game_id"], principal, action, envelope["seat"], envelope["client_action_id"]
+        )
+        return {k: v for k, v in response.items() if k != "ok"}
+
+
+# --------------------------------------------------------------------------------------------- REST
+def api_blueprint(services: Services) -> Blueprint:
+    """The REST mirror under ``/api``: lobby, games, joining, views, events, actions, schemas."""
+    api = Blueprint("api", __name__, url_prefix="/api")
+    limit = services.settings.server.max_action_bytes
+
+    def ok(payload: dict[str, Any], status: int = 200) -> tuple[Response, int]:
+        return jsonify({"ok": True, **payload}), status
+
+    def body() -> dict[str, Any]:
+        if request.content_length and request.content_length > limit:
+            raise _too_large(request.content_length, limit)
+        raw = request.get_data(cache=True)
+        if not raw:
+            return {}
+        return _as_object(raw, limit)
+
+    def caller() -> Principal | None:
+        return resolve_principal(services.store, request.headers, session)
+
+    @api.errorhandler(Exception)
+    def _error(err: Exception) -> tuple[Response, int]:
+        if isinstance(err, HTTPException) and not isinstance(err, RequestEntityTooLarge):
+            typed = ServerError("invalid_request", err.description or err.name, status=err.code or 400)
+            return jsonify({"ok": False, "error": typed.to_dict()}), typed.status
+        if isinstance(err, RequestEntityTooLarge):
+            err = _too_large(request.content_length or 0, services.settings.server.max_payload_bytes)
+        _log_refusal(f"{request.method} {request.path}", None, err)
+        return jsonify({"ok": False, "error": error_body(err)}), http_status(err)
+
+    @api.post("/login")
+    def login() -> tuple[Response, int]:
+        name = clean_display_name(body().get("name"))
+        user = services.store.create_user(name)
+        session.clear()
+        session.permanent = True
+        session["user_id"] = user["id"]
+        return ok({"user": {"id": user["id"], "name": user["name"], "kind": "human"}})
+
+    @api.post("/logout")
+    def logout() -> tuple[Response, int]:
+        session.clear()
+        return ok({})
+
+    @api.get("/me")
+    def me() -> tuple[Response, int]:
+        principal = caller()
+        return ok({"user": principal.public() if principal else None})
+
+    @api.get("/halls")
+    def halls() -> tuple[Response, int]:
+        return ok({"halls": services.lobby.halls()})
+
+    @api.get("/games")
+    def list_games() -> tuple[Response, int]:
+        games = services.lobby.list_games(request.args.get("status"), request.args.get("limit", 100))
+        return ok({"games": games})
+
+    @api.post("/games")
+    def create_game() -> tuple[Response, int]:
+        data = body()
+        game = services.lobby.create_game(
+            data.get("hall"),
+            require_principal(caller()),
+            data.get("seats"),
+            data.get("instance_id"),
+            data.get("seed"),
+            bool(data.get("join", False)),
+        )
+        return ok({"game": game}, 201)
+
+    @api.get("/games/<game_id>")
+    def game_summary(game_id: str) -> tuple[Response, int]:
+        return ok({"game": services.lobby.summary(game_id)})
+
+    @api.post("/games/<game_id>/join")
+    def join(game_id: str) -> tuple[Response, int]:
+        seat = services.lobby.join(game_id, require_principal(caller()), body().get("seat"))
+        live = services.rooms.get(game_id)
+        with live.lock:
+            services.rooms.catch_up(live)
+            return ok({**services.rooms.envelope(live, seat), "events": services.rooms.history(live, seat)})
+
+    @api.get("/games/<game_id>/view")
+    def view(game_id: str) -> tuple[Response, int]:
+        return ok(services.rooms.view(game_id, caller(), _int_arg("seat")))
+
+    @api.get("/games/<game_id>/events")
+    def events(game_id: str) -> tuple[Response, int]:
+        after = _int_arg("after")
+        wait = request.args.get("wait", "0")
+        try:
+            wait_seconds = float(wait)
+        except ValueError:
+            raise ServerError("invalid_request", "wait must be a number of seconds.") from None
+        result = services.rooms.events_since(
+            game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
+        )
+        return ok(result)
+
+    def act(game_id: str, action_type: str | None) -> tuple[Response, int]:
+        data = body()
+        envelope, action = split_action(data, action_type)
+        client_action_id = envelope["client_action_id"] or request.headers.get("Idempotency-Key")
+        response = services.rooms.act(
+            game_id, require_principal(caller()), action, envelope["seat"], client_action_id
+        )
+        return jsonify(response), 200
+
+    api.add_url_rule("/games/<game_id>/actions", "act", lambda game_id: act(game_id, None), methods=["POST"])
+    for action_type in PLAYER_ACTION_TYPES:
+        api.add_url_rule(
+            f"/games/<game_id>/actions/{action_type}",
+            f"act_{action_type}",
+            lambda game_id, _t=action_type: act(game_id, _t),
+            methods=["POST"],
+        )
+
+    @api.get("/actions")
+    def action_schemas() -> tuple[Response, int]:
+        return ok(
+            {
+                "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
+                "union": action_json_schema(),
+            }
+        )
+
+    @api.get("/errors")
+    def error_codes() -> tuple[Response, int]:
+        return ok({"engine": ERROR_CODES, "server": SERVER_ERROR_CODES})
+
+    @api.route("/<path:anything>", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    def unknown(anything: str) -> tuple[Response, int]:
+        raise ServerError(
+            "invalid_request", f"There is no API endpoint /api/{anything}; see docs/protocol.md.", status=404
+        )
+
+    return api
+
+
+def _int_arg(name: str) -> int | None:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ServerError("invalid_request", f"{name} must be an integer.", {name: raw}) from None

@@ -1,0 +1,786 @@
+"""Live games: one in-memory :class:`~server.game.state.Game` per game, guarded by a lock per game.
+
+The path of every action (a player's, a bot's or a deadline's timeout):
+
+1. take the game's lock and **catch up** from the store (another worker may have appended events);
+2. ``game.apply(actor, action)`` validates fully or raises ``GameError`` (nothing changed);
+3. **append** the new events to the store, durably; a :class:`SequenceConflict` means another worker got
+   there first: replay from the store and try again against the new state (or refuse the action);
+4. remember the answer under the client's action id (a retry gets the same answer), and **ack**;
+5. **push** each seat its filtered events and its new view (each seat is its own Socket.IO room, spectators
+   have one room), then reschedule the phase deadline and the bot seats.
+
+The store is the truth: the in-memory game is a cache rebuilt by replay whenever it may be stale, so several
+server processes sharing one store never fork a game. Seat ownership lives in the store too, as
+``set_value_if_absent`` claims (atomic across processes), see :func:`seat_claim_key`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+from craft_rules.loader import load_rule_set
+from craft_rules.model import RuleSet
+from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
+from server.auth import Principal, ServerError
+from server.bots import BotRegistry, bot_seed
+from server.game.actions import parse_action
+from server.game.errors import GameError
+from server.game.events import Event, visible_to
+from server.game.legal import legal_actions
+from server.game.settings import GameSettings
+from server.game.state import Game
+from server.game.views import player_view, researcher_view, spectator_view
+from server.settings import Settings
+from server.store import SequenceConflict, Store
+from server.timers import DeadlineScheduler
+
+log = logging.getLogger(__name__)
+
+LOBBY_ROOM = "lobby"
+APPLY_ATTEMPTS = 3
+Push = Callable[[str, dict[str, Any], str], None]
+
+
+def seat_room(game_id: str, seat: int) -> str:
+    return f"game:{game_id}:seat:{seat}"
+
+
+def spectator_room(game_id: str) -> str:
+    return f"game:{game_id}:spectators"
+
+
+def seat_claim_key(game_id: str, seat: int) -> str:
+    """Store key whose first writer owns the seat (``set_value_if_absent`` is atomic across processes)."""
+    return f"seat:{game_id}:{seat}"
+
+
+def takeover_key(game_id: str, seat: int) -> str:
+    """Store key set once when an idle seat is handed to a built-in bot for the rest of the game."""
+    return f"takeover:{game_id}:{seat}"
+
+
+@lru_cache(maxsize=512)
+def _instance(instance_id: str, root: str | None) -> TaskInstance:
+    return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
+
+
+def load_instance(instance_id: str, root: str | None) -> TaskInstance:
+    try:
+        return _instance(instance_id, root)
+    except KeyError as exc:
+        raise ServerError(
+            "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
+        ) from exc
+
+
+def _json_copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+@dataclass
+class SeatState:
+    """Who sits where. ``accepts`` is what the seat was created for; the rest is filled by a claim."""
+
+    seat: int
+    accepts: str  # open | human | agent | bot
+    kind: str | None = None  # human | agent | bot, once taken
+    name: str | None = None
+    user_id: str | None = None
+    bot: str | None = None
+    takeover: str | None = None  # built-in bot playing for an idle human/agent
+
+    @property
+    def taken(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def bot_controlled(self) -> bool:
+        return self.kind == "bot" or self.takeover is not None
+
+    def record(self) -> dict[str, Any]:
+        """The seat as stored in the game's metadata (server.store.base.SeatRecord + our extra keys)."""
+        return {
+            "seat": self.seat,
+            "accepts": self.accepts,
+            "kind": self.kind,
+            "name": self.name,
+            "user_id": self.user_id,
+            "bot": self.bot,
+            "takeover": self.takeover,
+        }
+
+    def public(self, online: bool) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "accepts": self.accepts,
+            "kind": self.kind,
+            "name": self.name,
+            "bot": self.bot or self.takeover,
+            "taken": self.taken,
+            "online": online or self.bot_controlled,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SeatState:
+        return cls(
+            seat=int(record["seat"]),
+            accepts=str(record.get("accepts") or record.get("kind") or "open"),
+            kind=record.get("kind") if record.get("user_id") or record.get("kind") == "bot" else None,
+            name=record.get("name"),
+            user_id=record.get("user_id"),
+            bot=record.get("bot"),
+            takeover=record.get("takeover"),
+        )
+
+
+@dataclass
+class LiveGame:
+    """One game in memory. Every field is guarded by ``lock``."""
+
+    game_id: str
+    meta: dict[str, Any]
+    settings: GameSettings
+    instance: TaskInstance
+    rules: RuleSet
+    seed: int
+    seats: list[SeatState]
+    game: Game | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)  # stored events, parallel to game.events
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    online: dict[int, int] = field(default_factory=dict)  # seat -> open connections in this process
+    bot_failures: dict[int, int] = field(default_factory=dict)
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
+    @property
+    def last_seq(self) -> int:
+        return self.records[-1]["seq"] if self.records else -1
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status", "waiting"))
+
+    def seats_of(self, principal: Principal) -> list[int]:
+        return [s.seat for s in self.seats if s.user_id is not None and s.user_id == principal.id]
+
+    def public_seats(self) -> list[dict[str, Any]]:
+        return [s.public(self.online.get(s.seat, 0) > 0) for s in self.seats]
+
+
+def phase_anchor(records: list[dict[str, Any]], phase: str) -> float | None:
+    """Server time at which the current phase began (a decision starts with the private ``proposed``)."""
+    for record in reversed(records):
+        kind = record.get("type")
+        if phase == "trade_decide" and kind == "proposed":
+            return float(record["time"])
+        if kind == "phase_started" and record.get("payload", {}).get("phase") == phase:
+            return float(record["time"])
+    return float(records[-1]["time"]) if records else None
+
+
+class Rooms:
+    """The registry of live games of this process and the one path every action takes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        scheduler: DeadlineScheduler,
+        bots: BotRegistry,
+        push: Push,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.scheduler = scheduler
+        self.bots = bots
+        self.push = push
+        self.clock = clock
+        self._games: dict[str, LiveGame] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._registry_lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ loading
+    def get(self, game_id: Any) -> LiveGame:
+        """The live game (loaded from the store on first use); ``unknown_game`` if there is none."""
+        if not isinstance(game_id, str) or not game_id:
+            raise ServerError("invalid_request", "Say which game: send its game_id.", status=400)
+        live = self._games.get(game_id)
+        if live is not None:
+            return live
+        with self._registry_lock:
+            live = self._games.get(game_id)
+            if live is None:
+                live = self._load(game_id)
+                self._games[game_id] = live
+                if live.status in ("finished", "aborted"):
+                    self._remember_finished(game_id)
+        return live
+
+    def loaded(self) -> list[LiveGame]:
+        return list(self._games.values())
+
+    def _load(self, game_id: str) -> LiveGame:
+        meta = self.store.get_game(game_id)
+        if meta is None:
+            raise ServerError(
+                "unknown_game",
+                f"There is no game {game_id!r}; list the games with GET /api/games.",
+                {"game_id": game_id},
+                status=404,
+            )
+        settings = GameSettings.model_validate(meta["settings"])
+        live = LiveGame(
+            game_id=game_id,
+            meta=dict(meta),
+            settings=settings,
+            instance=load_instance(meta["instance_id"], meta.get("instance_root")),
+            rules=load_rule_set(settings.ruleset),
+            seed=int(meta["seed"]),
+            seats=[SeatState.from_record(r) for r in meta.get("seats", [])],
+        )
+        with live.lock:
+            self._refresh_seats(live)
+            self._replay(live, self.store.load_events(game_id))
+        return live
+
+    def _replay(self, live: LiveGame, records: list[dict[str, Any]]) -> None:
+        if records:
+            live.game = Game.replay(live.instance, live.settings, live.rules, live.seed, records)
+        else:
+            live.game = None
+        live.records = list(records)
+
+    def catch_up(self, live: LiveGame) -> bool:
+        """Bring the in-memory game up to the store's log; True if anything changed."""
+        stored = self.store.last_seq(live.game_id)
+        if stored == live.last_seq:
+            return False
+        if stored > live.last_seq:
+            newer = self.store.load_events(live.game_id, after_seq=live.last_seq)
+            self._replay(live, live.records + newer)
+        else:  # never expected (the store lost events?): trust the store
+            log.error(
+                "game %s: store is behind memory (%s < %s); reloading", live.game_id, stored, live.last_seq
+            )
+            self._replay(live, self.store.load_events(live.game_id))
+        meta = self.store.get_game(live.game_id)
+        if meta is not None:
+            live.meta = dict(meta)
+            live.seats = [SeatState.from_record(r) for r in meta.get("seats", [])]
+        self._refresh_seats(live)
+        return True
+
+    def _refresh_seats(self, live: LiveGame) -> None:
+        """Merge the store's seat claims and takeovers (the authority) into the seat list."""
+        for seat in live.seats:
+            if seat.accepts != "bot" and seat.user_id is None:
+                claim = self.store.get_value(seat_claim_key(live.game_id, seat.seat))
+                if claim:
+                    holder = json.loads(claim)
+                    seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
+            if seat.takeover is None:
+                seat.takeover = self.store.get_value(takeover_key(live.game_id, seat.seat))
+
+    def _remember_finished(self, game_id: str) -> None:
+        self._finished[game_id] = None
+        self._finished.move_to_end(game_id)
+        while len(self._finished) > self.settings.rooms.keep_finished_games:
+            old, _ = self._finished.popitem(last=False)
+            self._games.pop(old, None)
+
+    # --------------------------------------------------------------------------------------- recovery
+    def recover(self) -> int:
+        """Load every running game from the store and resume its deadlines and bot seats."""
+        count = 0
+        for meta in self.store.list_games(status="running", limit=1_000_000):
+            try:
+                live = self.get(meta["game_id"])
+                with live.lock:
+                    self.catch_up(live)
+                    if live.game is None:  # all seats were claimed but the start did not happen
+                        self._start_locked(live)
+                    else:
+                        self._after_change(live, [], [])
+                count += 1
+            except Exception:
+                log.exception("could not resume game %s", meta.get("game_id"))
+        for meta in self.store.list_games(status="waiting", limit=1_000_000):
+            try:
+                self.seats_changed(meta["game_id"])  # starts games whose last seat was claimed before a crash
+            except Exception:
+                log.exception("could not check waiting game %s", meta.get("game_id"))
+        return count
+
+    # ----------------------------------------------------------------------------------------- seating
+    def seats_changed(self, game_id: str) -> LiveGame:
+        """A seat was claimed: record the seats, tell everyone, start the game once every seat is taken."""
+        live = self.get(game_id)
+        with live.lock:
+            self._refresh_seats(live)
+            if live.status == "waiting":
+                records = [s.record() for s in live.seats]
+                if records != live.meta.get("seats"):
+                    self.store.update_game(game_id, seats=records)
+                    live.meta["seats"] = records
+                self._push_seats(live)
+                self._lobby_changed(live)
+                if all(s.taken for s in live.seats):
+                    self._start_locked(live)
+        return live
+
+    def _start_locked(self, live: LiveGame) -> None:
+        self.catch_up(live)
+        if live.game is not None:
+            return
+        try:
+            game = Game.new(live.instance, live.settings, live.rules, live.seed)
+        except GameError as err:
+            log.error("game %s cannot start: %s", live.game_id, err.message)
+            self.store.update_game(live.game_id, status="aborted", abort_reason=err.to_dict())
+            live.meta.update(status="aborted", abort_reason=err.to_dict())
+            self._push_seats(live)
+            self._lobby_changed(live)
+            return
+        records = [e.to_dict() for e in game.events]
+        stamp = self.clock()
+        for record in records:
+            record["time"] = stamp
+        try:
+            self.store.append_events(live.game_id, records)
+        except SequenceConflict:
+            self.catch_up(live)  # another worker started it
+            return
+        live.game = game
+        live.records = _json_copy(records)
+        started = {"status": "running", "started_at": stamp, "seats": [s.record() for s in live.seats]}
+        self.store.update_game(live.game_id, **started)
+        live.meta.update(started)
+        self._lobby_changed(live)
+        self._after_change(live, list(game.events), live.records)
+
+    # ------------------------------------------------------------------------------------------ acting
+    def acting_seat(self, live: LiveGame, principal: Principal, seat: Any = None) -> int:
+        """The seat ``principal`` acts for: its own (``seat`` chooses when it holds several)."""
+        own = live.seats_of(principal)
+        if seat is not None:
+            if not isinstance(seat, int) or isinstance(seat, bool):
+                raise ServerError("invalid_request", "seat must be a seat number such as 0 or 1.")
+            if seat not in own:
+                raise ServerError(
+                    "not_your_seat",
+                    f"You do not hold seat {seat} in this game; you can act only for your own seat.",
+                    {"seat": seat, "your_seats": own},
+                    status=403,
+                )
+            return seat
+        if not own:
+            raise ServerError(
+                "spectator",
+                "You hold no seat in this game: spectators can watch but not act. Join a free seat first.",
+                {"game_id": live.game_id},
+                status=403,
+            )
+        if len(own) > 1:
+            raise ServerError(
+                "seat_required", 'You hold several seats in this game; add "seat": N.', {"your_seats": own}
+            )
+        return own[0]
+
+    def act(
+        self,
+        game_id: Any,
+        principal: Principal,
+        action: Any,
+        seat: Any = None,
+        client_action_id: Any = None,
+    ) -> dict[str, Any]:
+        """Apply a player's action: the ack ``{"ok": True, "view": ..., ...}``, or a typed error is raised."""
+        live = self.get(game_id)
+        if client_action_id is not None and (
+            not isinstance(client_action_id, str) or not 0 < len(client_action_id) <= 128
+        ):
+            raise ServerError("invalid_request", "client_action_id must be a string of 1 to 128 characters.")
+        with live.lock:
+            seat_no = self.acting_seat(live, principal, seat)
+            parsed = parse_action(action)
+            if parsed.type == "timeout":
+                raise GameError(
+                    "not_allowed",
+                    "Timeouts are submitted by the server when a deadline expires, not by players.",
+                )
+            idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
+            for _ in range(APPLY_ATTEMPTS):
+                self.catch_up(live)
+                if idempotency_key:
+                    recalled = self.store.recall_action(live.game_id, idempotency_key)
+                    if recalled is not None:
+                        return recalled
+                self._check_can_act(live, seat_no)
+                assert live.game is not None
+                try:
+                    events, records = self._commit(live, seat_no, parsed)
+                except SequenceConflict:
+                    continue
+                response = {"ok": True, **self.envelope(live, seat_no)}
+                if idempotency_key:
+                    self.store.remember_action(live.game_id, idempotency_key, response)
+                self._after_change(live, events, records)
+                return response
+        raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
+
+    def abort(self, game_id: Any, reason: str) -> None:
+        """Stop a game for good (an admin decision; not a game event): no more actions, timers or bots."""
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            if live.status in ("finished", "aborted"):
+                raise ServerError("game_over", f"The game is already {live.status}.", status=409)
+            fields = {"status": "aborted", "abort_reason": reason, "finished_at": self.clock()}
+            self.store.update_game(live.game_id, **fields)
+            live.meta.update(fields)
+            live.deadline = None
+            self.scheduler.cancel(f"deadline:{live.game_id}")
+            self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+            self._push_seats(live)
+            self._lobby_changed(live)
+            live.changed.notify_all()
+
+    def _check_can_act(self, live: LiveGame, seat: int) -> None:
+        stored = self.store.get_game(live.game_id)  # an abort in another worker shows only here
+        if stored is not None and stored.get("status") == "aborted":
+            live.meta.update(stored)
+            raise ServerError(
+                "game_over", "An admin aborted this game; it accepts no more actions.", status=409
+            )
+        if live.game is None:
+            raise ServerError(
+                "not_started",
+                "The game has not started yet: it waits for every seat to be taken.",
+                status=409,
+            )
+        holder = live.seats[seat]
+        if holder.takeover is not None:
+            raise ServerError(
+                "seat_taken_over",
+                f"Seat {seat} was idle too long and a built-in bot ({holder.takeover}) now plays it "
+                "for the rest of this game.",
+                {"seat": seat, "bot": holder.takeover},
+                status=409,
+            )
+
+    def _commit(
+        self, live: LiveGame, actor: int | None, action: Any
+    ) -> tuple[list[Event], list[dict[str, Any]]]:
+        """Apply and durably append; on a lost race replay from the store and raise SequenceConflict."""
+        assert live.game is not None
+        events = live.game.apply(actor, action)  # GameError: nothing changed
+        records = [e.to_dict() for e in events]
+        stamp = self.clock()
+        for record in records:
+            record["time"] = stamp
+        try:
+            self.store.append_events(live.game_id, records)
+        except SequenceConflict:
+            log.info("game %s: another worker appended first; replaying", live.game_id)
+            self.catch_up(live)
+            raise
+        except Exception:
+            # the in-memory game already moved on: rebuild it from the store, which did not
+            self._replay(live, self.store.load_events(live.game_id))
+            raise
+        records = _json_copy(records)
+        live.records.extend(records)
+        self._sync_status(live)  # before the ack is built, so it already says "finished"
+        return events, records
+
+    def _sync_status(self, live: LiveGame) -> None:
+        game = live.game
+        if game is not None and game.finished and live.status not in ("finished", "aborted"):
+            done = {"status": "finished", "winners": list(game.winners), "finished_at": self.clock()}
+            self.store.update_game(live.game_id, **done)
+            live.meta.update(done)
+            self._lobby_changed(live)
+
+    # --------------------------------------------------------------------------------- after a change
+    def _after_change(self, live: LiveGame, events: list[Event], records: list[dict[str, Any]]) -> None:
+        game = live.game
+        assert game is not None
+        self._sync_status(live)
+        self._hand_idle_seats_to_bots(live, events)
+        self._schedule(live)
+        if events:
+            self._push_events(live, events, records)
+        live.changed.notify_all()
+        if game.finished:
+            self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+            with self._registry_lock:
+                self._remember_finished(live.game_id)
+
+    def envelope(self, live: LiveGame, seat: int | None) -> dict[str, Any]:
+        """What a seat (or a spectator, seat None) is told about the game now."""
+        game = live.game
+        view: dict[str, Any] | None = None
+        if game is not None:
+            view = player_view(game, seat) if seat is not None else spectator_view(game)
+        return {
+            "game_id": live.game_id,
+            "hall": live.meta.get("hall"),
+            "status": live.status,
+            "seat": seat,
+            "seq": live.last_seq,
+            "deadline": live.deadline,
+            "seats": live.public_seats(),
+            "view": view,
+        }
+
+    def _push_events(self, live: LiveGame, events: list[Event], records: list[dict[str, Any]]) -> None:
+        for seat in range(len(live.seats)):
+            visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat)]
+            if visible:
+                self.push(
+                    "update", {**self.envelope(live, seat), "events": visible}, seat_room(live.game_id, seat)
+                )
+        public = [r for e, r in zip(events, records, strict=True) if visible_to(e, None)]
+        if public:
+            self.push("update", {**self.envelope(live, None), "events": public}, spectator_room(live.game_id))
+
+    def _push_seats(self, live: LiveGame) -> None:
+        payload = {"game_id": live.game_id, "status": live.status, "seats": live.public_seats()}
+        for seat in range(len(live.seats)):
+            self.push("seats", payload, seat_room(live.game_id, seat))
+        self.push("seats", payload, spectator_room(live.game_id))
+
+    def _lobby_changed(self, live: LiveGame) -> None:
+        self.push(
+            "lobby",
+            {"game_id": live.game_id, "status": live.status, "hall": live.meta.get("hall")},
+            LOBBY_ROOM,
+        )
+
+    # ------------------------------------------------------------------------------- deadlines, bots
+    def _schedule(self, live: LiveGame) -> None:
+        game = live.game
+        assert game is not None
+        key = f"deadline:{live.game_id}"
+        if live.status == "aborted":
+            live.deadline = None
+            self.scheduler.cancel(key)
+            return
+        seconds = None if game.finished else live.settings.deadlines.for_phase(game.phase)
+        if seconds is None:
+            live.deadline = None
+            self.scheduler.cancel(key)
+        else:
+            anchor = phase_anchor(live.records, game.phase) or self.clock()
+            live.deadline = anchor + seconds
+            self.scheduler.schedule(
+                key, live.deadline, partial(self._deadline_expired, live.game_id, game.phase, game.turn)
+            )
+        if game.finished:
+            return
+        delay = self.settings.bots.move_delay_seconds
+        for seat in sorted(game.waiting_for()):
+            if live.seats[seat].bot_controlled:
+                bot_key = f"bot:{live.game_id}:{seat}"
+                due = self.clock() + delay
+                pending = self.scheduler.when(bot_key)
+                # keep an earlier pending move: other seats' actions must not starve a bot
+                self.scheduler.schedule(
+                    bot_key,
+                    min(due, pending) if pending else due,
+                    partial(self._bot_move, live.game_id, seat),
+                )
+
+    def _deadline_expired(self, game_id: str, phase: str, turn: int) -> None:
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            game = live.game
+            if game is None or game.finished or (game.phase, game.turn) != (phase, turn):
+                if game is not None:
+                    self._schedule(live)  # stale timer: arm the current phase's instead
+                return
+            for _ in range(APPLY_ATTEMPTS):
+                try:
+                    events, records = self._commit(
+                        live, None, {"type": "timeout", "phase": phase, "turn": turn}
+                    )
+                except SequenceConflict:
+                    continue
+                except GameError as err:  # the phase moved on in another worker
+                    log.info("game %s: timeout for %s/%s refused: %s", game_id, phase, turn, err.code)
+                    if live.game is not None:
+                        self._schedule(live)
+                    return
+                log.info("game %s: %s deadline of turn %s expired", game_id, phase, turn)
+                self._after_change(live, events, records)
+                return
+
+    def _bot_move(self, game_id: str, seat: int) -> None:
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            game = live.game
+            if game is None or game.finished or seat not in game.waiting_for():
+                return
+            holder = live.seats[seat]
+            if not holder.bot_controlled:
+                return
+            name = holder.takeover or holder.bot or self.settings.bots.default
+            try:
+                bot = self.bots.make(name, bot_seed(live.seed, seat, live.last_seq))
+                action = bot.act(player_view(game, seat), legal_actions(game, seat))
+                events, records = self._commit(live, seat, action)
+            except SequenceConflict:
+                self._schedule(live)
+                return
+            except Exception as err:
+                self._bot_failed(live, seat, name, err)
+                return
+            live.bot_failures[seat] = 0
+            self._after_change(live, events, records)
+
+    def _bot_failed(self, live: LiveGame, seat: int, name: str, err: Exception) -> None:
+        failures = live.bot_failures.get(seat, 0) + 1
+        live.bot_failures[seat] = failures
+        detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
+        log.warning(
+            "game %s: bot %s at seat %s failed (%s/%s): %s",
+            live.game_id,
+            name,
+            seat,
+            failures,
+            self.settings.bots.max_failures,
+            detail,
+        )
+        if failures < self.settings.bots.max_failures:
+            self._schedule(live)
+            return
+        log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
+        try:
+            events, records = self._commit(live, seat, {"type": "resign"})
+        except (GameError, SequenceConflict):
+            log.exception("game %s: could not resign the failing bot seat %s", live.game_id, seat)
+            return
+        self._after_change(live, events, records)
+
+    def _hand_idle_seats_to_bots(self, live: LiveGame, events: Iterable[Event]) -> None:
+        """After a timeout, give seats that reached ``idle_timeouts_before_bot`` to the default bot."""
+        limit = live.settings.idle_timeouts_before_bot
+        game = live.game
+        if limit is None or game is None or game.finished:
+            return
+        if not any(e.type == "timeout" for e in events):
+            return
+        idle = idle_counters(game)
+        for seat in live.seats:
+            if seat.bot_controlled or idle.get(seat.seat, 0) < limit:
+                continue
+            bot = self.settings.bots.default
+            seat.takeover = self.store.set_value_if_absent(takeover_key(live.game_id, seat.seat), bot)
+            log.info(
+                "game %s: seat %s idle for %s timeouts; bot %s takes over",
+                live.game_id,
+                seat.seat,
+                idle.get(seat.seat),
+                seat.takeover,
+            )
+            records = [s.record() for s in live.seats]
+            self.store.update_game(live.game_id, seats=records)
+            live.meta["seats"] = records
+            self._push_seats(live)
+
+    # -------------------------------------------------------------------------------------- reading
+    def view(self, game_id: Any, principal: Principal | None, seat: Any = None) -> dict[str, Any]:
+        """The caller's envelope: its seat's view if it holds one, else the spectator view."""
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            own = live.seats_of(principal) if principal else []
+            chosen = (
+                self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
+            )
+            return self.envelope(live, chosen if own or seat is not None else None)
+
+    def events_since(
+        self,
+        game_id: Any,
+        principal: Principal | None,
+        after_seq: int = -1,
+        seat: Any = None,
+        wait: float = 0,
+    ) -> dict[str, Any]:
+        """Events the caller may see with ``seq > after_seq``; waits up to ``wait`` seconds for some."""
+        live = self.get(game_id)
+        deadline = self.clock() + max(0.0, min(wait, self.settings.rooms.long_poll_max_seconds))
+        with live.lock:
+            own = live.seats_of(principal) if principal else []
+            chosen = (
+                self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
+            )
+            while True:
+                self.catch_up(live)
+                visible = self._visible_after(live, chosen, after_seq)
+                remaining = deadline - self.clock()
+                if visible or remaining <= 0:
+                    return {"game_id": live.game_id, "seat": chosen, "seq": live.last_seq, "events": visible}
+                live.changed.wait(timeout=min(remaining, 1.0))  # re-check the store each second
+
+    def _visible_after(self, live: LiveGame, seat: int | None, after_seq: int) -> list[dict[str, Any]]:
+        if live.game is None:
+            return []
+        return [
+            record
+            for event, record in zip(live.game.events, live.records, strict=True)
+            if event.seq > after_seq and visible_to(event, seat)
+        ]
+
+    def history(self, live: LiveGame, seat: int | None) -> list[dict[str, Any]]:
+        return self._visible_after(live, seat, -1)
+
+    def researcher(self, game_id: Any) -> dict[str, Any]:
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            return {
+                **self.envelope(live, None),
+                "view": researcher_view(live.game) if live.game else None,
+                "meta": live.meta,
+            }
+
+    # ------------------------------------------------------------------------------------- presence
+    def presence(self, game_id: str, seat: int, delta: int) -> None:
+        """A connection of the seat's holder opened (+1) or closed (-1); tell everyone on a change."""
+        live = self.get(game_id)
+        with live.lock:
+            before = live.online.get(seat, 0) > 0
+            live.online[seat] = max(0, live.online.get(seat, 0) + delta)
+            now_online = live.online[seat] > 0
+            if before == now_online:
+                return
+            holder = live.seats[seat]
+            payload = {"game_id": game_id, "seat": seat, "name": holder.name, "online": now_online}
+        for other in range(len(live.seats)):
+            self.push("presence", payload, seat_room(game_id, other))
+        self.push("presence", payload, spectator_room(game_id))
+
+    def close(self) -> None:
+        self.scheduler.close()
+
+
+def idle_counters(game: Game) -> dict[int, int]:
+    """Consecutive timeouts per seat since it last acted itself (kept by the engine)."""
+    return dict(enumerate(game.idle_timeouts()))

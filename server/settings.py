@@ -1,0 +1,329 @@
+"""Server settings: one validated pydantic model, read from ``settings.yaml`` and the environment.
+
+Precedence (later wins): the defaults declared below, the YAML file (``--config FILE``, env
+``TRADECRAFT_CONFIG``, else ``settings.yaml`` next to ``run_server.py``), environment variables
+``TRADECRAFT__SECTION__KEY=value`` (any depth; names are case-insensitive; the value is read as YAML when
+it is a list, a mapping or ``null``, otherwise as a plain string that pydantic converts), then explicit
+overrides (``--host``/``--port``). Unknown keys are errors, so a typo never silently does nothing.
+
+Every key is documented where it is declared (``Field(description=...)``) and, for users, in the
+comments of ``settings.yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from server.game.settings import GameSettings
+
+ENV_PREFIX = "TRADECRAFT__"
+CONFIG_ENV_VAR = "TRADECRAFT_CONFIG"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = PROJECT_ROOT / "settings.yaml"
+
+
+class SettingsError(ValueError):
+    """The settings cannot be used; the message names the key and where its value came from."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ServerSection(_Section):
+    host: str = Field("127.0.0.1", description="interface to listen on (0.0.0.0 = every interface)")
+    port: int = Field(5000, ge=0, le=65535, description="TCP port to listen on (0 = any free port)")
+    data_dir: Path = Field(
+        Path("data"), description="folder for the embedded database; relative to the settings file's folder"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="logging threshold")
+    max_payload_bytes: int = Field(
+        1_000_000,
+        ge=1024,
+        description="largest HTTP body or Socket.IO message accepted; bigger ones are refused outright",
+    )
+    max_action_bytes: int = Field(
+        16_384,
+        ge=256,
+        description="largest single action (as JSON) accepted; bigger ones get the error payload_too_large",
+    )
+
+
+class DatabaseSection(_Section):
+    uri: str | None = Field(
+        None,
+        description="store URL: sqlite:///ABS/PATH.db or mongodb://HOST:PORT/DB; "
+        "null = sqlite:///<data_dir>/tradecraft.db",
+    )
+
+
+class SecuritySection(_Section):
+    secret_key: SecretStr | None = Field(
+        None,
+        description="key that signs session cookies; null = generated once and kept in the store "
+        "so every worker shares it",
+    )
+    admin_password: SecretStr | None = Field(
+        None, description="password of the admin area and admin API; null = admin area disabled"
+    )
+    session_cookie_name: str = Field("tradecraft_session", description="name of the signed session cookie")
+    session_cookie_secure: bool = Field(
+        False, description="send the cookie over HTTPS only (set in production)"
+    )
+    session_lifetime_hours: float = Field(720, gt=0, description="how long a login (cookie) stays valid")
+
+
+class SocketIOSection(_Section):
+    message_queue: str | None = Field(
+        None, description="redis://HOST:PORT/DB shared by several server processes; null = one process"
+    )
+    channel: str = Field("tradecraft", description="channel name on the message queue")
+    cors_allowed_origins: list[str] | Literal["*"] = Field(
+        default_factory=list, description="origins allowed to open a Socket.IO connection; [] = same origin"
+    )
+    ping_interval: float = Field(20, gt=0, description="seconds between Socket.IO heartbeats")
+    ping_timeout: float = Field(
+        20, gt=0, description="seconds without a heartbeat before a client is dropped"
+    )
+
+
+class BotsSection(_Section):
+    default: str = Field("random", description="built-in bot used for bot seats that name none")
+    move_delay_seconds: float = Field(
+        0.5, ge=0, description="pause before a built-in bot acts, so people can follow the game"
+    )
+    max_failures: int = Field(
+        3, ge=1, description="illegal moves a bot may make in a row before its seat resigns"
+    )
+
+
+class RoomsSection(_Section):
+    keep_finished_games: int = Field(
+        200, ge=0, description="finished games kept in memory (older ones reload from the store on demand)"
+    )
+    long_poll_max_seconds: float = Field(
+        30, ge=0, description="longest wait a REST client may ask for when polling for new events"
+    )
+
+
+InstanceChoice = Literal["fixed", "sequential", "random"]
+SeatKindSpec = Literal["open", "human", "agent", "bot"]
+
+
+class InstanceSection(_Section):
+    choice: InstanceChoice = Field(
+        "random", description="fixed (always ids[0]), sequential (in order, shared by every worker) or random"
+    )
+    ids: list[str] = Field(
+        default_factory=list,
+        description="task instance ids to draw from; [] = every instance of ruleset/mode",
+    )
+    seed: int | None = Field(
+        None, description="seed of the random choice; null = a fresh seed per game (always recorded)"
+    )
+    root: Path | None = Field(
+        None, description="folder of task instances (<ruleset>/<mode>/*.json); null = craft_rules/TC_GAMES"
+    )
+
+
+class SeatSpec(_Section):
+    """Who may take a seat: anyone logged in (open), a person, an API-token client (agent), or a bot."""
+
+    kind: SeatKindSpec = Field("open", description="open | human | agent | bot")
+    bot: str | None = Field(None, description="built-in bot for kind bot; null = bots.default")
+    name: str | None = Field(None, description="display name of a bot seat")
+
+    @model_validator(mode="after")
+    def _bot_only_for_bots(self) -> SeatSpec:
+        if self.bot is not None and self.kind != "bot":
+            raise ValueError(f"a seat of kind {self.kind!r} cannot name a bot; use kind: bot")
+        return self
+
+
+class HallSettings(_Section):
+    """A game mode: which rule set, how many players, which instances, which game rules."""
+
+    title: str = Field("", description="name shown in the lobby")
+    description: str = Field("", description="one or two sentences shown in the lobby")
+    ruleset: str = Field("minecraft", description="rule set name or folder")
+    mode: str | None = Field(None, description="task-instance mode folder; null = 1p_v_1p style for players")
+    players: int = Field(2, ge=2, le=8, description="seats per game")
+    instances: InstanceSection = Field(default_factory=InstanceSection, description="instance choice")
+    seats: list[SeatSpec] = Field(default_factory=list, description="per-seat kinds; [] = every seat open")
+    allow_custom_seats: bool = Field(True, description="creators may choose seat kinds (e.g. add bots)")
+    game: dict[str, Any] = Field(
+        default_factory=dict, description="GameSettings fields (server/game/settings.py) except ruleset"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> HallSettings:
+        if self.seats and len(self.seats) != self.players:
+            raise ValueError(f"seats lists {len(self.seats)} seats but players is {self.players}")
+        if "ruleset" in self.game:
+            raise ValueError("set the hall's ruleset, not game.ruleset")
+        self.game_settings()  # validates the game block now rather than at the first game
+        return self
+
+    @property
+    def mode_name(self) -> str:
+        return self.mode or "_v_".join(["1p"] * self.players)
+
+    def seat_specs(self) -> list[SeatSpec]:
+        return list(self.seats) if self.seats else [SeatSpec() for _ in range(self.players)]
+
+    def game_settings(self) -> GameSettings:
+        settings = GameSettings.model_validate({**self.game, "ruleset": self.ruleset})
+        orders = getattr(settings, "tom_orders", None)
+        if orders and len(orders) not in (0, self.players):
+            raise ValueError(f"game.tom_orders has {len(orders)} entries but players is {self.players}")
+        return settings
+
+
+def _default_halls() -> dict[str, HallSettings]:
+    return {"duel": HallSettings(title="Duel", description="Two players, minecraft rules.")}
+
+
+class Settings(_Section):
+    server: ServerSection = Field(default_factory=ServerSection)
+    database: DatabaseSection = Field(default_factory=DatabaseSection)
+    security: SecuritySection = Field(default_factory=SecuritySection)
+    socketio: SocketIOSection = Field(default_factory=SocketIOSection)
+    bots: BotsSection = Field(default_factory=BotsSection)
+    rooms: RoomsSection = Field(default_factory=RoomsSection)
+    halls: dict[str, HallSettings] = Field(default_factory=_default_halls)
+
+    # Where the YAML came from: relative paths are resolved against its folder. Not a settings key.
+    base_dir: Path = Field(default=PROJECT_ROOT, exclude=True)
+
+    @field_validator("halls")
+    @classmethod
+    def _some_hall(cls, halls: dict[str, HallSettings]) -> dict[str, HallSettings]:
+        if not halls:
+            raise ValueError("define at least one hall (game mode)")
+        return halls
+
+    @property
+    def data_dir(self) -> Path:
+        path = self.server.data_dir.expanduser()
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+    @property
+    def database_uri(self) -> str:
+        return self.database.uri or f"sqlite:///{self.data_dir / 'tradecraft.db'}"
+
+    def instance_root(self, hall: HallSettings) -> Path | None:
+        root = hall.instances.root
+        if root is None:
+            return None
+        root = root.expanduser()
+        return root if root.is_absolute() else (self.base_dir / root).resolve()
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings without secrets (for logs and the admin page)."""
+        data = self.model_dump(mode="json")
+        data["security"].pop("secret_key", None)
+        data["security"].pop("admin_password", None)
+        if data["database"]["uri"]:
+            data["database"]["uri"] = _without_credentials(data["database"]["uri"])
+        return data
+
+
+def _without_credentials(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.split('@', 1)[-1]}" if sep else url
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _env_value(raw: str) -> Any:
+    """Lists, mappings and null come as YAML; scalars stay strings (pydantic converts "5" or "true")."""
+    if raw.strip() in ("", "null", "~"):
+        return None
+    if raw.lstrip().startswith(("[", "{")):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"environment value {raw[:40]!r} is not valid YAML: {exc}") from exc
+    return raw
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``TRADECRAFT__SOCKETIO__MESSAGE_QUEUE=redis://...`` -> {"socketio": {"message_queue": "redis://..."}}."""
+    tree: dict[str, Any] = {}
+    for name, raw in sorted(environ.items()):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        path = [part.lower() for part in name[len(ENV_PREFIX) :].split("__") if part]
+        if not path:
+            continue
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise SettingsError(f"environment variable {name} conflicts with another one")
+        node[path[-1]] = _env_value(raw)
+    return tree
+
+
+def _explain(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid settings ({source}):"]
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        lines.append(f"  {where}: {err['msg']}")
+    lines.append(f"fix the key in the settings file or its {ENV_PREFIX}SECTION__KEY environment variable")
+    return "\n".join(lines)
+
+
+def load_settings(
+    path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read, merge and validate the settings (see the module docstring for precedence)."""
+    environ = os.environ if environ is None else environ
+    if path is None and environ.get(CONFIG_ENV_VAR):
+        path = environ[CONFIG_ENV_VAR]
+    config_path = Path(path).expanduser().resolve() if path is not None else DEFAULT_CONFIG_PATH
+    data: dict[str, Any] = {}
+    if config_path.exists():
+        try:
+            loaded = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"{config_path}: not valid YAML: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise SettingsError(f"{config_path}: the settings file must be a mapping of sections")
+        data = loaded
+    elif path is not None:
+        raise SettingsError(f"settings file {config_path} does not exist")
+    if "base_dir" in data:
+        raise SettingsError(f"{config_path}: base_dir is not a settings key (paths are relative to the file)")
+    data = _deep_merge(data, env_overrides(environ))
+    if overrides:
+        data = _deep_merge(data, overrides)
+    source = f"{config_path if config_path.exists() else 'defaults'} + environment"
+    try:
+        return Settings.model_validate({**data, "base_dir": config_path.parent})
+    except ValidationError as exc:
+        raise SettingsError(_explain(exc, source)) from exc
