@@ -27,7 +27,6 @@ from server.auth import (
     require_admin_configured,
     resolve_principal,
 )
-from server.protocol import error_body, http_status
 from server.settings import load_settings
 from server.store import open_store
 
@@ -45,6 +44,8 @@ def _scopes(raw: Any) -> list[str]:
 
 
 def admin_blueprint(services: Services) -> Blueprint:
+    from server.protocol import error_body, http_status  # the web layer, only when serving
+
     admin = Blueprint("admin", __name__, url_prefix="/api/admin")
     settings = services.settings
 

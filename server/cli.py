@@ -7,6 +7,7 @@ import click
 from agents.cli import play_command
 from craft_rules.cli import rules_group
 from craft_rules.tasks_cli import tasks_group
+from server.admin import admin_group
 from server.export import export_command
 
 
@@ -20,6 +21,7 @@ main.add_command(rules_group)
 main.add_command(tasks_group)
 main.add_command(export_command)
 main.add_command(play_command)
+main.add_command(admin_group)
 
 if __name__ == "__main__":
     main()
