@@ -61,7 +61,6 @@ class Game:
         self.settings = settings
         self.rules = rules
         self.seed = seed
-        self.rng = random.Random(seed)
         n = instance.players
         self._n = n
         self._targets: list[dict[str, int]] = [dict(t) for t in instance.targets]
@@ -98,7 +97,8 @@ class Game:
         game = cls(instance, settings, rules, seed)
         first = settings.first_proposer
         if first is None:
-            first = game.rng.randrange(instance.players)
+            # the seed's only use: drawing the first proposer (recorded in game_started)
+            first = random.Random(seed).randrange(instance.players)
         game._emit(
             "game_started",
             None,
@@ -357,6 +357,12 @@ class Game:
                 self._restore(start)
             raise
         return self._events[start:]
+
+    def __repr__(self) -> str:
+        return (
+            f"<Game {self.instance.id} seed={self.seed} turn={self._turn} phase={self._phase} "
+            f"events={len(self._events)}>"
+        )
 
     def _restore(self, length: int) -> None:
         clean = Game.replay(self.instance, self.settings, self.rules, self.seed, self._events[:length])
