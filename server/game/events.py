@@ -33,6 +33,10 @@ resigned               public         turn, seat
 [1] A timeout of the decision phase is seen by the two parties only: its awaited seat would reveal
 whom the proposal went to.
 
+``actor`` is the seat whose own action caused the event; it is None for system transitions and for
+duties resolved by a timeout or a resignation (those payloads carry ``reason``). An event with an
+actor ends that seat's streak of consecutive timeouts.
+
 A rejected (or cancelled) proposal is seen by its two parties only: ``proposed`` / ``decided`` are
 private to them, and there is no public phase_started for the decision. An accepted one becomes
 public through ``trade_executed``.
