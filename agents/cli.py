@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -12,7 +13,13 @@ from agents.bots import BOTS, UnknownBotError, make_bot
 from agents.local import LocalPlayError, LocalResult, derive_seed, play_local
 from agents.narrator import narrate_events
 from craft_rules.loader import RuleSetError, load_rule_set
-from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
+from craft_rules.tasks import (
+    TaskInstance,
+    get_instance,
+    iter_instances,
+    mode_for_players,
+    parse_instance_file,
+)
 from server.game import GameError, GameSettings
 
 DEFAULT_RULESET = "minecraft"
@@ -41,10 +48,30 @@ def parse_players(spec: str) -> list[str]:
     return names
 
 
+def _instance_from_file(ruleset: str | None, ref: str, players: int) -> TaskInstance:
+    """``path/to/file.json`` or ``path/to/file.json#2``: an instance file of your own."""
+    path_text, _, index_text = ref.partition("#")
+    ruleset = ruleset or DEFAULT_RULESET
+    try:
+        instances = parse_instance_file(Path(path_text), ruleset, mode_for_players(players), f"{ruleset}:")
+    except RuleSetError as err:
+        raise PlayError("invalid_instance", f"{err}; fix the file or pick a shipped instance.") from err
+    index = int(index_text) if index_text.isdigit() else 0
+    if index >= len(instances):
+        raise PlayError(
+            "unknown_instance",
+            f"{path_text} holds {len(instances)} instance(s); #{index} is out of range.",
+        )
+    return instances[index]
+
+
 def resolve_instance(ruleset: str | None, ref: str | None, players: int) -> TaskInstance:
-    """The instance ``ref`` names: a full id, or an index into the rule set's instances for ``players``
-    seats; by default the first of those. ``ruleset`` defaults to the id's own, else minecraft."""
-    if ref is not None and not ref.isdigit():
+    """The instance ``ref`` names: a full id, an index into the rule set's instances for ``players``
+    seats (by default the first of those), or an instance file ``path.json[#index]``.
+    ``ruleset`` defaults to the id's own, else minecraft."""
+    if ref is not None and ref.partition("#")[0].endswith(".json"):
+        instance = _instance_from_file(ruleset, ref, players)
+    elif ref is not None and not ref.isdigit():
         try:
             instance = get_instance(ref)
         except KeyError:
@@ -141,8 +168,8 @@ def _text(outcome: dict[str, Any]) -> str:
     "--instance",
     "instance_ref",
     default=None,
-    help="a full instance id (minecraft/1p_v_1p/file#0) or an index into the rule set's instances "
-    "for the number of players; default: the first",
+    help="a full instance id (minecraft/1p_v_1p/file#0), an index into the rule set's instances "
+    "for the number of players (default: the first), or an instance file of your own: path.json[#index]",
 )
 @click.option(
     "--players",

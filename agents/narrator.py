@@ -40,6 +40,13 @@ _PHASE_NAMES = {
     "finished": "game over",
 }
 
+_DUTY_NAMES = {
+    "tom_report": "value reports",
+    "trade_propose": "proposing",
+    "trade_decide": "deciding on a proposal",
+    "craft": "crafting",
+}
+
 _END_REASONS = {
     "target_crafted": "a player held their target after crafting",
     "max_turns": "the last turn was played",
@@ -184,11 +191,7 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
             "trade_decide": f"the proposal is {settings.timeout_policies.trade_decide}ed",
             "craft": "your crafting so far stands and you are done",
         }
-        parts = [
-            f"{_PHASE_NAMES[p]}{' (decision)' if p == 'trade_decide' else ''}: {_seconds(s)} (then "
-            f"{policy[p]})"
-            for p, s in deadlines.items()
-        ]
+        parts = [f"{_DUTY_NAMES[p]}: {_seconds(s)} (then {policy[p]})" for p, s in deadlines.items()]
         lines.append("- Time limits: " + "; ".join(parts) + ".")
     lines += ["", f"# Rule set: {rules.name}"]
     if rules.description:
@@ -295,13 +298,16 @@ def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
         )
     else:
         lines.append(f"Turn {view['turn']} of {view['max_turns']}, {_phase_line(view)}")
+        if view["winners"]:
+            lines.append(
+                f"Already won: {_players(view['winners'], me)} (the game goes on until all have won)."
+            )
     lines.append(
         "Hands (public):" if view["phase"] != "craft" else "Hands (public, as at the start of crafting):"
     )
     for seat, hand in enumerate(view["hands"]):
         left = "" if view["active"][seat] else " (left the game)"
-        who = f"Player {seat} (you)" if seat == me else f"Player {seat}"
-        lines.append(f"- {who}{left}: {bundle(rules, hand)}")
+        lines.append(f"- {_owner(seat, me)}{left}: {bundle(rules, hand)}")
     if view["crafting_hand"] is not None:
         lines.append(
             f"Your crafting hand (private until everyone finishes): {bundle(rules, view['crafting_hand'])}"
@@ -327,7 +333,8 @@ def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
             "Report your values now (report_tom) for these items: " + ", ".join(sorted(tom["items"])) + "."
         )
         if len(tom["orders"]) > 1:
-            lines.append("Other players for v1/v2: " + ", ".join(str(s) for s in tom["opponents"]) + ".")
+            keys = ", ".join(_quote(str(s)) for s in tom["opponents"])
+            lines.append(f"In v1/v2, key each other player by seat: {keys}.")
     if not view["finished"]:
         legal = [a for a in view["legal_actions"] if a != "resign"]
         if view["your_turn"] and legal:
@@ -413,7 +420,7 @@ def _history_lines(view: Mapping[str, Any], rules: RuleSet) -> list[str]:
                 text += " Awaiting a decision."
             lines.append(text)
         elif outcome == "no_trade":
-            lines.append(head + f"{_player(proposer, me)} proposed; no trade happened.")
+            lines.append(head + f"no trade ({_player(proposer, me)} was the proposer).")
         # "in_progress": the current turn, told by the phase line
     return lines
 
@@ -454,7 +461,7 @@ def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:
     p = event.payload
     kind = event.type
     if kind == "game_started":
-        hands = "; ".join(f"{_player(s, me)}: {bundle(rules, h)}" for s, h in enumerate(p["hands"]))
+        hands = _hands_text(p["hands"], me, rules)
         return (
             f"The game started with {p['players']} players and at most {p['max_turns']} turns. "
             f"Starting hands: {hands}."
@@ -496,7 +503,7 @@ def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:
     if kind == "craft_finished":
         return f"{_player_cap(p['seat'], me)} finished crafting{_reason(p.get('reason'))}."
     if kind == "hands_revealed":
-        hands = "; ".join(f"{_player(s, me)}: {bundle(rules, h)}" for s, h in enumerate(p["hands"]))
+        hands = _hands_text(p["hands"], me, rules)
         return f"Everyone finished crafting; quantities were rounded down and all hands revealed. {hands}."
     if kind == "player_won":
         if p["seat"] == me:
@@ -509,11 +516,19 @@ def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:
         won = f"{_players(winners, me)} won" if winners else "nobody won"
         return f"The game is over: {won} ({_END_REASONS.get(p['reason'], p['reason'])})."
     if kind == "timeout":
-        phase = _PHASE_NAMES.get(p["phase"], p["phase"])
-        return f"Time ran out in the {phase} for {_players(p['seats'], me)}."
+        duty = _DUTY_NAMES.get(p["phase"], p["phase"])
+        return f"Time ran out for {duty}: {_players(p['seats'], me)}."
     if kind == "resigned":
         return f"{_player_cap(p['seat'], me)} left the game."
     return f"{kind}."
+
+
+def _owner(seat: int, me: int | None) -> str:
+    return f"Player {seat} (you)" if seat == me else f"Player {seat}"
+
+
+def _hands_text(hands: Sequence[Mapping[str, int]], me: int | None, rules: RuleSet) -> str:
+    return "; ".join(f"{_owner(s, me)}: {bundle(rules, h)}" for s, h in enumerate(hands))
 
 
 def _phase_started(p: Mapping[str, Any], me: int | None) -> str:

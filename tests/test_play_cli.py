@@ -1,0 +1,160 @@
+"""`tradecraft play`: random bots finish every shipped instance; instance lookup; typed errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from craft_rules.loader import rule_set_dirs
+from craft_rules.tasks import iter_instances, mode_for_players
+from server.cli import main
+
+SHIPPED = list(iter_instances())
+
+INSTANCE_FILE = [
+    {
+        "hands": [
+            {"minecraft:raw_iron": 2, "minecraft:coal": 1},
+            {"minecraft:stick": 2, "minecraft:oak_log": 1},
+        ],
+        "targets": [{"minecraft:shears": 1}, {"minecraft:torch": 4}],
+    }
+]
+
+
+def play(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["play", *args, "--json"])
+    return result.exit_code, json.loads(result.output)
+
+
+def needs_shipped(ruleset: str | None = None, players: int | None = None) -> list[Any]:
+    found = [
+        i
+        for i in SHIPPED
+        if (ruleset is None or i.ruleset == ruleset) and (players is None or i.players == players)
+    ]
+    if not found:
+        pytest.skip(f"no shipped instances for {ruleset or 'any rule set'} / {players or 'any'} players")
+    return found
+
+
+@pytest.fixture
+def instance_file(tmp_path: Path) -> Path:
+    if "minecraft" not in rule_set_dirs():
+        pytest.skip("rule set minecraft is not installed")
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(INSTANCE_FILE))
+    return path
+
+
+def test_random_bots_finish_every_shipped_instance() -> None:
+    instances = needs_shipped()
+    for inst in instances:
+        players = ",".join(["random"] * inst.players)
+        code, out = play("--instance", inst.id, "--players", players, "--seed", "11")
+        assert code == 0 and out["ok"], (inst.id, out)
+        assert out["instance_id"] == inst.id and out["ruleset"] == inst.ruleset
+        assert out["end_reason"] in ("target_crafted", "max_turns")
+        assert 1 <= out["turns"] <= 10 and out["events"] > out["actions"] > 0
+        assert len(out["log_sha256"]) == 64
+        if out["end_reason"] == "target_crafted":
+            assert out["winners"]
+
+
+def test_same_arguments_same_log_hash_and_the_seed_matters() -> None:
+    inst = needs_shipped("minecraft", 2)[0]
+    _, first = play("--instance", inst.id, "--seed", "3")
+    _, again = play("--instance", inst.id, "--seed", "3")
+    assert first == again
+    hashes = {play("--instance", inst.id, "--seed", str(seed))[1]["log_sha256"] for seed in range(4, 9)}
+    assert len(hashes - {first["log_sha256"]}) >= 4
+
+
+def test_instance_by_default_index_or_id_and_max_turns() -> None:
+    first = needs_shipped("minecraft", 2)[0]
+    _, default = play()
+    _, by_index = play("--instance", "0")
+    _, by_id = play("--instance", first.id)
+    assert default == by_index == by_id
+    assert default["instance_id"] == first.id
+    _, short = play("--instance", first.id, "--max-turns", "1")
+    assert short["turns"] == 1
+    three = needs_shipped("minecraft", 3)[0]
+    _, trio = play("--players", "random,random,random")
+    assert trio["instance_id"] == three.id and trio["players"] == 3
+    alchemy = needs_shipped("alchemy", 2)
+    _, second = play("--ruleset", "alchemy", "--instance", "1")
+    assert second["instance_id"] == alchemy[1].id
+
+
+def test_an_instance_file_of_your_own(instance_file: Path) -> None:
+    code, out = play("--instance", str(instance_file), "--ruleset", "minecraft", "--seed", "2")
+    assert code == 0 and out["ok"]
+    assert out["instance_id"] == f"minecraft/{mode_for_players(2)}/mine#0"
+    code, out = play("--instance", f"{instance_file}#3")
+    assert code == 1 and out["error"]["code"] == "unknown_instance"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--players", "random,grandmaster"], "unknown_bot"),
+        (["--players", "random"], "wrong_player_count"),
+        (["--instance", "minecraft/1p_v_1p/nope#0"], "unknown_instance"),
+        (["--instance", "9999"], "unknown_instance"),
+        (["--ruleset", "nonexistent"], "no_instances"),
+        (["--instance", "/no/such/file.json"], "invalid_instance"),
+        (["--narrate", "5"], "unknown_player"),
+    ],
+)
+def test_typed_errors(args: list[str], code: str) -> None:
+    exit_code, out = play(*args)
+    assert exit_code == 1
+    assert out["ok"] is False and out["error"]["code"] == code
+    assert out["error"]["message"].endswith((".", ")"))
+
+
+def test_mismatched_ruleset_and_player_count_for_a_named_instance() -> None:
+    inst = needs_shipped("minecraft", 2)[0]
+    assert play("--instance", inst.id, "--ruleset", "alchemy")[1]["error"]["code"] == "ruleset_mismatch"
+    assert play("--instance", inst.id, "--players", "random,random,random")[1]["error"]["code"] == (
+        "wrong_player_count"
+    )
+
+
+def test_text_output_and_narration(instance_file: Path) -> None:
+    result = CliRunner().invoke(main, ["play", "--instance", str(instance_file), "--narrate", "1"])
+    assert result.exit_code == 0, result.output
+    assert "log sha256" in result.output and "winners" in result.output
+    assert "The game as Player 1 was told it:" in result.output
+    assert "Player 1 (you)" in result.output
+    failed = CliRunner().invoke(
+        main, ["play", "--players", "nobody,random", "--instance", str(instance_file)]
+    )
+    assert failed.exit_code == 1 and "[unknown_bot]" in failed.output
+
+
+def test_console_script_smoke(instance_file: Path) -> None:
+    """The installed `tradecraft` entry point runs a game end to end in a fresh process."""
+    script = shutil.which("tradecraft", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the tradecraft console script is not installed in this environment")
+    done = subprocess.run(
+        [script, "play", "--instance", str(instance_file), "--seed", "5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["ok"] and out["players"] == 2 and len(out["log_sha256"]) == 64
+    _, in_process = play("--instance", str(instance_file), "--seed", "5")
+    assert in_process["log_sha256"] == out["log_sha256"], "a fresh process must replay the same game"

@@ -1,0 +1,228 @@
+"""The random bot: always legal (the engine refuses anything else), varied, deterministic for a seed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from agents.bots import BOTS, Policy, RandomBot, UnknownBotError, make_bot
+from agents.bots.random_bot import affordable_crafts
+from agents.local import derive_seed, play_local
+from craft_rules.crafting import max_runs
+from craft_rules.loader import load_rule_set, rule_set_dirs
+from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
+from server.game import GameSettings
+
+# Small hands with short crafting chains, so random play crafts, trades and sometimes wins.
+OWN_INSTANCES: dict[str, list[tuple[tuple[dict[str, int], ...], tuple[dict[str, int], ...]]]] = {
+    "minecraft": [
+        (
+            (
+                {"raw_iron": 2, "coal": 2, "oak_log": 2, "stick": 3},
+                {"cobblestone": 5, "oak_planks": 6, "raw_iron": 1},
+            ),
+            ({"shears": 1}, {"torch": 4}),
+        ),
+        (
+            ({"oak_log": 2, "cobblestone": 3}, {"stick": 4, "coal": 1}, {"oak_planks": 4, "raw_iron": 3}),
+            ({"stone_pickaxe": 1}, {"crafting_table": 1}, {"bucket": 1}),
+        ),
+    ],
+    "alchemy": [
+        (
+            ({"water": 3, "fire": 2, "air": 1}, {"earth": 3, "fire": 1, "air": 2}),
+            ({"brick": 1}, {"cloud": 1}),
+        ),
+        (
+            ({"water": 2, "fire": 2}, {"earth": 3, "air": 1}, {"air": 2, "water": 2, "earth": 1}),
+            ({"steam": 2}, {"dust": 1}, {"mud": 2}),
+        ),
+    ],
+}
+
+
+def own_instances(ruleset: str) -> list[TaskInstance]:
+    out = []
+    for index, (hands, targets) in enumerate(OWN_INSTANCES[ruleset]):
+        mode = mode_for_players(len(hands))
+        out.append(TaskInstance(f"{ruleset}/{mode}/test#{index}", ruleset, mode, hands, targets))
+    return out
+
+
+def instances_to_play(ruleset: str, shipped_per_mode: int = 2) -> list[TaskInstance]:
+    """The instances above plus the first few shipped ones of each mode (when the rule set ships any)."""
+    found = own_instances(ruleset)
+    per_mode: Counter[str] = Counter()
+    for inst in iter_instances(ruleset):
+        if per_mode[inst.mode] < shipped_per_mode:
+            per_mode[inst.mode] += 1
+            found.append(inst)
+    return found
+
+
+def needs(ruleset: str) -> None:
+    if ruleset not in rule_set_dirs():
+        pytest.skip(f"rule set {ruleset} is not installed")
+
+
+def bots(n: int, seed: int) -> list[Policy]:
+    return [make_bot("random", derive_seed(seed, "seat", seat)) for seat in range(n)]
+
+
+def settings_for(inst: TaskInstance, **extra: Any) -> GameSettings:
+    return GameSettings(ruleset=inst.ruleset, max_turns=extra.pop("max_turns", 8), **extra)
+
+
+class LegalityChecked:
+    """Checks that each action's type is one the seat was told it may send (pass only when offered)."""
+
+    def __init__(self, inner: Policy):
+        self.inner = inner
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        action = self.inner.act(view, legal)
+        assert action["type"] in legal and action["type"] != "resign", (action, legal)
+        return action
+
+
+@pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])
+def test_random_bots_play_whole_games_legally_and_use_every_kind_of_move(ruleset: str) -> None:
+    needs(ruleset)
+    rules = load_rule_set(ruleset)
+    kinds: Counter[str] = Counter()
+    fractional_crafts = accepts = rejects = 0
+    for inst in instances_to_play(ruleset):
+        n = inst.players
+        variants = [
+            {},
+            {"tom_orders": [[0, 1, 2]] + [[0]] * (n - 1)},
+            {"allow_pass": False, "tom_orders": [[0, 1]] * n},
+        ]
+        for seed, extra in enumerate(variants):
+            # play_local raises LocalPlayError on the first action the engine refuses
+            policies = [LegalityChecked(bot) for bot in bots(n, seed)]
+            result = play_local(inst, settings_for(inst, **extra), rules, policies, seed)
+            assert result.game.finished
+            for event in result.events:
+                kinds[event.type] += 1
+                if event.type == "crafted" and Fraction(event.payload["runs"]).denominator != 1:
+                    fractional_crafts += 1
+                if event.type == "decided":
+                    accepts += event.payload["accept"]
+                    rejects += not event.payload["accept"]
+    for kind in ("tom_reported", "proposed", "passed", "trade_executed", "crafted", "craft_finished"):
+        assert kinds[kind] > 0, f"random bots never produced {kind}: {dict(kinds)}"
+    assert accepts and rejects and fractional_crafts
+
+
+def test_same_seed_same_game_and_different_seeds_differ() -> None:
+    needs("alchemy")
+    rules = load_rule_set("alchemy")
+    inst = own_instances("alchemy")[0]
+    settings = settings_for(inst, tom_orders=[[0, 1], [0]])
+    first = play_local(inst, settings, rules, bots(2, 7), 7)
+    again = play_local(inst, settings, rules, bots(2, 7), 7)
+    assert first.log_sha256 == again.log_sha256
+    assert [e.to_dict() for e in first.events] == [e.to_dict() for e in again.events]
+    others = {play_local(inst, settings, rules, bots(2, seed), 7).log_sha256 for seed in range(8, 14)}
+    assert len(others - {first.log_sha256}) >= 5, "bot seeds barely change the game"
+
+
+class FreshBotEachMove:
+    """How the server seats a bot: a new bot for every move, seeded from (game seed, seat, log position)."""
+
+    def __init__(self, seed: int, seat: int):
+        self.seed, self.seat = seed, seat
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        return make_bot("random", derive_seed(self.seed, self.seat, view["last_seq"])).act(view, legal)
+
+
+@pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])
+def test_a_fresh_bot_per_move_is_legal_and_reproducible(ruleset: str) -> None:
+    needs(ruleset)
+    rules = load_rule_set(ruleset)
+    for inst in own_instances(ruleset):
+        settings = settings_for(inst, tom_orders=[[0, 1, 2]] * inst.players)
+
+        def play(inst: TaskInstance = inst, settings: GameSettings = settings) -> str:
+            policies = [FreshBotEachMove(3, seat) for seat in range(inst.players)]
+            return play_local(inst, settings, rules, policies, 3).log_sha256
+
+        assert play() == play()
+
+
+def test_crafts_are_affordable_fractions_and_at_most_max_crafts_per_phase() -> None:
+    needs("minecraft")
+    rules = load_rule_set("minecraft")
+    inst = own_instances("minecraft")[0]
+    for seed in range(6):
+        result = play_local(inst, settings_for(inst), rules, bots(2, seed), seed)
+        per_phase = Counter(
+            (e.payload["turn"], e.payload["seat"]) for e in result.events if e.type == "crafted"
+        )
+        assert all(count <= RandomBot(0).max_crafts for count in per_phase.values())
+
+
+def test_affordable_crafts_matches_max_runs() -> None:
+    needs("minecraft")
+    rules = load_rule_set("minecraft")
+    hand = {"oak_log": Fraction(1, 2), "coal": Fraction(1), "stick": Fraction(3)}
+    found = {recipe.id: runs for recipe, runs in affordable_crafts(rules, hand)}
+    assert found["torch"] == 1  # 1 coal + 1 stick -> 4 torch, limited by the coal
+    assert found["oak_planks"] == Fraction(1, 2)
+    for recipe_id, runs in found.items():
+        assert runs == max_runs(rules, hand, rules.recipes[recipe_id]) > 0
+    assert all(max_runs(rules, hand, r) == 0 for r in rules.recipes.values() if r.id not in found)
+
+
+def test_tom_report_covers_exactly_the_requested_orders_items_and_opponents() -> None:
+    view = {
+        "seat": 1,
+        "ruleset": "alchemy",
+        "tom": {"orders": [0, 2], "due": True, "items": ["water", "air"], "opponents": [0, 2]},
+    }
+    report = RandomBot(5).act(view, ["report_tom", "resign"])
+    assert report["type"] == "report_tom"
+    assert set(report) == {"type", "v0", "v2"}
+    assert set(report["v0"]) == {"water", "air"}
+    assert set(report["v2"]) == {"0", "2"}
+    values = [*report["v0"].values(), *(v for d in report["v2"].values() for v in d.values())]
+    assert all(isinstance(v, int) and 0 <= v <= 10 for v in values)
+
+
+def test_proposals_come_from_the_public_hands() -> None:
+    view = {
+        "seat": 0,
+        "ruleset": "alchemy",
+        "hands": [{"water": 2, "fire": 1}, {}, {"earth": 5}],
+        "active": [True, True, True],
+    }
+    for seed in range(200):
+        action = RandomBot(seed, pass_probability=0.0).act(view, ["propose", "pass", "resign"])
+        assert action["type"] == "propose"
+        assert action["to"] in (1, 2)
+        assert action["offer"] or action["request"]
+        assert not set(action["offer"]) & set(action["request"])
+        for item, count in action["offer"].items():
+            assert 1 <= count <= view["hands"][0][item]
+        for item, count in action["request"].items():
+            assert 1 <= count <= view["hands"][action["to"]][item]
+
+
+def test_a_bot_asked_when_it_has_nothing_to_do_says_so() -> None:
+    with pytest.raises(ValueError, match="ask a policy to act only when"):
+        RandomBot(0).act({"seat": 0}, ["resign"])
+
+
+def test_registry() -> None:
+    assert BOTS["random"] is RandomBot
+    bot = make_bot("random", 3)
+    assert isinstance(bot, RandomBot) and isinstance(bot, Policy)
+    with pytest.raises(UnknownBotError) as info:
+        make_bot("grandmaster", 1)
+    assert info.value.code == "unknown_bot"
+    assert "random" in info.value.message
