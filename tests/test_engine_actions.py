@@ -8,6 +8,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_engine_support import new_game
 
 from craft_rules.crafting import InsufficientItemsError
@@ -129,3 +131,52 @@ def test_every_event_the_engine_emits_is_a_known_type_and_round_trips():
     for event in game.events:
         record = json.loads(json.dumps(event.to_dict()))
         assert Event.from_dict({**record, "time": 1.5}) == event
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+action_like = st.fixed_dictionaries(
+    {"type": st.sampled_from([*ACTION_MODELS, "nope"])},
+    optional={
+        "to": json_values,
+        "offer": json_values,
+        "request": json_values,
+        "message": json_values,
+        "accept": json_values,
+        "recipe": json_values,
+        "runs": json_values,
+        "choices": json_values,
+        "fuel": json_values,
+        "v0": json_values,
+        "v1": json_values,
+        "phase": json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    action=action_like | json_values,
+    actor=st.none() | st.integers(-2, 3) | st.text(max_size=2),
+    in_craft=st.booleans(),
+)
+def test_arbitrary_input_is_applied_or_refused_with_a_game_error(action, actor, in_craft):
+    game = new_game(tom_orders=[[0, 1], [0]]) if not in_craft else new_game()
+    if in_craft:
+        game.apply(0, {"type": "pass"})
+    before = game.state_digest()
+    try:
+        game.apply(actor, action)  # type: ignore[arg-type]
+    except GameError as err:
+        json.dumps(err.to_dict())
+        assert game.state_digest() == before
+
+
+def test_unreadable_json_text_is_an_invalid_action():
+    for text in ("[" * 100_000, b"\xff\xfe{", '{"type": "pass"'):
+        with pytest.raises(GameError) as caught:
+            parse_action(text)
+        assert caught.value.code == "invalid_action"

@@ -176,6 +176,12 @@ def parse_action(obj: dict[str, Any] | str | bytes | BaseModel) -> Action:
                 f"Invalid action: not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object.",
                 {"problems": [{"field": "", "problem": exc.msg, "kind": "json_invalid"}]},
             ) from None
+        except (ValueError, RecursionError) as exc:  # undecodable bytes, absurd nesting
+            raise GameError(
+                "invalid_action",
+                "Invalid action: not readable JSON text; send a UTF-8 JSON object.",
+                {"problems": [{"field": "", "problem": type(exc).__name__, "kind": "json_invalid"}]},
+            ) from None
     if not isinstance(obj, dict):
         raise GameError(
             "invalid_action",
