@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents.bots import BOTS, Policy, RandomBot, UnknownBotError, make_bot
-from agents.bots.random_bot import affordable_crafts
+from agents.bots.random_bot import acceptable_runs, affordable_crafts
 from agents.local import derive_seed, play_local
 from craft_rules.crafting import max_runs
 from craft_rules.loader import load_rule_set, rule_set_dirs
@@ -226,3 +226,25 @@ def test_registry() -> None:
         make_bot("grandmaster", 1)
     assert info.value.code == "unknown_bot"
     assert "random" in info.value.message
+
+
+def test_run_amounts_stay_within_what_a_craft_accepts() -> None:
+    assert acceptable_runs(Fraction(3, 4)) == Fraction(3, 4)
+    fine = Fraction(1, 3 * 10**6 + 1)
+    assert acceptable_runs(Fraction(1, 2) + fine) == Fraction(1, 2)
+    assert acceptable_runs(Fraction(10**7)) == 10**6
+    assert acceptable_runs(fine) == 0
+
+
+@pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])
+def test_long_crafting_sprees_stay_legal(ruleset: str) -> None:
+    """Many fractional crafts in a row grow denominators; every run amount must still be accepted."""
+    needs(ruleset)
+    rules = load_rule_set(ruleset)
+    for inst in instances_to_play(ruleset, shipped_per_mode=3):
+        policies = [
+            RandomBot(derive_seed(4, seat), finish_probability=0.02, max_crafts=25)
+            for seat in range(inst.players)
+        ]
+        result = play_local(inst, settings_for(inst, max_turns=4), rules, policies, 4)
+        assert result.game.finished

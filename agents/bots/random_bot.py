@@ -13,6 +13,7 @@ the server may build a fresh bot for every move.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -21,6 +22,7 @@ from typing import Any
 from craft_rules.crafting import fmt_qty, max_runs
 from craft_rules.loader import load_rule_set
 from craft_rules.model import Recipe, RuleSet
+from server.game.legal import MAX_RUNS
 
 # Fractions of the largest run amount a random craft uses: whole runs and the usual exact parts.
 RUN_FRACTIONS: tuple[Fraction, ...] = (
@@ -55,6 +57,18 @@ def affordable_crafts(rules: RuleSet, hand: Mapping[str, Fraction]) -> list[tupl
         if runs > 0:
             found.append((candidates[recipe_id], runs))
     return found
+
+
+def acceptable_runs(runs: Fraction) -> Fraction:
+    """``runs`` rounded down to what a craft accepts: at most 10^6 runs, in steps of 1/10^6.
+
+    Repeated fractional crafts leave quantities with large denominators; rounding down keeps the
+    craft affordable.
+    """
+    runs = min(runs, Fraction(MAX_RUNS))
+    if runs.denominator <= MAX_RUNS:
+        return runs
+    return Fraction(math.floor(runs * MAX_RUNS), MAX_RUNS)
 
 
 class RandomBot:
@@ -184,7 +198,9 @@ class RandomBot:
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
-        runs = most * rng.choice(RUN_FRACTIONS)
+        runs = acceptable_runs(most * rng.choice(RUN_FRACTIONS))
+        if runs <= 0:  # a sliver too small to name as a run amount
+            return {"type": "finish_crafting"}
         return {"type": "craft", "recipe": recipe.id, "runs": fmt_qty(runs)}
 
     def _rules_for(self, view: dict[str, Any]) -> RuleSet:
