@@ -44,13 +44,19 @@ MESSAGES: tuple[str, ...] = (
 def affordable_crafts(rules: RuleSet, hand: Mapping[str, Fraction]) -> list[tuple[Recipe, Fraction]]:
     """Every recipe ``hand`` can run a positive amount of, with that largest amount, by recipe id.
 
-    Only recipes fed by a held item (as an ingredient or as fuel) can run, so only those are tried.
+    Only recipes with some held option for every ingredient (and a held fuel, if they burn one) can
+    run, so only those get the exact :func:`~craft_rules.crafting.max_runs`.
     """
+    held = {item for item, qty in hand.items() if qty > 0}
+    has_fuel = not held.isdisjoint(rules.fuels.burn_ticks)
     candidates: dict[str, Recipe] = {}
-    for item, qty in hand.items():
-        if qty > 0:
-            for recipe in rules.recipes_by_input.get(item, ()):
-                candidates.setdefault(recipe.id, recipe)
+    for item in held:
+        for recipe in rules.recipes_by_input.get(item, ()):
+            runnable = (has_fuel or not recipe.burns_fuel) and all(
+                not held.isdisjoint(ing.options) for ing in recipe.ingredients
+            )
+            if runnable:
+                candidates[recipe.id] = recipe
     found = []
     for recipe_id in sorted(candidates):
         runs = max_runs(rules, hand, candidates[recipe_id])
