@@ -33,7 +33,7 @@ class LocalPlayError(Exception):
 
     Codes: ``wrong_player_count`` (policies do not match the instance's seats) and every engine code
     (``item_not_held``, ``wrong_phase``, ...) when a policy sends an illegal action; then ``seat`` and
-    ``action`` name the culprit.
+    ``action`` name the culprit and ``game`` is the game as it was before that action.
     """
 
     def __init__(
@@ -43,6 +43,7 @@ class LocalPlayError(Exception):
         seat: int | None = None,
         action: Any = None,
         details: dict[str, Any] | None = None,
+        game: Game | None = None,
     ):
         super().__init__(message)
         self.code = code
@@ -50,13 +51,14 @@ class LocalPlayError(Exception):
         self.seat = seat
         self.action = action
         self.details = dict(details or {})
+        self.game = game
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code,
             "message": self.message,
             "seat": self.seat,
-            "action": self.action,
+            "action": self.action.model_dump() if hasattr(self.action, "model_dump") else self.action,
             "details": self.details,
         }
 
@@ -111,8 +113,8 @@ def play_local(
     """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
 
     ``seed`` seeds the game's own generator (e.g. a drawn first proposer); policies bring their own
-    seeds. A policy's illegal action raises :class:`LocalPlayError` (the game is left as it was, in
-    ``error.details["game"]``); a phase that takes more than ``max_actions_per_phase`` actions is ended
+    seeds. A policy's illegal action raises :class:`LocalPlayError` (the game as it was is
+    ``error.game``); a phase that takes more than ``max_actions_per_phase`` actions is ended
     by a system timeout with the game's configured policy.
     """
     if len(policies) != instance.players:
@@ -151,7 +153,8 @@ def play_local(
                     f"Seat {seat} ({type(policies[seat]).__name__}) sent an illegal action: {err.message}",
                     seat=seat,
                     action=action,
-                    details={**err.details, "game": game},
+                    details=err.details,
+                    game=game,
                 ) from err
             actions += 1
             if (game.turn, game.phase) != phase_key:

@@ -6,15 +6,18 @@ import json
 import shutil
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from craft_rules.loader import rule_set_dirs
-from craft_rules.tasks import iter_instances, mode_for_players
+from agents.local import LocalPlayError, play_local
+from craft_rules.loader import load_rule_set, rule_set_dirs
+from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.cli import main
+from server.game import Event, GameSettings, filter_events
 
 SHIPPED = list(iter_instances())
 
@@ -158,3 +161,99 @@ def test_console_script_smoke(instance_file: Path) -> None:
     assert out["ok"] and out["players"] == 2 and len(out["log_sha256"]) == 64
     _, in_process = play("--instance", str(instance_file), "--seed", "5")
     assert in_process["log_sha256"] == out["log_sha256"], "a fresh process must replay the same game"
+
+
+# --- the local runner under the command -----------------------------------------------------------------
+def _alchemy_instance() -> TaskInstance:
+    if "alchemy" not in rule_set_dirs():
+        pytest.skip("rule set alchemy is not installed")
+    hands = ({"water": 3, "fire": 2}, {"earth": 3, "air": 2})
+    return TaskInstance("alchemy/1p_v_1p/local#0", "alchemy", "1p_v_1p", hands, ({"steam": 9}, {"dust": 9}))
+
+
+class Scripted:
+    """Plays a fixed list of actions, else the dullest legal move; records what it observed."""
+
+    def __init__(self, actions: list[dict[str, Any]]):
+        self.actions = list(actions)
+        self.observed: list[Event] = []
+
+    def observe(self, events: list[Event]) -> None:
+        self.observed += events
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        if self.actions:
+            return self.actions.pop(0)
+        if "report_tom" in legal:
+            tom = view["tom"]
+            report: dict[str, Any] = {"type": "report_tom", "v0": dict.fromkeys(tom["items"], 5)}
+            for order in tom["orders"][1:]:
+                report[f"v{order}"] = {str(s): dict.fromkeys(tom["items"], 5) for s in tom["opponents"]}
+            return report
+        if "decide" in legal:
+            return {"type": "decide", "accept": False, "message": ""}
+        if "propose" in legal and "pass" not in legal:
+            mine = view["hands"][view["seat"]]
+            to = (view["seat"] + 1) % view["players"]
+            offer = {min(mine): 1} if mine else {}
+            return {
+                "type": "propose",
+                "to": to,
+                "offer": offer,
+                "request": {} if mine else {min(view["hands"][to]): 1},
+            }
+        return {"type": "finish_crafting" if "finish_crafting" in legal else "pass"}
+
+
+class CraftsForever(Scripted):
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        hand = {item: Fraction(q) for item, q in (view["crafting_hand"] or {}).items()}
+        if "craft" in legal and min(hand.get("fire", 0), hand.get("water", 0)) >= Fraction(1, 1000):
+            return {"type": "craft", "recipe": "steam_from_fire_and_water", "runs": "1/1000"}
+        return super().act(view, legal)
+
+
+def test_observers_get_exactly_the_events_their_seat_may_see_once_in_order() -> None:
+    inst = _alchemy_instance()
+    rules = load_rule_set("alchemy")
+    seat0 = CraftsForever([])
+    seat1 = Scripted([])
+    settings = GameSettings(ruleset="alchemy", max_turns=3, tom_orders=[[0], [0, 1]], allow_pass=False)
+    result = play_local(inst, settings, rules, [seat0, seat1], seed=1, max_actions_per_phase=5)
+    kinds = {e.type for e in result.events}
+    assert {"tom_reported", "proposed", "decided", "crafted"} <= kinds  # private events were there
+    for seat, policy in enumerate((seat0, seat1)):
+        assert [e.seq for e in policy.observed] == [e.seq for e in filter_events(result.events, seat)]
+    assert result.end_reason == "max_turns" and result.turns == 3
+
+
+def test_a_policy_that_never_stops_crafting_is_timed_out() -> None:
+    inst = _alchemy_instance()
+    rules = load_rule_set("alchemy")
+    settings = GameSettings(ruleset="alchemy", max_turns=1)
+    result = play_local(
+        inst, settings, rules, [CraftsForever([]), Scripted([])], seed=0, max_actions_per_phase=50
+    )
+    assert result.game.finished and result.timeouts == 1
+    timeout = next(e for e in result.events if e.type == "timeout")
+    assert timeout.payload["phase"] == "craft" and timeout.payload["seats"] == [0]
+    finished = {
+        e.payload["seat"]: e.payload.get("reason") for e in result.events if e.type == "craft_finished"
+    }
+    assert finished == {0: "timeout", 1: None}
+    assert sum(e.type == "crafted" for e in result.events) == 50 - 1  # seat 1's finish counted too
+
+
+def test_an_illegal_action_stops_the_game_with_the_engine_code() -> None:
+    inst = _alchemy_instance()
+    rules = load_rule_set("alchemy")
+    bad = Scripted([{"type": "propose", "to": 1, "offer": {"lava": 1}, "request": {}, "message": ""}])
+    with pytest.raises(LocalPlayError) as info:
+        play_local(inst, GameSettings(ruleset="alchemy"), rules, [bad, Scripted([])], seed=0)
+    err = info.value
+    assert err.code == "item_not_held" and err.seat == 0
+    assert err.game is not None and err.game.phase == "trade_propose"
+    assert json.dumps(err.to_dict())
+    with pytest.raises(LocalPlayError) as info:
+        play_local(inst, GameSettings(ruleset="alchemy"), rules, [Scripted([])], seed=0)
+    assert info.value.code == "wrong_player_count"
