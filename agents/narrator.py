@@ -103,8 +103,16 @@ def bundle(rules: RuleSet, counts: Mapping[str, int | str | Fraction] | None) ->
     return ", ".join(parts) if parts else "nothing"
 
 
+# characters that end a line for some readers but that JSON leaves unescaped
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def _quote(message: str) -> str:
-    return json.dumps(message, ensure_ascii=False)
+    """A player's text as one JSON string literal on one line."""
+    quoted = json.dumps(message, ensure_ascii=False)
+    for char, escaped in _LINE_BREAKS.items():
+        quoted = quoted.replace(char, escaped)
+    return quoted
 
 
 def _said(message: str | None, verb: str = "message") -> str:
@@ -121,12 +129,13 @@ def _reason(reason: str | None) -> str:
 def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
     """The rules of play as they apply to ``seat`` in a game with ``settings``: the same text every turn.
 
-    Only facts every player may know appear here (plus the seat's own ToM duty), so the text depends on
-    nothing that changes during the game.
+    Only facts every player may know appear here, plus the seat's own ToM duty at the very end, so the
+    text never changes during a game and is the same for every seat up to that duty (one cached prefix
+    serves all seats of a self-play game).
     """
     orders = settings.orders_for(seat)
     lines = [
-        f"You are Player {seat} in a game of TradeCraft, a turn-based game of trading and crafting.",
+        "You are a player in a game of TradeCraft, a turn-based game of trading and crafting.",
         "",
         "# Rules",
         "- Every player holds a hand of items and has a secret target: items to hold. All hands are "
@@ -136,9 +145,12 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
     ]
     trade = (
         "- Trade phase: the proposer proposes one trade to one other player: items it gives (from its "
-        "own hand), items it asks for (from that player's hand), and a message"
+        "own hand) and items it asks for (from that player's hand)"
     )
-    trade += f" of at most {settings.message_max_chars} characters." if settings.message_max_chars else "."
+    if settings.message_max_chars:
+        trade += f", with a message of at most {settings.message_max_chars} characters."
+    else:
+        trade += "; messages are turned off."
     trade += " It may also pass instead." if settings.allow_pass else " Passing is not allowed."
     lines.append(trade)
     lines.append(
@@ -161,8 +173,8 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
         )
     if any(ing.is_choice for r in rules.recipes.values() for ing in r.ingredients):
         lines.append(
-            "- Where an ingredient may be one of several items (e.g. any planks), the held ones are used in "
-            "alphabetical order of id unless you choose one."
+            "- Where an ingredient may be one of several items, the held ones are used in alphabetical "
+            "order of id unless you choose one."
         )
     lines.append(
         "- Hand changes made while crafting stay hidden until every player has finished. Then every "
@@ -200,6 +212,8 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
         "Items are written by name. In actions, name an item by its id: the name in lower case with "
         "underscores for spaces (Name Of Item -> name_of_item), or the id in [brackets] where one is shown."
     )
+    lines += ["", "# Actions (JSON)"]
+    lines += _action_formats(settings)
     if orders:
         lines += ["", "# Your value reports"]
         lines.append(
@@ -211,9 +225,8 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
             lines.append("- v1: for each other player, your estimate of that player's v0;")
         if 2 in orders:
             lines.append("- v2: for each other player, your estimate of what that player thinks your v0 is.")
-        lines.append("Your reports are private.")
-    lines += ["", "# Actions (JSON)"]
-    lines += _action_formats(settings, orders)
+        lines.append("Your reports are private. Send them as:")
+        lines.append(_report_format(orders))
     return "\n".join(lines)
 
 
@@ -221,14 +234,17 @@ def _seconds(value: float) -> str:
     return f"{int(value)} s" if float(value).is_integer() else f"{value} s"
 
 
-def _action_formats(settings: GameSettings, orders: Sequence[int]) -> list[str]:
+def _report_format(orders: Sequence[int]) -> str:
+    report = '{"type": "report_tom", "v0": {"<item id>": 0-10, ...}'
+    for order in orders:
+        if order:
+            report += f', "v{order}": {{"<seat>": {{"<item id>": 0-10, ...}}, ...}}'
+    note = "  (v1/v2: one dict per other player, keyed by seat number)" if len(orders) > 1 else ""
+    return f"- {report}}}{note}"
+
+
+def _action_formats(settings: GameSettings) -> list[str]:
     lines = []
-    if orders:
-        report = '{"type": "report_tom", "v0": {"<item id>": 0-10, ...}'
-        for order in orders:
-            if order:
-                report += f', "v{order}": {{"<seat>": {{"<item id>": 0-10, ...}}, ...}}'
-        lines.append(f"- {report}}}  (v1/v2: one dict per other player, keyed by seat number)")
     lines.append(
         '- {"type": "propose", "to": <seat>, "offer": {"<item id>": <count>}, "request": '
         '{"<item id>": <count>}, "message": "..."}'
