@@ -241,17 +241,21 @@ def parse_target(rules: RuleSet, raw: str | Mapping[str, Any]) -> dict[str, int]
 # --- the LP model ----------------------------------------------------------------------------------
 
 RUN_COST = 1e-3  # a little cost per run keeps pointless cycles out of LP solutions
-OBTAIN_COST = 1e4  # cost of one unit obtained from others (missing mode); dominates everything else
-LEVEL_COST = 100.0  # per rank of an obtained item (obtain_rank): prefer raw materials on ties
-VERSATILITY_COST = 50.0  # then prefer items with many uses (what players actually trade for)
+# Missing mode ranks answers by: fewest units obtained; then raw materials (obtain_rank); then the
+# simplest plan (consumption costs); then items with many uses (what players actually trade for).
+OBTAIN_COST = 1e5
+LEVEL_COST = 1e3
+VERSATILITY_COST = 0.5
 NARROW_USE_LEVELS = 2  # items feeding fewer than 2 different results (ores, pure fuels): 2 levels up
 TOL = 1e-9
 GRID = 720720  # lcm(1..16): run amounts with huge denominators are rounded up to multiples of 1/GRID
 MAX_DENOMINATOR = 10**6  # what crafting.parse_runs accepts
 MAX_ROUNDS = 64
 MAX_LEVEL_WEIGHT = 8
-HEAT_FREE = "heat"  # fuel for cooking recipes outside the fuel cycle
-HEAT_CYCLIC = "heat:cyclic"  # fuel for cooking recipes whose output can lead back to a fuel
+FUEL_TICK_SCALE = 1e5
+HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
+SEED_RUNS = Fraction(1, 64)
+ROUNDS_MARGIN = 1e-5  # how much of a cooking run a seed craft makes to start a fuel cycle
 
 
 @dataclass
@@ -285,6 +289,7 @@ class _Model:
     cols: list[int]
     vals: list[float]
     rhs: list[float]
+    equal_rows: set[int] = field(default_factory=set)  # rows that must hold with equality
 
     def new_col(self, cost: float, upper: float = math.inf) -> int:
         self.cost.append(cost)
@@ -370,20 +375,23 @@ _STDOUT_LOCK = threading.Lock()
 
 
 @contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send anything written to file descriptor 1 to stderr for the duration.
+def _quiet_stdout() -> Iterator[None]:
+    """Discard whatever is written to file descriptor 1 for the duration.
 
     Some HiGHS builds print a stray debug line to C stdout from the MIP solver
-    (ERGO-Code/HiGHS#2783); it must never corrupt `--json` output on stdout."""
+    (ERGO-Code/HiGHS#2783); it must never corrupt `--json` output or a terminal. The planner itself
+    prints nothing, and the window is one small solve."""
     with _STDOUT_LOCK:
         try:
             saved = os.dup(1)
+            sink = os.open(os.devnull, os.O_WRONLY)
         except OSError:  # no descriptor 1 (embedded interpreter): nothing to protect
             yield
             return
         with suppress(ValueError, OSError, AttributeError):
             sys.stdout.flush()
-        os.dup2(2, 1)
+        os.dup2(sink, 1)
+        os.close(sink)
         try:
             yield
         finally:
@@ -416,8 +424,11 @@ def _on_grid(value: Fraction, up: bool) -> Fraction:
     return Fraction(whole, GRID)
 
 
-def _ratio(value: float, total: float) -> Fraction:
-    return Fraction(value / total).limit_denominator(256) if total > 0 else Fraction(0)
+def _ratio(value: float, total: float, precise: bool = False) -> Fraction:
+    """An LP share as a Fraction: a simple one (denominator <= 256) unless ``precise``."""
+    if total <= 0:
+        return Fraction(0)
+    return Fraction(value / total).limit_denominator(GRID if precise else 256)
 
 
 class Planner:
@@ -716,7 +727,9 @@ class Planner:
         cost = {item: float(total) for item in bounds}
         if favour is not None and favour in cost:
             cost[favour] -= 1.0
-        model = self._build({}, need, bounds, cost, 0.0, 0.0)
+        # a pinch of consumption cost breaks the many ties between equivalent plans: the MILP solves
+        # about twice as fast, and units (cost ``total`` each) still decide
+        model = self._build({}, need, bounds, cost, 1e-4, 0.0)
         if model is None:
             return None
         solution = self._solve(model, integral=True)
@@ -768,6 +781,13 @@ class Planner:
         return all(hand.get(item, 0) >= n for item, n in need.items())
 
     # --- internals: the LP -------------------------------------------------------------------------
+    def _burn_cost(self, fuel: str) -> float:
+        """Objective weight of burning one unit of fuel: about 1 per cooking run whatever the fuel
+        (fuel choice should not make a plan look cheaper), slightly more for long-burning fuels, so
+        plans burn sticks and planks before coal, as the default fuel rule of crafting does."""
+        runs_per_unit = 1 / float(self.fuel_units[fuel])
+        return runs_per_unit * (1 + self.rules.fuels.burn_ticks[fuel] / FUEL_TICK_SCALE)
+
     def _consume_cost(self, item: str) -> float:
         """Objective weight of consuming one unit: crafted items cost more than raw ones, so plans
         burn a log rather than first crafting it into planks unless that is needed."""
@@ -798,27 +818,34 @@ class Planner:
         fuels = sorted(f for f in rules.fuels.burn_ticks if f in reach)
         if not fuels:
             recipes = [r for r in recipes if not r.burns_fuel]
-        cyclic_fuels, cyclic_results = self._fuel_cycle(recipes, fuels, reach)
 
         model = _Model(recipes, {}, {}, {}, {}, {}, {}, [], [], [], [], [], [])
         item_row: dict[str, int] = {}
 
         def row(item: str) -> int:
             if item not in item_row:
-                extra = margin * max(1, need[item]) if item in need else 0.0
-                item_row[item] = model.new_row(float(hand.get(item, 0)) - need.get(item, 0) - extra)
+                # with a margin, need a little more and use a little less of every stock, so that
+                # rounding the LP's floats to Fractions cannot overdraw anything
+                held = float(hand.get(item, 0)) * (1 - margin)
+                wanted = need.get(item, 0) * (1 + margin) + (margin if item in need else 0.0)
+                item_row[item] = model.new_row(held - wanted)
             return item_row[item]
 
         def pool(key: str, members: Iterable[tuple[str, float]]) -> _Pool:
             found = model.pools.get(key)
             if found is None:
                 found = model.pools[key] = _Pool(key, model.new_row(0.0))
+                # supply == draw: fuel burns only for a cooking run (else a lava bucket could be
+                # "burnt" for nothing just to get its bucket back)
+                model.equal_rows.add(found.row)
+                is_heat = key == HEAT
                 for item, per_unit in members:
-                    col = model.new_col(consume_weight * self._consume_cost(item))
+                    unit_cost = self._burn_cost(item) if is_heat else self._consume_cost(item)
+                    col = model.new_col(consume_weight * unit_cost)
                     found.members.append((item, col, per_unit))
                     model.add(row(item), col, 1.0)
                     model.add(found.row, col, -per_unit)
-                    remainder = rules.fuels.remainders.get(item) if key.startswith(HEAT_FREE) else None
+                    remainder = rules.fuels.remainders.get(item) if is_heat else None
                     if remainder:
                         model.add(row(remainder), col, -1.0)
             return found
@@ -842,9 +869,8 @@ class Planner:
                 model.ingredient_pool[(recipe.id, index)] = key
                 model.add(pool(key, ((o, 1.0) for o in options)).row, x, float(ing.count))
             if recipe.burns_fuel:
-                key = HEAT_CYCLIC if recipe.result in cyclic_results else HEAT_FREE
-                model.heat_pool[recipe.id] = key
-                heat = pool(key, ((f, 1 / float(self.fuel_units[f])) for f in fuels))
+                model.heat_pool[recipe.id] = HEAT
+                heat = pool(HEAT, ((f, 1 / float(self.fuel_units[f])) for f in fuels))
                 model.add(heat.row, x, 1.0)
         for item in need:
             row(item)
@@ -864,59 +890,25 @@ class Planner:
             model.slack_col[item] = s
             model.add(item_row[item], s, -1.0)
 
-        # Burning a fuel inside the cycle that makes it (charcoal smelting logs into charcoal) may only
-        # use what was held or obtained at the start: LP amounts alone would bootstrap it from nothing.
-        cyclic_heat = model.pools.get(HEAT_CYCLIC)
-        for item, col, _ in cyclic_heat.members if cyclic_heat else ():
-            if item in cyclic_fuels:
-                stock = model.new_row(float(hand.get(item, 0)))
-                model.add(stock, col, 1.0)
-                if item in model.slack_col:
-                    model.add(stock, model.slack_col[item], -1.0)
         return model
-
-    def _fuel_cycle(
-        self, recipes: list[Recipe], fuels: list[str], reach: set[str]
-    ) -> tuple[set[str], set[str]]:
-        """Fuels and cooking results on a cycle through fuel burning (charcoal -> smelt log -> charcoal).
-
-        With one node for "any fuel burning" (every fuel feeds every cooking recipe), such a cycle is
-        exactly the strongly connected component that holds that node."""
-        if not fuels:
-            return set(), set()
-        heat = "\x00heat"
-        edges: dict[str, set[str]] = {}
-        for recipe in recipes:
-            for ing in recipe.ingredients:
-                for option in ing.options:
-                    if option in reach:
-                        edges.setdefault(option, set()).add(recipe.result)
-            if recipe.burns_fuel:
-                edges.setdefault(heat, set()).add(recipe.result)
-        for fuel in fuels:
-            edges.setdefault(fuel, set()).add(heat)
-        comp = _tarjan(sorted(edges), edges)
-        members = {node for node, c in comp.items() if c == comp[heat]}
-        if len(members) == 1:
-            return set(), set()
-        cooked = {r.result for r in recipes if r.burns_fuel}
-        return members & set(fuels), members & cooked
 
     def _solve(self, model: _Model, integral: bool) -> _Solution | None:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
             return None
-        a_ub = csr_matrix((model.vals, (model.rows, model.cols)), shape=(len(model.rhs), n))
-        b_ub = np.asarray(model.rhs, dtype=float)
+        matrix = csr_matrix((model.vals, (model.rows, model.cols)), shape=(len(model.rhs), n))
+        rhs = np.asarray(model.rhs, dtype=float)
+        equal = np.zeros(len(model.rhs), dtype=bool)
+        equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
         if integral and model.slack_col:
             integrality = np.zeros(n)
             integrality[list(model.slack_col.values())] = 1
-            with _stdout_to_stderr():
+            with _quiet_stdout():
                 res = milp(
                     cost,
-                    constraints=[LinearConstraint(a_ub, -np.inf, b_ub)],
+                    constraints=[LinearConstraint(matrix, np.where(equal, rhs, -np.inf), rhs)],
                     integrality=integrality,
                     bounds=Bounds(np.zeros(n), upper),
                     options={"mip_rel_gap": 1e-9, "time_limit": 20.0},
@@ -926,8 +918,10 @@ class Planner:
         else:
             res = linprog(
                 cost,
-                A_ub=a_ub,
-                b_ub=b_ub,
+                A_ub=matrix[~equal],
+                b_ub=rhs[~equal],
+                A_eq=matrix[equal] if equal.any() else None,
+                b_eq=rhs[equal] if equal.any() else None,
                 bounds=np.column_stack([np.zeros(n), upper]),
                 method="highs",
             )
@@ -982,11 +976,17 @@ class Planner:
             done = self._execute(hand, need, segments)
             if done is not None:
                 return done
-        # Cycles in the used sub-graph, or rounding that left an item short: solve again with a
-        # little margin and run the amounts in rounds, each craft as far as the hand allows.
-        margin_model = self._build(hand, need, None, None, 1.0, 1e-6)
+        # Cycles in the used sub-graph, or rounding that left an item short: run the LP amounts in
+        # rounds, each craft as far as the hand allows; first from a solve with a little margin
+        # that absorbs rounding, then from the plain one (a plan that is exactly tight).
+        margin_model = self._build(hand, need, None, None, 1.0, ROUNDS_MARGIN)
         with_margin = self._solve(margin_model, integral=False) if margin_model else None
-        return self._execute_in_rounds(hand, need, with_margin or solution)
+        for candidate in (with_margin, solution):
+            if candidate is not None:
+                done = self._execute_in_rounds(hand, need, candidate)
+                if done is not None:
+                    return done
+        return None
 
     def _exact_segments(
         self, hand: Mapping[str, Fraction], need: Mapping[str, int], solution: _Solution
@@ -1057,6 +1057,7 @@ class Planner:
         runs: Fraction,
         solution: _Solution,
         bounded_left: Mapping[str, Fraction],
+        precise: bool = False,
     ) -> list[_Segment] | None:
         """Split ``runs`` of ``recipe`` into craft calls with one option per ingredient and one fuel,
         in the LP's proportions; an option held only in the hand is never asked for more than is left."""
@@ -1065,12 +1066,12 @@ class Planner:
             if not ing.is_choice:
                 continue
             amounts = solution.uses[(recipe.id, index)]
-            lengths = self._portion(runs, amounts, bounded_left, Fraction(ing.count))
+            lengths = self._portion(runs, amounts, bounded_left, Fraction(ing.count), precise)
             if lengths is None:
                 return None
             dims.append((index, lengths))
         if recipe.burns_fuel:
-            lengths = self._portion(runs, solution.fuels[recipe.id], bounded_left, None)
+            lengths = self._portion(runs, solution.fuels[recipe.id], bounded_left, None, precise)
             if lengths is None:
                 return None
             dims.append((None, lengths))
@@ -1102,6 +1103,7 @@ class Planner:
         amounts: Mapping[str, float],
         bounded_left: Mapping[str, Fraction],
         count: Fraction | None,
+        precise: bool = False,
     ) -> list[tuple[str, Fraction]] | None:
         """Run lengths per option (or per fuel when ``count`` is None), summing exactly to ``runs``.
 
@@ -1121,7 +1123,7 @@ class Planner:
             if n == len(items) - 1:
                 length = remaining
             else:
-                length = _on_grid(runs * _ratio(amounts[item], total), up=False)
+                length = _on_grid(runs * _ratio(amounts[item], total, precise), up=False)
                 length = min(length, remaining)
             if item in bounded_left:
                 cap = max(bounded_left[item], Fraction(0)) / per_run(item)
@@ -1196,24 +1198,31 @@ class Planner:
         for rid in sorted(solution.runs, key=lambda r: (levels.get(rules.recipes[r].result, 0), r)):
             recipe = rules.recipes[rid]
             runs = Fraction(solution.runs[rid]).limit_denominator(GRID)
-            segments = self._split(recipe, _on_grid(runs, up=True), solution, {})
+            segments = self._split(recipe, _on_grid(runs, up=True), solution, {}, precise=True)
             for seg in segments or ():
                 pending.append([seg, seg.runs])
         current = dict(hand)
         steps: list[PlanStep] = []
         made_at: dict[str, int] = {}
+        seeding = False
         for _ in range(MAX_ROUNDS):
             progress = False
             for entry in pending:
                 seg, left = entry
                 if left <= 0:
                     continue
-                afford = max_runs(rules, current, seg.recipe, seg.choices, seg.fuel)
+                fuel = seg.fuel
+                afford = max_runs(rules, current, seg.recipe, seg.choices, fuel)
                 amount = _on_grid(min(left, afford), up=False)
+                if amount <= 0 and fuel is not None and seeding:
+                    # stuck: its fuel is made by this cycle and none is held yet (charcoal to smelt
+                    # logs into charcoal): seed it with a sliver of run on the cheapest other fuel
+                    fuel, amount = self._seed(current, seg, left)
+                    seeding = amount <= 0
                 if amount <= 0:
                     continue
                 try:
-                    result = craft(rules, current, seg.recipe.id, amount, seg.choices, seg.fuel)
+                    result = craft(rules, current, seg.recipe.id, amount, seg.choices, fuel)
                 except CraftError:
                     continue
                 current = result.hand
@@ -1229,15 +1238,28 @@ class Planner:
                         seg.recipe.result,
                         amount * seg.recipe.count,
                         dict(seg.choices),
-                        seg.fuel,
+                        fuel,
                         depth,
                     )
                 )
                 if self._holds(current, need):
                     return tuple(steps), current
             if not progress:
-                break
+                if seeding:
+                    break
+                seeding = True  # one seed craft, only once nothing else can move
         return None
+
+    def _seed(
+        self, hand: Mapping[str, Fraction], seg: _Segment, left: Fraction
+    ) -> tuple[str | None, Fraction]:
+        burn = self.rules.fuels.burn_ticks
+        for fuel in sorted((f for f in hand if f in burn and f != seg.fuel), key=lambda f: (burn[f], f)):
+            afford = max_runs(self.rules, hand, seg.recipe, seg.choices, fuel)
+            amount = _on_grid(min(left, afford, SEED_RUNS), up=False)
+            if amount > 0:
+                return fuel, amount
+        return seg.fuel, Fraction(0)
 
     # --- internals: missing items ------------------------------------------------------------------
     def _find_missing(
@@ -1251,8 +1273,7 @@ class Planner:
             obtainable: dict[str, int | None] = dict.fromkeys(self._useful_to_obtain(anc_items))
         else:
             obtainable = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
-        # Only the obtained items matter here (the plan is re-derived below), so consumption is free.
-        model = self._build(hand, need, obtainable, None, 0.0, 0.0, fuel_leaves=available is None)
+        model = self._build(hand, need, obtainable, None, 1.0, 0.0, fuel_leaves=available is None)
         solution = self._solve(model, integral=True) if model else None
         if solution is not None:
             missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}

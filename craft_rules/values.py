@@ -152,12 +152,14 @@ def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> Va
         if item not in relevant:
             values[item] = ItemValue(item, 0, NO_USE)
             continue
-        without = {k: v for k, v in full.items() if k != item}
-        reduced = planner.min_units(need, without)
-        if reduced is None:
-            values[item] = ItemValue(item, 10, INDISPENSABLE, 1.0, 1.0)
-            continue
-        harm = max(0.0, 1 - units / reduced[0])
+        if item in subhand:
+            reduced = planner.min_units(need, {k: v for k, v in full.items() if k != item})
+            if reduced is None:
+                values[item] = ItemValue(item, 10, INDISPENSABLE, 1.0, 1.0)
+                continue
+            harm = max(0.0, 1 - units / reduced[0])
+        else:  # the smallest sub-hand does without it, so removing it costs nothing
+            harm = 0.0
         favoured = planner.min_units(need, full, favour=item)
         share = favoured[1].get(item, 0) / units if favoured and favoured[0] == units else 0.0
         values[item] = ItemValue(item, grade(harm, share), REPLACEABLE, harm, min(share, 1.0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from agents.cli import play_command
-from craft_rules.cli import rules_group
+from craft_rules.cli import craft_group, rules_group
 from craft_rules.tasks_cli import tasks_group
 from server.admin import admin_group
 from server.export import export_command
@@ -18,6 +18,7 @@ def main() -> None:
 
 
 main.add_command(rules_group)
+main.add_command(craft_group)
 main.add_command(tasks_group)
 main.add_command(export_command)
 main.add_command(play_command)

@@ -1,0 +1,217 @@
+"""Crafting-world speed: rule set loading, possible crafts, the planner, reference values, task instances.
+Prints figures; not a pass/fail test.
+
+    .venv/bin/python bench/bench_crafting.py [--ruleset minecraft] [--samples 300] [--seed 7] [--json]
+
+What it measures (targets from issue 2: possible crafts <= 1 ms median, a plan <= 10 ms median, on the
+full minecraft rule set):
+- loading the rule set cold (parsing every JSON file, no cache), cached from the on-disk pickle in a
+  fresh subprocess (as a new worker would), and cached in-process (the second call);
+- possible crafts from a hand of 5-10 items;
+- a plan (is the target craftable within one phase, and one exact verified craft sequence);
+- a plan that, when the target is not craftable, also finds the fewest items to obtain from another
+  player's hand (``available``), as the bots and task validation ask it;
+- the fewest items to obtain when any item may be obtained (``available=None``);
+- reference values of the items in two public hands;
+- generating + validating 40 task instances (when craft_rules.taskgen is installed).
+
+Hands and targets are drawn with a fixed seed: a target is any item some recipe makes; a hand holds 5-10
+kinds of items, each drawn with probability 0.7 from the items that can feed the target (the target's
+ancestor sub-graph) and otherwise from all items, 1-8 of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tqdm import tqdm
+
+from craft_rules.loader import load_rule_set, rule_set_dirs
+from craft_rules.model import RuleSet
+from craft_rules.planner import Planner, planner_for
+from craft_rules.values import reference_values
+
+ROOT = Path(__file__).resolve().parents[1]
+
+Case = tuple[dict[str, int], dict[str, int], dict[str, int]]
+
+
+def draw_hand(rules: RuleSet, near: Sequence[str], rng: random.Random) -> dict[str, int]:
+    everything = sorted(rules.items)
+    hand: dict[str, int] = {}
+    for _ in range(rng.randint(5, 10)):
+        pool = near if near and rng.random() < 0.7 else everything
+        hand[rng.choice(pool)] = rng.randint(1, 8)
+    return hand
+
+
+def draw_cases(rules: RuleSet, planner: Planner, count: int, seed: int) -> list[Case]:
+    """(hand, target, another player's hand) triples, reproducible for a seed."""
+    rng = random.Random(seed)
+    targets = sorted(rules.recipes_by_result)
+    cases = []
+    for _ in range(count):
+        target = rng.choice(targets)
+        near = sorted(planner.ancestors({target})[0] - {target})
+        cases.append((draw_hand(rules, near, rng), {target: 1}, draw_hand(rules, near, rng)))
+    return cases
+
+
+def timed(label: str, cases: Sequence[Case], run: Callable[[Case], object]) -> list[float]:
+    out = []
+    for case in tqdm(cases, desc=label, unit="case", leave=False, file=sys.stderr):
+        start = time.perf_counter()
+        run(case)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def summary(times_ms: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(times_ms)
+    p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * (len(ordered) - 1)))]
+    return {
+        "n": len(ordered),
+        "median_ms": round(statistics.median(ordered), 3),
+        "p99_ms": round(p99, 3),
+        "max_ms": round(ordered[-1], 3),
+    }
+
+
+def load_figures(name: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    load_rule_set(name, use_cache=False)
+    cold = time.perf_counter() - start
+    load_rule_set(name)  # makes sure the pickle exists and fills the in-process cache
+    start = time.perf_counter()
+    load_rule_set(name)
+    in_process = time.perf_counter() - start
+    probe = (
+        "import time; from craft_rules.loader import load_rule_set; "
+        f"t = time.perf_counter(); load_rule_set({name!r}); print(time.perf_counter() - t)"
+    )
+    subprocess_runs = []
+    for _ in range(3):
+        out = subprocess.run(
+            [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        subprocess_runs.append(float(out.strip().splitlines()[-1]))
+    return {
+        "cold_ms": round(cold * 1000, 1),
+        "cached_fresh_process_ms": round(statistics.median(subprocess_runs) * 1000, 1),
+        "cached_in_process_ms": round(in_process * 1000, 4),
+    }
+
+
+def taskgen_figures(rules: RuleSet, seed: int) -> dict[str, Any] | None:
+    try:
+        from craft_rules import taskgen
+    except ImportError:
+        return None
+    start = time.perf_counter()
+    instances = taskgen.generate_instances(rules, 2, 40, seed)
+    generated = time.perf_counter() - start
+    start = time.perf_counter()
+    reports = [taskgen.assess_instance(rules, inst) for inst in instances]
+    validated = time.perf_counter() - start
+    return {
+        "instances": len(instances),
+        "valid": sum(r.valid for r in reports),
+        "generate_s": round(generated, 2),
+        "validate_s": round(validated, 2),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ruleset", default="minecraft")
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--skip-taskgen", action="store_true")
+    args = parser.parse_args(argv)
+    if args.ruleset not in rule_set_dirs():
+        print(f"rule set {args.ruleset!r} is not installed", file=sys.stderr)
+        return 1
+
+    figures: dict[str, Any] = {"ruleset": args.ruleset, "samples": args.samples, "seed": args.seed}
+    figures["load"] = load_figures(args.ruleset)
+    rules = load_rule_set(args.ruleset)
+    start = time.perf_counter()
+    planner = planner_for(rules)
+    planner.possible_crafts({})
+    _ = planner.item_levels, planner.obtain_rank
+    figures["planner_setup_ms"] = round((time.perf_counter() - start) * 1000, 1)
+    cases = draw_cases(rules, planner, args.samples, args.seed)
+    for hand, target, _ in cases[:20]:  # warm the per-target caches the way a running game would
+        planner.plan(hand, target, find_missing=False)
+
+    outcomes = {"craftable": 0}
+
+    def plan_only(case: Case) -> None:
+        plan = planner.plan(case[0], case[1], find_missing=False)
+        outcomes["craftable"] += plan.craftable
+
+    figures["possible_crafts"] = summary(
+        timed("possible crafts", cases, lambda c: planner.possible_crafts(c[0]))
+    )
+    figures["plan"] = summary(timed("plan", cases, plan_only))
+    figures["plan_craftable_share"] = round(outcomes["craftable"] / len(cases), 3)
+    figures["plan_with_missing_from_other_hand"] = summary(
+        timed("plan + missing (other hand)", cases, lambda c: planner.plan(c[0], c[1], available=c[2]))
+    )
+    figures["missing_any_item"] = summary(
+        timed("missing (any item)", cases, lambda c: planner.missing(c[0], c[1]))
+    )
+    value_cases = cases[: max(1, len(cases) // 3)]
+    figures["reference_values_two_hands"] = summary(
+        timed("reference values", value_cases, lambda c: reference_values(rules, c[1], [c[0], c[2]]))
+    )
+    if not args.skip_taskgen:
+        figures["taskgen_40_instances"] = taskgen_figures(rules, args.seed)
+
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    load = figures["load"]
+    print(f"crafting bench: rule set {args.ruleset}, {args.samples} random hands/targets (seed {args.seed})")
+    print(f"  load cold (no cache)              {load['cold_ms']:>9.1f} ms")
+    print(f"  load cached, fresh process        {load['cached_fresh_process_ms']:>9.1f} ms")
+    print(f"  load cached, in process           {load['cached_in_process_ms']:>9.4f} ms")
+    print(f"  planner setup (indexes, levels)   {figures['planner_setup_ms']:>9.1f} ms")
+    print(f"  {'':<34}{'median':>9} {'p99':>9} {'max':>9}  (ms)")
+    rows = [
+        ("possible crafts (target <= 1 ms)", "possible_crafts"),
+        ("plan (target <= 10 ms)", "plan"),
+        ("plan + missing from other hand", "plan_with_missing_from_other_hand"),
+        ("missing, any item obtainable", "missing_any_item"),
+        ("reference values, two hands", "reference_values_two_hands"),
+    ]
+    for label, key in rows:
+        row = figures[key]
+        print(f"  {label:<34}{row['median_ms']:>9.3f} {row['p99_ms']:>9.3f} {row['max_ms']:>9.3f}")
+    print(f"  share of drawn targets craftable from the hand: {figures['plan_craftable_share']:.1%}")
+    tasks = figures.get("taskgen_40_instances")
+    if tasks:
+        print(
+            f"  generate + validate 40 instances: {tasks['generate_s']:.2f} s + {tasks['validate_s']:.2f} s"
+            f" ({tasks['valid']}/{tasks['instances']} valid)"
+        )
+    elif not args.skip_taskgen:
+        print("  generate + validate 40 instances: craft_rules.taskgen is not installed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Reference values (docs/reference-values.md): the definition's cases, the documented worked examples,
+determinism and the JSON shape."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
+
+from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
+from craft_rules.model import RuleSet
+from craft_rules.values import (
+    INDISPENSABLE,
+    NO_USE,
+    REPLACEABLE,
+    grade,
+    pool_hands,
+    reference_values,
+    value_report,
+)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
+    folder = tmp_path_factory.mktemp("values") / "mini"
+    rules, _ = load_rule_set_from(write_rule_set(folder, MINI_RECIPES, MINI_TAGS, MINI_FUELS))
+    return rules
+
+
+@pytest.fixture(scope="module")
+def minecraft() -> RuleSet:
+    if "minecraft" not in rule_set_dirs():
+        pytest.skip("the minecraft rule set is not installed")
+    return load_rule_set("minecraft")
+
+
+# --- the definition, case by case (mini rule set) ------------------------------------------------------
+
+
+def test_indispensable_and_no_use(mini: RuleSet) -> None:
+    report = value_report(mini, {"torch": 1}, [{"planks": 1, "coal": 1}, {"cobblestone": 3, "potato": 1}])
+    assert report.as_values() == {"coal": 10, "planks": 10, "cobblestone": 0, "potato": 0}
+    assert report.values["coal"].reason == INDISPENSABLE
+    assert report.values["cobblestone"].reason == NO_USE
+    assert report.min_units == 2 and report.smallest_subhand == {"coal": 1, "planks": 1}
+
+
+def test_substitutes_share_alike(mini: RuleSet) -> None:
+    values = reference_values(mini, {"iron_ingot": 1}, [{"raw_iron": 1}, {"log_a": 1, "log_b": 1}])
+    # one smelt needs 200 ticks: either log (300) will do, so each is half of a 2-item sub-hand
+    assert values == {"raw_iron": 10, "log_a": 5, "log_b": 5}
+
+
+def test_a_single_item_can_cover_several_needs(mini: RuleSet) -> None:
+    # one log: a sliver becomes planks for the stick, and it smelts itself into charcoal
+    report = value_report(mini, {"torch": 1}, [{"log_a": 1, "log_b": 1, "coal": 1}])
+    assert report.min_units == 1
+    assert report.as_values() == {"coal": 1, "log_a": 9, "log_b": 9}
+
+
+def test_harm_and_share_grade_replaceable_items(mini: RuleSet) -> None:
+    # shears: 2 ingots; the pool has 2 ingots and 2 raw iron + coal as a slower route
+    report = value_report(mini, {"shears": 1}, [{"iron_ingot": 2}, {"raw_iron": 2, "coal": 1}])
+    ingot = report.values["iron_ingot"]
+    assert ingot.reason == REPLACEABLE
+    assert ingot.harm == pytest.approx(1 - 2 / 3) and ingot.share == 1
+    assert ingot.value == 9
+    assert report.values["raw_iron"].value == 1 and report.values["coal"].value == 1
+
+
+def test_a_pool_that_cannot_craft_is_completed_first(mini: RuleSet) -> None:
+    report = value_report(mini, {"shears": 1}, [{"raw_iron": 2}, {"potato": 1}])
+    assert report.completed_with and sum(report.completed_with.values()) == 1
+    assert report.as_values() == {"raw_iron": 10, "potato": 0}
+
+
+def test_the_target_itself_in_the_pool(mini: RuleSet) -> None:
+    values = reference_values(mini, {"torch": 1}, [{"torch": 1}, {"coal": 1, "stick": 1}])
+    assert values == {"torch": 9, "coal": 1, "stick": 1}
+
+
+def test_fuel_for_a_smelt(mini: RuleSet) -> None:
+    values = reference_values(mini, {"iron_ingot": 1}, [{"raw_iron": 1}, {"coal": 1, "stick": 2}])
+    # one smelt: 1 coal or 2 sticks; the coal is the smallest sub-hand's fuel
+    assert values == {"raw_iron": 10, "coal": 5, "stick": 1}
+
+
+def test_values_do_not_depend_on_how_the_pool_is_split(mini: RuleSet) -> None:
+    one = reference_values(mini, {"torch": 2}, [{"log_a": 1, "coal": 1}, {"stick": 1, "log_b": 2}])
+    two = reference_values(mini, {"torch": 2}, [{"log_a": 1}, {"coal": 1, "stick": 1}, {"log_b": 2}])
+    assert one == two == reference_values(mini, {"torch": 2}, {"log_a": 1, "coal": 1, "stick": 1, "log_b": 2})
+
+
+def test_report_is_json_ready_and_cached(mini: RuleSet) -> None:
+    first = value_report(mini, {"torch": 1}, [{"planks": 1, "coal": 1}])
+    assert value_report(mini, {"torch": 1}, [{"coal": 1}, {"planks": 1}]) is first
+    data = first.as_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert data["values"]["coal"] == {
+        "item": "coal",
+        "value": 10,
+        "reason": "indispensable",
+        "harm": 1.0,
+        "share": 1.0,
+    }
+
+
+def test_pool_hands_and_grade() -> None:
+    assert pool_hands([{"a": 1, "b": F(3, 2)}, {"a": 2, "c": F(1, 2)}]) == {"a": 3, "b": 1}
+    assert pool_hands({"a": 2}) == {"a": 2}
+    assert grade(0, 0) == 1 and grade(1, 1) == 9 and grade(0, 0.5) == 5
+    assert grade(0.0625, 0) == 2  # 8 * 0.0625 = 0.5 rounds half up
+    assert grade(0, 1 / 3) == 4
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    hands=st.lists(
+        st.dictionaries(
+            st.sampled_from(["log_a", "log_b", "planks", "stick", "coal", "charcoal", "raw_iron", "potato"]),
+            st.integers(1, 4),
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    target=st.sampled_from(["torch", "shears", "charcoal", "stick", "iron_block"]),
+)
+def test_every_pool_item_gets_an_integer_from_0_to_10(
+    mini: RuleSet, hands: list[dict[str, int]], target: str
+) -> None:
+    report = value_report(mini, {target: 1}, hands)
+    assert set(report.values) == set(pool_hands(hands))
+    for item, value in report.values.items():
+        assert isinstance(value.value, int) and 0 <= value.value <= 10
+        assert (value.value == 10) == (value.reason == INDISPENSABLE)
+        assert (value.value == 0) == (value.reason == NO_USE), item
+
+
+# --- the worked examples of docs/reference-values.md (shipped minecraft rule set) -------------------------
+
+DOC_EXAMPLES = [
+    (
+        {"torch": 1},
+        [{"oak_planks": 1, "coal": 1}, {"cobblestone": 3}],
+        {"coal": 10, "oak_planks": 10, "cobblestone": 0},
+    ),
+    (
+        {"torch": 1},
+        [{"oak_planks": 1, "birch_planks": 1, "coal": 1}, {"cobblestone": 3}],
+        {"coal": 10, "oak_planks": 5, "birch_planks": 5, "cobblestone": 0},
+    ),
+    (
+        {"iron_block": 1},
+        [{"iron_ingot": 9, "raw_iron": 9}, {"coal": 2, "dirt": 4}],
+        {"iron_ingot": 9, "raw_iron": 1, "coal": 1, "dirt": 0},
+    ),
+    (
+        {"shears": 1},
+        [{"raw_iron": 2}, {"coal": 1, "oak_planks": 2, "stick": 5}],
+        {"raw_iron": 10, "coal": 4, "oak_planks": 1, "stick": 1},
+    ),
+    ({"shears": 1}, [{"raw_iron": 2}, {"dirt": 1}], {"raw_iron": 10, "dirt": 0}),
+    ({"torch": 1}, [{"torch": 1}, {"coal": 1, "stick": 1}], {"torch": 9, "coal": 1, "stick": 1}),
+    (
+        {"iron_pickaxe": 1},
+        [{"iron_ingot": 2, "stick": 2, "raw_iron": 3}, {"coal": 1, "oak_log": 1}],
+        {"raw_iron": 10, "iron_ingot": 5, "oak_log": 4, "coal": 1, "stick": 1},
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "hands", "expected"), DOC_EXAMPLES)
+def test_documented_examples(
+    minecraft: RuleSet, target: dict[str, int], hands: list[dict[str, int]], expected: dict[str, int]
+) -> None:
+    assert reference_values(minecraft, target, hands) == expected
+
+
+def test_documented_example_figures(minecraft: RuleSet) -> None:
+    report = value_report(
+        minecraft, {"iron_block": 1}, [{"iron_ingot": 9, "raw_iron": 9}, {"coal": 2, "dirt": 4}]
+    )
+    assert report.min_units == 9 and report.smallest_subhand == {"iron_ingot": 9}
+    assert report.values["iron_ingot"].harm == pytest.approx(1 - 9 / 11)
+    shears = value_report(minecraft, {"shears": 1}, [{"raw_iron": 2}, {"dirt": 1}])
+    assert shears.completed_with == {"coal": 1}
+
+
+def test_docs_state_the_definition() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "reference-values.md").read_text(encoding="utf-8")
+    for phrase in [
+        "1 + round(8 · max(harm, share))",
+        "indispensable",
+        "no_use",
+        "harm",
+        "share",
+        "Completion",
+    ]:
+        assert phrase in doc
