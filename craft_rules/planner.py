@@ -252,7 +252,7 @@ GRID = 720720  # lcm(1..16): run amounts with huge denominators are rounded up t
 MAX_DENOMINATOR = 10**6  # what crafting.parse_runs accepts
 MAX_ROUNDS = 64
 MAX_LEVEL_WEIGHT = 8
-FUEL_TICK_SCALE = 1e5
+FUEL_UNIT_COST = 0.01
 HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
 SEED_RUNS = Fraction(1, 64)
 ROUNDS_MARGIN = 1e-5  # how much of a cooking run a seed craft makes to start a fuel cycle
@@ -313,6 +313,7 @@ class _Solution:
     fuels: dict[str, dict[str, float]]  # recipe id -> {fuel: runs it fuels}
     slack: dict[str, float]
     objective: float
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -782,15 +783,16 @@ class Planner:
 
     # --- internals: the LP -------------------------------------------------------------------------
     def _burn_cost(self, fuel: str) -> float:
-        """Objective weight of burning one unit of fuel: about 1 per cooking run whatever the fuel
-        (fuel choice should not make a plan look cheaper), slightly more for long-burning fuels, so
-        plans burn sticks and planks before coal, as the default fuel rule of crafting does."""
-        runs_per_unit = 1 / float(self.fuel_units[fuel])
-        return runs_per_unit * (1 + self.rules.fuels.burn_ticks[fuel] / FUEL_TICK_SCALE)
+        """Objective weight of burning one unit of fuel: the cooking runs it fuels, plus a little.
+
+        Every fuel costs about the same per run, so no plan makes detours just to burn more
+        efficiently (crafting logs into planks, or charcoal to smelt with); the little extra per unit
+        prefers dense fuels, so one fuel usually covers a whole plan (fewer craft steps)."""
+        return 1 / float(self.fuel_units[fuel]) + FUEL_UNIT_COST
 
     def _consume_cost(self, item: str) -> float:
-        """Objective weight of consuming one unit: crafted items cost more than raw ones, so plans
-        burn a log rather than first crafting it into planks unless that is needed."""
+        """Objective weight of consuming one unit as an ingredient: crafted items cost more than raw
+        ones, so plans keep what is held and avoid needless intermediate crafts."""
         return 1.0 + min(self.item_levels.get(item, 0), MAX_LEVEL_WEIGHT)
 
     def _build(
@@ -892,6 +894,28 @@ class Planner:
 
         return model
 
+    def _consolidate(self, model: _Model, solution: _Solution) -> _Solution:
+        """Fewer crafts: where the LP mixes several items in one pool (two fuels, two kinds of log),
+        try again with a single one of them, most used first; keep the first that is still feasible."""
+        best = solution
+        upper = list(model.col_upper)
+        for pool in model.pools.values():
+            used = sorted(
+                ((best.x[col] * per, col) for _, col, per in pool.members if best.x[col] > TOL), reverse=True
+            )
+            if len(used) < 2:
+                continue
+            for _, keep in used:
+                trial = list(upper)
+                for _, col, _ in pool.members:
+                    if col != keep:
+                        trial[col] = 0.0
+                found = self._solve(_Model(**{**model.__dict__, "col_upper": trial}), integral=False)
+                if found is not None:
+                    best, upper = found, trial
+                    break
+        return best
+
     def _solve(self, model: _Model, integral: bool) -> _Solution | None:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
@@ -957,7 +981,7 @@ class Planner:
             if recipe.burns_fuel:
                 fuels[recipe.id] = spread(mixes[model.heat_pool[recipe.id]], amount)
         slack = {item: float(x[c]) for item, c in model.slack_col.items() if x[c] > 1e-6}
-        return _Solution(runs, uses, fuels, slack, objective)
+        return _Solution(runs, uses, fuels, slack, objective, x)
 
     # --- internals: from an LP solution to verified craft steps ------------------------------------
     def _find_plan(
@@ -971,6 +995,7 @@ class Planner:
         solution = self._solve(model, integral=False)
         if solution is None:
             return None
+        solution = self._consolidate(model, solution)
         segments = self._exact_segments(hand, need, solution)
         if segments is not None:
             done = self._execute(hand, need, segments)
@@ -1190,64 +1215,38 @@ class Planner:
     def _execute_in_rounds(
         self, hand: Mapping[str, Fraction], need: Mapping[str, int], solution: _Solution
     ) -> tuple[tuple[PlanStep, ...], dict[str, Fraction]] | None:
-        """Execute LP amounts whose support has cycles: repeatedly run each craft as far as the hand
-        allows (a seeded cycle grows geometrically), stopping once the target is held."""
+        """Execute LP amounts whose support has cycles.
+
+        Recipes are grouped into strongly connected components of "feeds" and run producers first;
+        inside a component every craft runs as far as the hand allows, round after round, so a
+        seeded cycle (charcoal smelting logs into charcoal) grows geometrically before anything
+        outside it consumes its output. A final pass mops up, stopping once the target is held."""
         rules = self.rules
-        levels = self.item_levels
-        pending: list[list[Any]] = []
-        for rid in sorted(solution.runs, key=lambda r: (levels.get(rules.recipes[r].result, 0), r)):
+        pending: dict[str, list[list[Any]]] = {}
+        for rid in sorted(solution.runs):
             recipe = rules.recipes[rid]
             runs = Fraction(solution.runs[rid]).limit_denominator(GRID)
             segments = self._split(recipe, _on_grid(runs, up=True), solution, {}, precise=True)
-            for seg in segments or ():
-                pending.append([seg, seg.runs])
-        current = dict(hand)
-        steps: list[PlanStep] = []
-        made_at: dict[str, int] = {}
-        seeding = False
-        for _ in range(MAX_ROUNDS):
-            progress = False
-            for entry in pending:
-                seg, left = entry
-                if left <= 0:
-                    continue
-                fuel = seg.fuel
-                afford = max_runs(rules, current, seg.recipe, seg.choices, fuel)
-                amount = _on_grid(min(left, afford), up=False)
-                if amount <= 0 and fuel is not None and seeding:
-                    # stuck: its fuel is made by this cycle and none is held yet (charcoal to smelt
-                    # logs into charcoal): seed it with a sliver of run on the cheapest other fuel
-                    fuel, amount = self._seed(current, seg, left)
-                    seeding = amount <= 0
-                if amount <= 0:
-                    continue
-                try:
-                    result = craft(rules, current, seg.recipe.id, amount, seg.choices, fuel)
-                except CraftError:
-                    continue
-                current = result.hand
-                entry[1] = left - amount
-                progress = True
-                depth = 1 + max((made_at.get(item, 0) for item in result.consumed), default=0)
-                for item in result.produced:
-                    made_at[item] = max(made_at.get(item, 0), depth)
-                steps.append(
-                    PlanStep(
-                        seg.recipe.id,
-                        amount,
-                        seg.recipe.result,
-                        amount * seg.recipe.count,
-                        dict(seg.choices),
-                        fuel,
-                        depth,
-                    )
-                )
-                if self._holds(current, need):
-                    return tuple(steps), current
-            if not progress:
-                if seeding:
-                    break
-                seeding = True  # one seed craft, only once nothing else can move
+            pending[rid] = [[seg, seg.runs] for seg in segments or ()]
+        feeds: dict[str, set[str]] = {rid: set() for rid in pending}
+        for rid, entries in pending.items():
+            made = {rules.recipes[rid].result}
+            made |= {
+                rules.fuels.remainders[seg.fuel] for seg, _ in entries if seg.fuel in rules.fuels.remainders
+            }
+            for other, other_entries in pending.items():
+                if any(made & self._consumption(seg).keys() for seg, _ in other_entries):
+                    feeds[rid].add(other)
+        comp = _tarjan(sorted(feeds), feeds)  # components complete sinks first
+        groups: dict[int, list[list[Any]]] = {}
+        for rid in sorted(pending):
+            groups.setdefault(comp[rid], []).extend(pending[rid])
+        stages = [groups[c] for c in sorted(groups, reverse=True)]
+        stages.append([entry for group in stages for entry in group])  # mop-up pass over everything
+        run = _RoundsRun(self, dict(hand), need)
+        for stage in stages:
+            if run.rounds(stage):
+                return tuple(run.steps), run.current
         return None
 
     def _seed(
@@ -1270,7 +1269,7 @@ class Planner:
     ) -> tuple[dict[str, int] | None, Plan | None]:
         if available is None:
             anc_items, _ = self.ancestors(need, fuel_leaves=True)
-            obtainable: dict[str, int | None] = dict.fromkeys(self._useful_to_obtain(anc_items))
+            obtainable: dict[str, int | None] = dict.fromkeys(self._useful_to_obtain(anc_items, need))
         else:
             obtainable = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
         model = self._build(hand, need, obtainable, None, 1.0, 0.0, fuel_leaves=available is None)
@@ -1288,14 +1287,14 @@ class Planner:
             return None, None
         return direct, self._verified_with(hand, need, direct)
 
-    def _useful_to_obtain(self, items: Iterable[str]) -> list[str]:
-        """``items`` without the fuels nobody would obtain: a fuel that is no recipe's ingredient is
-        dropped when another such fuel burns at least as long and is at least as raw and versatile."""
+    def _useful_to_obtain(self, items: Iterable[str], need: Mapping[str, int]) -> list[str]:
+        """``items`` without the fuels nobody would obtain: a fuel that is no recipe's ingredient (and
+        not a target) is dropped when another such fuel burns at least as long and ranks as raw."""
         rules = self.rules
         burn = rules.fuels.burn_ticks
         rank = self.obtain_rank
         versatility = self.item_versatility
-        pure = [i for i in items if i in burn and not versatility.get(i, 0)]
+        pure = [i for i in items if i in burn and not versatility.get(i, 0) and i not in need]
         keep = set(items) - set(pure)
         for fuel in pure:
             dominated = any(
@@ -1319,6 +1318,62 @@ class Planner:
         if found is None:
             return None
         return Plan(combined, need, True, found[0], found[1])
+
+
+class _RoundsRun:
+    """The state of one execution in rounds: the hand so far and the steps taken."""
+
+    def __init__(self, planner: Planner, hand: dict[str, Fraction], need: Mapping[str, int]):
+        self.planner = planner
+        self.current = hand
+        self.need = need
+        self.steps: list[PlanStep] = []
+        self.made_at: dict[str, int] = {}
+
+    def rounds(self, entries: list[list[Any]]) -> bool:
+        """Run ``entries`` ([segment, runs left]) round after round; True once the target is held."""
+        rules = self.planner.rules
+        seeding = False
+        for _ in range(MAX_ROUNDS):
+            progress = False
+            for entry in entries:
+                seg, left = entry
+                if left <= 0:
+                    continue
+                fuel = seg.fuel
+                afford = max_runs(rules, self.current, seg.recipe, seg.choices, fuel)
+                amount = _on_grid(min(left, afford), up=False)
+                if amount <= 0 and fuel is not None and seeding:
+                    # stuck: its fuel is made by this cycle and none is held yet (charcoal to smelt
+                    # logs into charcoal): seed it with a sliver of run on the cheapest other fuel
+                    fuel, amount = self.planner._seed(self.current, seg, left)
+                    seeding = amount <= 0
+                if amount <= 0:
+                    continue
+                try:
+                    result = craft(rules, self.current, seg.recipe.id, amount, seg.choices, fuel)
+                except CraftError:
+                    continue
+                self.current = result.hand
+                entry[1] = left - amount
+                progress = True
+                depth = 1 + max((self.made_at.get(item, 0) for item in result.consumed), default=0)
+                for item in result.produced:
+                    self.made_at[item] = max(self.made_at.get(item, 0), depth)
+                made = amount * seg.recipe.count
+                step = PlanStep(
+                    seg.recipe.id, amount, seg.recipe.result, made, dict(seg.choices), fuel, depth
+                )
+                self.steps.append(step)
+                if Planner._holds(self.current, self.need):
+                    return True
+            if all(left <= 0 for _, left in entries):
+                return False
+            if not progress:
+                if seeding:
+                    return False
+                seeding = True  # one seed craft, only once nothing else can move
+        return False
 
 
 _PLANNERS: dict[int, tuple[RuleSet, Planner]] = {}

@@ -256,6 +256,13 @@ def test_minecraft_worked_examples(minecraft: RuleSet) -> None:
     assert_valid(minecraft, stuck.missing_plan)
 
 
+def test_minecraft_missing_prefers_the_fewest_items(minecraft: RuleSet) -> None:
+    planner = planner_for(minecraft)
+    # a crossbow is also a fuel nobody crafts with: obtaining it is still the one-item answer
+    assert planner.missing({}, {"crossbow": 1}) == {"crossbow": 1}
+    assert planner.missing({"oak_planks": 1}, {"torch": 1}) == {"coal": 1}
+
+
 def test_minecraft_missing_from_others(minecraft: RuleSet) -> None:
     planner = planner_for(minecraft)
     others = {"iron_ingot": 2, "coal": 3, "dirt": 5}
