@@ -2,19 +2,25 @@
 
 Crafting with rational run amounts makes "can this hand craft that target" a linear feasibility
 problem (DESIGN.md §6). Variables are the run amounts of the recipes that can matter (the target's
-ancestor sub-graph, restricted to recipes the hand can ever fire), plus conversion variables that say
-which option fills a tag/alternative ingredient and which fuel burns for a cooking run. For every item:
-``hand + produced - consumed >= target need``. scipy's HiGHS solves it.
+ancestor sub-graph, cached per target, restricted to the recipes the hand can ever fire) and
+conversion variables: which option fills a tag/alternative ingredient (one *pool* per option set) and
+which fuel burns for cooking runs (one *pool* of fuel; burning happens only for a cooking run, and
+returns remainders such as the bucket of a lava bucket). For every item:
+``hand + produced - consumed >= target need``. scipy's HiGHS solves it over sparse matrices. The
+objective keeps plans plain: consuming crafted items costs more than raw ones, fuel costs the same per
+run whatever it is, and where the LP mixes items in a pool a second solve tries a single one.
 
-The LP is only a relaxation, so a plan is called feasible only after it has been *executed*: the LP
-solution is turned into exact Fractions, ordered so every craft uses only what is held at that moment,
-and run step by step with :func:`craft_rules.crafting.craft`.
+The LP is a relaxation, so a plan is called feasible only after it has been *executed*: the LP
+solution becomes exact Fractions, sized from the target down (producers before consumers), and runs
+step by step through :func:`craft_rules.crafting.craft`. A used sub-graph with cycles (charcoal burnt
+to smelt logs into charcoal) runs component by component in rounds instead, seeding a cycle with a
+sliver of run on another fuel when it has nothing to start from.
 
-Missing items are found with integer slack variables (a small MILP): the fewest whole items to obtain
-from others, preferring raw materials (items few crafting levels above base items) on ties; the result
-is verified the same way.
+Missing items come from integer slack variables (a small MILP): the fewest whole items to obtain
+(from ``available`` if given), then raw materials (:attr:`Planner.obtain_rank`), then the simplest
+plan, then versatile items; the answer is verified the same way.
 
-One :class:`Planner` per rule set (:func:`planner_for`) caches the indexes and per-target sub-graphs.
+One :class:`Planner` per rule set (:func:`planner_for`) holds the indexes and caches.
 """
 
 from __future__ import annotations
@@ -1377,14 +1383,16 @@ class _RoundsRun:
 
 
 _PLANNERS: dict[int, tuple[RuleSet, Planner]] = {}
+_PLANNERS_LOCK = threading.Lock()
 
 
 def planner_for(rules: RuleSet) -> Planner:
     """The cached :class:`Planner` of a rule set (rule sets are immutable once loaded)."""
-    entry = _PLANNERS.get(id(rules))
-    if entry is None or entry[0] is not rules:
-        if len(_PLANNERS) >= 32:
-            _PLANNERS.pop(next(iter(_PLANNERS)))
-        entry = (rules, Planner(rules))
-        _PLANNERS[id(rules)] = entry
-    return entry[1]
+    with _PLANNERS_LOCK:
+        entry = _PLANNERS.get(id(rules))
+        if entry is None or entry[0] is not rules:
+            if len(_PLANNERS) >= 32:
+                _PLANNERS.pop(next(iter(_PLANNERS)))
+            entry = (rules, Planner(rules))
+            _PLANNERS[id(rules)] = entry
+        return entry[1]

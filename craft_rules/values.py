@@ -20,6 +20,7 @@ When the pool cannot craft the target at all, it is first completed with the pla
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,12 +106,14 @@ def value_report(
     pool = {rules.canonical(k): v for k, v in pool_hands(hands).items()}
     key = (frozenset(need.items()), frozenset(pool.items()))
     cache = _cache_of(planner)
-    found = cache.get(key)
+    with _CACHE_LOCK:
+        found = cache.get(key)
     if found is None:
         found = _compute(planner, need, pool)
-        if len(cache) >= CACHE_SIZE:
-            cache.pop(next(iter(cache)))
-        cache[key] = found
+        with _CACHE_LOCK:
+            if len(cache) >= CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+            cache[key] = found
     return found
 
 
@@ -124,14 +127,16 @@ def reference_values(
 
 
 _CACHES: dict[int, tuple[Planner, dict[Any, ValueReport]]] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def _cache_of(planner: Planner) -> dict[Any, ValueReport]:
-    entry = _CACHES.get(id(planner))
-    if entry is None or entry[0] is not planner:
-        entry = (planner, {})
-        _CACHES[id(planner)] = entry
-    return entry[1]
+    with _CACHE_LOCK:
+        entry = _CACHES.get(id(planner))
+        if entry is None or entry[0] is not planner:
+            entry = (planner, {})
+            _CACHES[id(planner)] = entry
+        return entry[1]
 
 
 def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> ValueReport:
