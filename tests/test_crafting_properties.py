@@ -45,7 +45,14 @@ def minecraft() -> RuleSet:
     return load_rule_set("minecraft")
 
 
-@pytest.fixture(scope="module", params=["mini", "minecraft"])
+@pytest.fixture(scope="module")
+def alchemy() -> RuleSet:
+    if "alchemy" not in rule_set_dirs():
+        pytest.skip("the alchemy rule set is not installed")
+    return load_rule_set("alchemy")
+
+
+@pytest.fixture(scope="module", params=["mini", "minecraft", "alchemy"])
 def rules(request: pytest.FixtureRequest) -> RuleSet:
     return request.getfixturevalue(request.param)
 

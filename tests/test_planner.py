@@ -271,6 +271,29 @@ def test_minecraft_missing_from_others(minecraft: RuleSet) -> None:
     assert planner.missing({"stick": 2}, {"iron_pickaxe": 1}, others) == {"iron_ingot": 3}
 
 
+# --- the shipped alchemy rule set ---------------------------------------------------------------------------
+
+
+def test_alchemy_chain_from_the_four_elements() -> None:
+    if "alchemy" not in rule_set_dirs():
+        pytest.skip("the alchemy rule set is not installed")
+    rules = load_rule_set("alchemy")
+    planner = planner_for(rules)
+    elements = {item: 4 for item in rules.starting_items}
+    for item in sorted(rules.recipes_by_result)[:40]:
+        plan = planner.plan(elements, {item: 1}, find_missing=False)
+        if plan.craftable:
+            assert_valid(rules, plan)
+            assert plan.depth >= 1
+    one_each = {item: 1 for item in rules.starting_items}
+    plan = planner.plan(one_each, {"steam": 1})
+    assert_valid(rules, plan)
+    assert (plan.depth, plan.craft_steps) == (1, 1)
+    # two fires make heat only if two are held: one fire short
+    stuck = planner.plan({"fire": 1, "air": 1}, {"heat": 1}, available={"fire": 3})
+    assert not stuck.craftable and stuck.missing == {"fire": 1}
+
+
 # --- the command line --------------------------------------------------------------------------------------
 
 
