@@ -8,11 +8,13 @@ full minecraft rule set):
 - loading the rule set cold (parsing every JSON file, no cache), cached from the on-disk pickle in a
   fresh subprocess (as a new worker would), and cached in-process (the second call);
 - possible crafts from a hand of 5-10 items;
-- a plan (is the target craftable within one phase, and one exact verified craft sequence);
+- a plan (is the target craftable within one phase, and one exact verified craft sequence), over all
+  drawn cases and over those where the target turns out craftable (the LP and exact execution run);
 - a plan that, when the target is not craftable, also finds the fewest items to obtain from another
   player's hand (``available``), as the bots and task validation ask it;
 - the fewest items to obtain when any item may be obtained (``available=None``);
-- reference values of the items in two public hands;
+- reference values of the items in two random public hands, and for every player of the shipped task
+  instances (all hands pooled: what a game computes each turn);
 - generating + validating 40 task instances (when craft_rules.taskgen is installed).
 
 Hands and targets are drawn with a fixed seed: a target is any item some recipe makes; a hand holds 5-10
@@ -89,6 +91,20 @@ def summary(times_ms: Sequence[float]) -> dict[str, float]:
     }
 
 
+def shipped_value_cases(ruleset: str) -> list[Case]:
+    """(pooled hands, target, {}) for every player of every shipped task instance of the rule set."""
+    from craft_rules.tasks import iter_instances
+
+    cases: list[Case] = []
+    for instance in iter_instances(ruleset):
+        pool: dict[str, int] = {}
+        for hand in instance.hands:
+            for item, count in hand.items():
+                pool[item] = pool.get(item, 0) + count
+        cases.extend((pool, dict(target), {}) for target in instance.targets)
+    return cases
+
+
 def load_figures(name: str) -> dict[str, Any]:
     start = time.perf_counter()
     load_rule_set(name, use_cache=False)
@@ -157,17 +173,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for hand, target, _ in cases[:20]:  # warm the per-target caches the way a running game would
         planner.plan(hand, target, find_missing=False)
 
-    outcomes = {"craftable": 0}
+    craftable_times: list[float] = []
 
     def plan_only(case: Case) -> None:
+        start = time.perf_counter()
         plan = planner.plan(case[0], case[1], find_missing=False)
-        outcomes["craftable"] += plan.craftable
+        if plan.craftable:
+            craftable_times.append((time.perf_counter() - start) * 1000)
 
     figures["possible_crafts"] = summary(
         timed("possible crafts", cases, lambda c: planner.possible_crafts(c[0]))
     )
     figures["plan"] = summary(timed("plan", cases, plan_only))
-    figures["plan_craftable_share"] = round(outcomes["craftable"] / len(cases), 3)
+    figures["plan_craftable_share"] = round(len(craftable_times) / len(cases), 3)
+    figures["plan_when_craftable"] = summary(craftable_times or [0.0])
     figures["plan_with_missing_from_other_hand"] = summary(
         timed("plan + missing (other hand)", cases, lambda c: planner.plan(c[0], c[1], available=c[2]))
     )
@@ -178,6 +197,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures["reference_values_two_hands"] = summary(
         timed("reference values", value_cases, lambda c: reference_values(rules, c[1], [c[0], c[2]]))
     )
+    instance_cases = shipped_value_cases(args.ruleset)
+    if instance_cases:
+
+        def values_of(case: Case) -> object:
+            return reference_values(rules, case[1], [case[0]])
+
+        figures["reference_values_shipped_instances"] = summary(
+            timed("reference values (instances)", instance_cases, values_of)
+        )
     if not args.skip_taskgen:
         figures["taskgen_40_instances"] = taskgen_figures(rules, args.seed)
 
@@ -194,11 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [
         ("possible crafts (target <= 1 ms)", "possible_crafts"),
         ("plan (target <= 10 ms)", "plan"),
+        ("  of which craftable targets", "plan_when_craftable"),
         ("plan + missing from other hand", "plan_with_missing_from_other_hand"),
         ("missing, any item obtainable", "missing_any_item"),
         ("reference values, two hands", "reference_values_two_hands"),
+        ("reference values, task instances", "reference_values_shipped_instances"),
     ]
     for label, key in rows:
+        if key not in figures:
+            continue
         row = figures[key]
         print(f"  {label:<34}{row['median_ms']:>9.3f} {row['p99_ms']:>9.3f} {row['max_ms']:>9.3f}")
     print(f"  share of drawn targets craftable from the hand: {figures['plan_craftable_share']:.1%}")
