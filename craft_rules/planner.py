@@ -617,7 +617,7 @@ class Planner:
     # --- in-phase queries --------------------------------------------------------------------------
     def possible_crafts(self, hand: Mapping[str, Fraction | int]) -> list[PossibleCraft]:
         """Every recipe the hand can run now, with its largest run amount (:func:`max_runs`)."""
-        held = {item: Fraction(q) for item, q in hand.items() if q > 0}
+        held = {self.rules.canonical(item): Fraction(q) for item, q in hand.items() if q > 0}
         filled: dict[str, set[int]] = {}
         for item in held:
             for rid, slot in self._slots_of_item.get(item, ()):

@@ -201,6 +201,11 @@ def test_possible_crafts_lists_runnable_recipes_with_max_runs(mini: RuleSet) -> 
     assert Planner(mini).possible_crafts({}) == []
 
 
+def test_possible_crafts_accept_prefixed_names(minecraft: RuleSet) -> None:
+    crafts = planner_for(minecraft).possible_crafts({"minecraft:oak_planks": 2})
+    assert "stick" in {c.recipe_id for c in crafts}
+
+
 def test_item_info(mini: RuleSet) -> None:
     planner = Planner(mini)
     coal = planner.item_info("coal")
