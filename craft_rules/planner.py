@@ -379,6 +379,9 @@ def _tarjan(nodes: Iterable[str], edges: Mapping[str, set[str]]) -> dict[str, in
 
 
 _STDOUT_LOCK = threading.Lock()
+# Swapping descriptor 1 also swallows what other threads print meanwhile, so only command-line use
+# (where --json output must stay clean) turns it on; a server leaves the stray line in its log.
+SILENCE_SOLVER_STDOUT = False
 
 
 @contextmanager
@@ -388,6 +391,9 @@ def _quiet_stdout() -> Iterator[None]:
     Some HiGHS builds print a stray debug line to C stdout from the MIP solver
     (ERGO-Code/HiGHS#2783); it must never corrupt `--json` output or a terminal. The planner itself
     prints nothing, and the window is one small solve."""
+    if not SILENCE_SOLVER_STDOUT:
+        yield
+        return
     with _STDOUT_LOCK:
         try:
             saved = os.dup(1)

@@ -317,6 +317,8 @@ def generate_instances(
                 hands=tuple(hands),
                 targets=tuple({t: 1} for t in targets),
             )
+            if any(t in hand for t in targets for hand in hands):
+                continue  # a target dealt as is makes a trivial game
             report = assess_instance(rules, instance, planner)
             if report.valid:
                 seen.add(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from agents.cli import play_command
+from craft_rules import planner
 from craft_rules.cli import craft_group, rules_group
 from craft_rules.tasks_cli import tasks_group
 from server.admin import admin_group
@@ -15,6 +16,7 @@ from server.export import export_command
 @click.version_option(package_name="tradecraft")
 def main() -> None:
     """TradeCraft: a trade-and-craft game and research platform."""
+    planner.SILENCE_SOLVER_STDOUT = True  # keep --json output parseable (see craft_rules.planner)
 
 
 main.add_command(rules_group)
