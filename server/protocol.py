@@ -275,7 +275,12 @@ class SocketProtocol:
         principal = require_principal(conn.principal)
         envelope, action = split_action(data, action_type)
         response = self.services.rooms.act(
-            envelope["game_id"], principal, action, envelope["seat"], envelope["client_action_id"]
+            envelope["game_id"],
+            principal,
+            action,
+            envelope["seat"],
+            envelope["client_action_id"],
+            origin=request.sid,  # type: ignore[attr-defined]
         )
         return {k: v for k, v in response.items() if k != "ok"}
 

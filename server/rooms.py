@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 LOBBY_ROOM = "lobby"
 APPLY_ATTEMPTS = 3
-Push = Callable[[str, dict[str, Any], str], None]
+#: push(event, payload, room, skip_sid): emit to a Socket.IO room, optionally not to one connection
+Push = Callable[[str, dict[str, Any], str, str | None], None]
 
 
 def seat_room(game_id: str, seat: int) -> str:
@@ -160,6 +161,9 @@ class LiveGame:
     online: dict[int, int] = field(default_factory=dict)  # seat -> open connections in this process
     bot_failures: dict[int, int] = field(default_factory=dict)
     deadline: float | None = None
+    # seat (None = spectator) -> (last_seq, view): a view is a pure function of the log, so each change
+    # computes each seat's view at most once for the ack and every push
+    views: dict[int | None, tuple[int, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
@@ -201,6 +205,7 @@ class Rooms:
         bots: BotRegistry,
         push: Push,
         clock: Callable[[], float] = time.time,
+        has_listeners: Callable[[str], bool] = lambda room: True,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -208,6 +213,8 @@ class Rooms:
         self.bots = bots
         self.push = push
         self.clock = clock
+        # whether anyone may be listening in a room: pushes to empty rooms are skipped (saves their views)
+        self.has_listeners = has_listeners
         self._games: dict[str, LiveGame] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._registry_lock = threading.Lock()
@@ -262,6 +269,7 @@ class Rooms:
         else:
             live.game = None
         live.records = list(records)
+        live.views.clear()  # a replay may rebuild a different history than the cached views saw
 
     def catch_up(self, live: LiveGame) -> bool:
         """Bring the in-memory game up to the store's log; True if anything changed."""
@@ -406,8 +414,11 @@ class Rooms:
         action: Any,
         seat: Any = None,
         client_action_id: Any = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
-        """Apply a player's action: the ack ``{"ok": True, "view": ..., ...}``, or a typed error is raised."""
+        """Apply a player's action: the ack ``{"ok": True, "view": ..., "events": ...}``, or a typed error
+        is raised. The ack carries the new events the seat may see, so the acting connection (``origin``, a
+        Socket.IO sid) is left out of its seat's push; the seat's other connections still get it."""
         live = self.get(game_id)
         if client_action_id is not None and (
             not isinstance(client_action_id, str) or not 0 < len(client_action_id) <= 128
@@ -434,10 +445,12 @@ class Rooms:
                     events, records = self._commit(live, seat_no, parsed)
                 except SequenceConflict:
                     continue
-                response = {"ok": True, **self.envelope(live, seat_no)}
+                self._settle(live, events)
+                visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat_no)]
+                response = {"ok": True, **self.envelope(live, seat_no), "events": visible}
                 if idempotency_key:
                     self.store.remember_action(live.game_id, idempotency_key, response)
-                self._after_change(live, events, records)
+                self._publish(live, events, records, skip=(seat_no, origin))
                 return response
         raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
 
@@ -459,9 +472,11 @@ class Rooms:
             live.changed.notify_all()
 
     def _check_can_act(self, live: LiveGame, seat: int) -> None:
-        stored = self.store.get_game(live.game_id)  # an abort in another worker shows only here
-        if stored is not None and stored.get("status") == "aborted":
-            live.meta.update(stored)
+        if self.settings.socketio.message_queue:  # another worker may have aborted it: ask the store
+            stored = self.store.get_game(live.game_id)
+            if stored is not None:
+                live.meta["status"] = stored.get("status", live.status)
+        if live.status == "aborted":
             raise ServerError(
                 "game_over", "An admin aborted this game; it accepts no more actions.", status=409
             )
@@ -516,13 +531,27 @@ class Rooms:
 
     # --------------------------------------------------------------------------------- after a change
     def _after_change(self, live: LiveGame, events: list[Event], records: list[dict[str, Any]]) -> None:
-        game = live.game
-        assert game is not None
+        self._settle(live, events)
+        self._publish(live, events, records)
+
+    def _settle(self, live: LiveGame, events: list[Event]) -> None:
+        """Bookkeeping after a change: status, idle seats handed to bots, deadline and bot timers."""
         self._sync_status(live)
         self._hand_idle_seats_to_bots(live, events)
         self._schedule(live)
+
+    def _publish(
+        self,
+        live: LiveGame,
+        events: list[Event],
+        records: list[dict[str, Any]],
+        skip: tuple[int, str | None] = (-1, None),
+    ) -> None:
+        """Push the change to every seat and the spectators; wake long-polling readers."""
+        game = live.game
+        assert game is not None
         if events:
-            self._push_events(live, events, records)
+            self._push_events(live, events, records, skip)
         live.changed.notify_all()
         if game.finished:
             self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
@@ -531,10 +560,6 @@ class Rooms:
 
     def envelope(self, live: LiveGame, seat: int | None) -> dict[str, Any]:
         """What a seat (or a spectator, seat None) is told about the game now."""
-        game = live.game
-        view: dict[str, Any] | None = None
-        if game is not None:
-            view = player_view(game, seat) if seat is not None else spectator_view(game)
         return {
             "game_id": live.game_id,
             "hall": live.meta.get("hall"),
@@ -543,31 +568,47 @@ class Rooms:
             "seq": live.last_seq,
             "deadline": live.deadline,
             "seats": live.public_seats(),
-            "view": view,
+            "view": self._view(live, seat),
         }
 
-    def _push_events(self, live: LiveGame, events: list[Event], records: list[dict[str, Any]]) -> None:
-        for seat in range(len(live.seats)):
+    def _view(self, live: LiveGame, seat: int | None) -> dict[str, Any] | None:
+        if live.game is None:
+            return None
+        cached = live.views.get(seat)
+        if cached is not None and cached[0] == live.last_seq:
+            return cached[1]
+        view = player_view(live.game, seat) if seat is not None else spectator_view(live.game)
+        live.views[seat] = (live.last_seq, view)
+        return view
+
+    def _push_events(
+        self,
+        live: LiveGame,
+        events: list[Event],
+        records: list[dict[str, Any]],
+        skip: tuple[int, str | None],
+    ) -> None:
+        for seat in [*range(len(live.seats)), None]:
+            room = seat_room(live.game_id, seat) if seat is not None else spectator_room(live.game_id)
+            if not self.has_listeners(room):
+                continue
             visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat)]
             if visible:
-                self.push(
-                    "update", {**self.envelope(live, seat), "events": visible}, seat_room(live.game_id, seat)
-                )
-        public = [r for e, r in zip(events, records, strict=True) if visible_to(e, None)]
-        if public:
-            self.push("update", {**self.envelope(live, None), "events": public}, spectator_room(live.game_id))
+                skip_sid = skip[1] if seat == skip[0] else None
+                self.push("update", {**self.envelope(live, seat), "events": visible}, room, skip_sid)
 
     def _push_seats(self, live: LiveGame) -> None:
         payload = {"game_id": live.game_id, "status": live.status, "seats": live.public_seats()}
         for seat in range(len(live.seats)):
-            self.push("seats", payload, seat_room(live.game_id, seat))
-        self.push("seats", payload, spectator_room(live.game_id))
+            self.push("seats", payload, seat_room(live.game_id, seat), None)
+        self.push("seats", payload, spectator_room(live.game_id), None)
 
     def _lobby_changed(self, live: LiveGame) -> None:
         self.push(
             "lobby",
             {"game_id": live.game_id, "status": live.status, "hall": live.meta.get("hall")},
             LOBBY_ROOM,
+            None,
         )
 
     # ------------------------------------------------------------------------------- deadlines, bots
@@ -774,8 +815,8 @@ class Rooms:
             holder = live.seats[seat]
             payload = {"game_id": game_id, "seat": seat, "name": holder.name, "online": now_online}
         for other in range(len(live.seats)):
-            self.push("presence", payload, seat_room(game_id, other))
-        self.push("presence", payload, spectator_room(game_id))
+            self.push("presence", payload, seat_room(game_id, other), None)
+        self.push("presence", payload, spectator_room(game_id), None)
 
     def close(self) -> None:
         self.scheduler.close()

@@ -113,6 +113,7 @@ def write_config(
     database_uri: str | None = None,
     admin_password: str | None = "test-admin-password",
     deadline: float | None = None,
+    bot_delay: float = 0.0,
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     instances_root = write_instances(folder / "instances")
@@ -121,7 +122,7 @@ def write_config(
         "database": {"uri": database_uri},
         "security": {"admin_password": admin_password},
         "socketio": {"message_queue": message_queue, "channel": channel},
-        "bots": {"move_delay_seconds": 0.0},
+        "bots": {"move_delay_seconds": bot_delay},
         "halls": hall_settings(instances_root, deadline),
     }
     path = folder / "settings.yaml"
@@ -236,7 +237,10 @@ class Client:
         return self.sio.call(event, data, timeout=timeout)
 
     def act(self, game_id: str, action_type: str, **fields: Any) -> dict[str, Any]:
-        return self.call(action_type, {"game_id": game_id, **fields})
+        """Send one action; its ack (with the new events this seat may see) is recorded like a push."""
+        ack = self.call(action_type, {"game_id": game_id, **fields})
+        self._record("ack", ack)
+        return ack
 
     def drop(self) -> None:
         """Disconnect without waiting: websocket-client blocks up to 3 s for the server's close frame after
@@ -273,16 +277,20 @@ class Client:
         """Wait for an ``update`` push of ``game_id`` reaching ``seq``; returns the latest such push."""
 
         def reached() -> bool:
-            return any(
-                u["game_id"] == game_id and u["seq"] >= seq for name, u in self.received if name == "update"
-            )
+            return any(u.get("game_id") == game_id and u["seq"] >= seq for u in self._updates())
 
         self.wait_for(reached, timeout, f"update of {game_id} to seq {seq}")
-        return [u for u in self.messages("update") if u["game_id"] == game_id][-1]
+        return [u for u in self._updates() if u.get("game_id") == game_id][-1]
+
+    def _updates(self) -> list[dict[str, Any]]:
+        """Pushed updates and the acks of this client's own actions (which carry its new events)."""
+        return [
+            data for name, data in self.received if name == "update" or (name == "ack" and data.get("ok"))
+        ]
 
     def pushed_events(self, game_id: str) -> list[dict[str, Any]]:
-        """Every event pushed for ``game_id``, in arrival order."""
-        return [e for u in self.messages("update") if u["game_id"] == game_id for e in u["events"]]
+        """Every event that reached this client for ``game_id`` (pushes and own acks), in arrival order."""
+        return [e for u in self._updates() if u.get("game_id") == game_id for e in u["events"]]
 
 
 def play_duel(game_id: str, p0: Client, p1: Client) -> dict[str, Any]:

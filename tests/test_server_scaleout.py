@@ -1,0 +1,113 @@
+"""Scale-out: two server processes share one SQLite file and one Redis message queue.
+
+The two players of a game are connected to different processes; both see every push, and concurrent actions
+through both processes never fork the game (the store's unique sequence numbers + catch-up/replay on
+conflict)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from e2e_helpers import DUEL_TRADE, Client, ServerProcess, write_config
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"needs a Redis server at {REDIS_URL} for the message queue ({exc})")
+    folder = tmp_path_factory.mktemp("scaleout")
+    config = write_config(folder, message_queue=REDIS_URL, channel=f"tc-test-{uuid.uuid4().hex}")
+    first = ServerProcess(config).start()  # creates the database and the shared secret key
+    second = ServerProcess(config).start()
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+def test_players_on_different_processes_play_a_full_game(
+    two_servers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = two_servers
+    p0 = Client(a.url, "on-a").connect()
+    p1 = Client(b.url, "on-b").connect()
+    watcher = Client(b.url).connect()
+    try:
+        game_id = p0.call("create_game", {"hall": "duel", "join": True})["game"]["game_id"]
+        assert p0.call("join", {"game_id": game_id})["seat"] == 0
+        joined = p1.call("join", {"game_id": game_id})  # process B loads the game from the store
+        assert joined["ok"] and joined["seat"] == 1 and joined["status"] == "running"
+        watched = watcher.call("watch", {"game_id": game_id})
+        assert watched["ok"] and [e["seq"] for e in watched["events"]] == [0, 1]
+        p0.wait_seq(game_id, joined["seq"])  # the start, done by B, reached A's client through Redis
+
+        assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]  # on A
+        assert p1.act(game_id, "decide", accept=True)["ok"]  # on B: catches up first
+
+        # both craft at once through different processes: races on the next sequence number
+        errors: list[object] = []
+
+        def crafts(client: Client, actions: list[dict[str, object]]) -> None:
+            for action in actions:
+                ack = client.act(game_id, "craft", **action)
+                if not ack["ok"]:
+                    errors.append(ack)
+
+        seat0 = [{"recipe": "stick", "runs": "1/20"}] * 10 + [{"recipe": "torch", "runs": "1/4"}]
+        seat1 = [{"recipe": "shears", "runs": "1/2"}] * 2
+        threads = [threading.Thread(target=crafts, args=args) for args in ((p0, seat0), (p1, seat1))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert not errors, errors
+        assert p1.act(game_id, "finish_crafting")["ok"]
+        last = p0.act(game_id, "finish_crafting")
+        assert last["ok"] and last["status"] == "finished" and last["view"]["winners"] == [0, 1]
+
+        # the log did not fork: one contiguous sequence, the same through both processes
+        via_a = p0.call("events", {"game_id": game_id})["events"]
+        via_b = Client(b.url)
+        try:
+            status, body = via_b.rest(
+                "GET", f"/api/admin/games/{game_id}", auth=("admin", "test-admin-password")
+            )
+        finally:
+            via_b.close()
+        assert status == 200 and body["seq"] == last["seq"]
+        assert body["view"]["log_digest"]
+        crafted = [e for e in via_a if e["type"] == "crafted"]
+        assert len(crafted) == len(seat0)  # seat 0 sees its own crafts only
+        for client, seat in ((p0, 0), (p1, 1), (watcher, None)):
+            client.wait_seq(game_id, last["seq"])
+            pushed = [e["seq"] for e in client.pushed_events(game_id)]
+            history = client.call(
+                "events", {"game_id": game_id, "after_seq": watched["seq"] if seat is None else -1}
+            )
+            assert pushed == [e["seq"] for e in history["events"]], seat  # every push arrived, once, in order
+        all_seqs = sorted({e["seq"] for c in (p0, p1) for e in c.pushed_events(game_id)})
+        assert all_seqs == list(range(last["seq"] + 1))
+    finally:
+        for client in (p0, p1, watcher):
+            client.close()
+
+
+def test_shared_secret_key_lets_a_login_on_one_process_act_on_the_other(
+    two_servers: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = two_servers
+    person = Client(a.url, "cookie-traveller")
+    try:
+        person.url = b.url  # same cookie, other process
+        status, body = person.rest("GET", "/api/me")
+        assert status == 200 and body["user"]["name"] == "cookie-traveller"
+    finally:
+        person.close()
