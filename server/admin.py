@@ -141,16 +141,22 @@ def admin_blueprint(services: Services) -> Blueprint:
 
     @admin.get("/games/<game_id>/export")
     def export_game(game_id: str) -> Response:
+        """Researcher JSONL of one game, or with ``?seat=N`` the participant-safe export of that seat."""
         from server import export
 
-        services.rooms.get(game_id)  # unknown_game before streaming starts
         seat = request.args.get("seat")
-        if seat is not None:
-            lines = export.export_participant(services.store, game_id, int(seat))
-            filename = f"{game_id}-seat{seat}.jsonl"
-        else:
-            lines = export.export_game_jsonl(services.store, game_id)
-            filename = f"{game_id}.jsonl"
+        try:
+            if seat is not None:
+                if not seat.isdigit():
+                    raise ServerError("invalid_request", "seat must be a seat number such as 0 or 1.")
+                lines = export.export_participant(services.store, game_id, int(seat))
+                filename = f"{game_id}-seat{seat}.jsonl"
+            else:
+                lines = export.export_game_jsonl(services.store, game_id)
+                filename = f"{game_id}.jsonl"
+        except export.ExportError as err:  # raised before anything is streamed
+            status = 404 if err.code in ("unknown_game", "unknown_seat") else 409
+            raise ServerError(err.code, err.message, err.details, status=status) from None
         return Response(
             stream_with_context(_lines(lines)),
             mimetype="application/x-ndjson",
@@ -165,7 +171,10 @@ def admin_blueprint(services: Services) -> Blueprint:
         if not game_ids:
             status = request.args.get("status") or None
             game_ids = [g["game_id"] for g in services.store.list_games(status=status, limit=1_000_000)]
-        tables = export.export_csv_tables(services.store, game_ids)
+        try:
+            tables = export.export_csv_tables(services.store, game_ids)
+        except export.ExportError as err:
+            raise ServerError(err.code, err.message, err.details, status=404) from None
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, text in tables.items():

@@ -298,7 +298,11 @@ class Lobby:
                 )
             candidates = [seats[seat]]
         else:
-            candidates = [s for s in seats if not s.taken and s.accepts in ("open", principal.kind)]
+            # seats reserved for the caller's kind first, so an agent does not take a person's open seat
+            candidates = sorted(
+                (s for s in seats if not s.taken and s.accepts in ("open", principal.kind)),
+                key=lambda s: s.accepts != principal.kind,
+            )
         holder = json.dumps({"user_id": principal.id, "name": principal.name, "kind": principal.kind})
         for candidate in candidates:
             if candidate.accepts not in ("open", principal.kind):
