@@ -69,9 +69,12 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "seat_kind": "that seat is reserved for another kind of player",
     "not_your_seat": "you hold no seat, or not that seat, in this game",
     "seat_required": "you hold several seats in this game: say which one acts",
+    "seat_taken_over": "the seat was idle too long and a built-in bot plays it for the rest of the game",
     "spectator": "spectators can watch but not act",
     "not_started": "the game is still waiting for players",
     "conflict": "the game changed under a concurrent request; retry",
+    "unknown_seat": "(admin export) no such seat in the game",
+    "replay_failed": "(admin export) the stored log cannot be replayed, so no participant view exists",
     "internal_error": "the server failed; the error is logged and nothing changed",
 }
 

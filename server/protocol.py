@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, jsonify, request, session
 from flask_socketio import SocketIO, join_room, leave_room
+from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefused
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from server.auth import (
@@ -186,7 +187,8 @@ class SocketProtocol:
             principal = resolve_principal(self.services.store, request.headers, session, auth)
         except ServerError as err:
             log.info("refused a Socket.IO connection: %s", err.code)
-            raise ConnectionRefusedError(err.to_dict()) from None
+            # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
+            raise SocketIOConnectionRefused(err.message, err.to_dict()) from None
         with self._lock:
             self.connections[request.sid] = Connection(principal)  # type: ignore[attr-defined]
         return True

@@ -271,7 +271,7 @@ class Client:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise AssertionError(f"timed out waiting for {what}; received {self.received[-5:]}")
-                self._cond.wait(remaining)
+                self._cond.wait(min(remaining, 0.05))  # also polls state that changes without a message
 
     def wait_seq(self, game_id: str, seq: int, timeout: float = 10) -> dict[str, Any]:
         """Wait for an ``update`` push of ``game_id`` reaching ``seq``; returns the latest such push."""

@@ -6,10 +6,12 @@ client receives is captured and, where it matters, scanned for private informati
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -498,3 +500,97 @@ def test_lobby_lists_games_without_private_data(server: ServerProcess, clients: 
     )
     bad = looker.call("create_game", {"hall": "no-such-hall"})
     assert not bad["ok"] and bad["error"]["code"] == "unknown_hall"
+
+
+# ------------------------------------------------------------------------------- tokens, limits, docs
+def test_agent_token_over_socketio_and_reconnect(server: ServerProcess, clients: list[Client]) -> None:
+    admin = Client(server.url)
+    clients.append(admin)
+    token = admin.rest("POST", "/api/admin/tokens", {"name": "sock-agent"}, auth=ADMIN)[1]["token"]
+    agent = new_client(server, clients, token=token)
+    assert agent.call("whoami")["user"]["kind"] == "agent"
+    person = new_client(server, clients, "person")
+    game_id = person.call("create_game", {"hall": "duel", "seats": ["open", "agent"], "join": True})["game"][
+        "game_id"
+    ]
+    assert person.call("join", {"game_id": game_id})["seat"] == 0
+    assert agent.call("join", {"game_id": game_id})["seat"] == 1
+    assert person.act(game_id, "propose", **DUEL_TRADE)["ok"]
+    agent.reconnect()  # same token, new connection: the seat comes back
+    rejoined = agent.call("join", {"game_id": game_id})
+    assert rejoined["seat"] == 1 and rejoined["view"]["pending_proposal"]["message"] == DUEL_TRADE["message"]
+    assert agent.act(game_id, "decide", accept=True)["ok"]
+
+    import socketio
+
+    refused = socketio.Client(reconnection=False)
+    reasons: list[Any] = []
+    refused.on("connect_error", reasons.append)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        refused.connect(
+            server.url, auth={"token": "tc_not-a-token"}, transports=["websocket"], wait_timeout=5
+        )
+    assert reasons and reasons[0]["data"]["code"] == "invalid_token"
+    assert "tc_not-a-token" not in json.dumps(reasons)
+
+
+def test_oversized_message_is_dropped_and_the_server_carries_on(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    import requests
+
+    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+    before = snapshot(p1, game_id)
+    with contextlib.suppress(Exception):  # the client may notice the closed connection itself
+        p0.sio.emit("propose", {"game_id": game_id, **DUEL_TRADE, "message": "z" * 2_000_000})
+    p0.wait_for(lambda: not p0.sio.connected, timeout=10, what="the server to drop the connection")
+    assert requests.get(server.url + "/healthz", timeout=5).status_code == 200
+    after = snapshot(p1, game_id)
+    assert (after["seq"], after["view"]) == (before["seq"], before["view"])  # only presence changed
+    p0.reconnect()
+    assert p0.call("join", {"game_id": game_id})["seat"] == 0
+    assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]
+
+
+def test_documented_example_client_plays_a_whole_game(server: ServerProcess) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "docs" / "examples" / "play_over_socketio.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--url", server.url, "--name", "docs-example"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "game over after turn" in done.stdout
+
+
+def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerProcess) -> None:
+    from server.auth import SERVER_ERROR_CODES
+    from server.game.actions import ACTION_MODELS
+    from server.game.errors import ERROR_CODES
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text(encoding="utf-8")
+    for action_type, model in ACTION_MODELS.items():
+        assert f"`{action_type}`" in doc, action_type
+        for field in model.model_fields:
+            assert f"`{field}`" in doc, (action_type, field)
+    for code in [*ERROR_CODES, *SERVER_ERROR_CODES]:
+        assert f"| `{code}` |" in doc, code
+    for event in (
+        "whoami",
+        "lobby",
+        "create_game",
+        "join",
+        "watch",
+        "leave",
+        "view",
+        "events",
+        "act",
+        "update",
+        "seats",
+        "presence",
+    ):
+        assert f"`{event}`" in doc, event
