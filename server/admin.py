@@ -127,8 +127,11 @@ def admin_blueprint(services: Services) -> Blueprint:
     @admin.get("/games")
     def games() -> tuple[Response, int]:
         status = request.args.get("status") or None
-        limit = min(int(request.args.get("limit", 100)), 10_000)
-        return jsonify({"ok": True, "games": services.store.list_games(status=status, limit=limit)}), 200
+        raw_limit = request.args.get("limit", "100")
+        if not raw_limit.isdigit():
+            raise ServerError("invalid_request", "limit must be a whole number.")
+        games = services.store.list_games(status=status, limit=min(int(raw_limit), 10_000))
+        return jsonify({"ok": True, "games": games}), 200
 
     @admin.get("/games/<game_id>")
     def researcher(game_id: str) -> tuple[Response, int]:

@@ -19,7 +19,6 @@ import random
 import secrets
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from craft_rules.tasks import TC_GAMES_DIR, iter_instances
@@ -333,11 +332,7 @@ def summarize(meta: dict[str, Any], seats: list[SeatState]) -> dict[str, Any]:
         "status": meta.get("status"),
         "players": len(seats),
         "open_seats": [s.seat for s in seats if not s.taken],
-        "seats": [s.public(False) for s in seats],
+        "seats": [s.public() for s in seats],
         "winners": meta.get("winners"),
         "created_at": meta.get("created_at"),
     }
-
-
-def instance_root_path(value: str | None) -> Path:
-    return Path(value) if value else TC_GAMES_DIR

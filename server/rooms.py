@@ -120,16 +120,19 @@ class SeatState:
             "takeover": self.takeover,
         }
 
-    def public(self, online: bool) -> dict[str, Any]:
-        return {
+    def public(self, online: bool | None = None) -> dict[str, Any]:
+        """The seat as everyone may see it (no user id); ``online`` only where presence is known."""
+        record = {
             "seat": self.seat,
             "accepts": self.accepts,
             "kind": self.kind,
             "name": self.name,
             "bot": self.bot or self.takeover,
             "taken": self.taken,
-            "online": online or self.bot_controlled,
         }
+        if online is not None:
+            record["online"] = online or self.bot_controlled
+        return record
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SeatState:
@@ -754,7 +757,7 @@ class Rooms:
             chosen = (
                 self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
             )
-            return self.envelope(live, chosen if own or seat is not None else None)
+            return self.envelope(live, chosen)
 
     def events_since(
         self,
