@@ -594,3 +594,33 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
         "presence",
     ):
         assert f"`{event}`" in doc, event
+
+
+def test_garbage_socketio_frames_do_not_hurt_the_server(server: ServerProcess, clients: list[Client]) -> None:
+    import requests
+    import websocket
+
+    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+    raw = websocket.create_connection(
+        f"ws://127.0.0.1:{server.port}/socket.io/?EIO=4&transport=websocket", timeout=5
+    )
+    try:
+        assert raw.recv().startswith("0")  # engine.io open
+        raw.send("40")  # socket.io connect, anonymous
+        assert raw.recv().startswith("40")
+        for frame in (
+            '42["act", {"game_id": ',
+            "42[",
+            "xyz",
+            '42["act"]',
+            "42[1,2]",
+            f'42["pass",{{"game_id":"{game_id}"}}]',
+        ):
+            with contextlib.suppress(Exception):
+                raw.send(frame)
+    finally:
+        with contextlib.suppress(Exception):
+            raw.close()
+    assert requests.get(server.url + "/healthz", timeout=5).status_code == 200
+    assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]  # the game and the other connections carry on
+    assert p1.act(game_id, "decide", accept=False)["ok"]
