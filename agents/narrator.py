@@ -36,6 +36,7 @@ _PHASE_NAMES = {
     "tom_report": "ToM report",
     "trade_propose": "trade phase",
     "trade_decide": "trade phase",
+    "trade": "trade phase",
     "craft": "craft phase",
     "finished": "game over",
 }
@@ -369,6 +370,8 @@ def _phase_line(view: Mapping[str, Any]) -> str:
         return f"value reports before the trade phase ({by} will propose)."
     if phase == "trade_propose":
         return f"trade phase: {by} {'propose' if proposer == me else 'proposes'}."
+    if phase == "trade":  # what a seat outside the proposal may know: nothing about a pending one
+        return f"trade phase: {by} is trading; you are not involved unless a proposal reaches you."
     if phase == "trade_decide":
         pending = view["pending_proposal"]
         if pending is None:

@@ -204,7 +204,8 @@ def test_decide_errors():
 def test_pass_allowed_and_disallowed():
     game = new_game()
     events = game.apply(0, {"type": "pass"})
-    assert types(events) == ["passed", "phase_started"] and events[0].is_public
+    # a pass is private to the proposer: others cannot tell it from a rejected proposal
+    assert types(events) == ["passed", "phase_started"] and events[0].visibility == (0,)
     assert game.phase == "craft"
     game = new_game(allow_pass=False)
     expect_error(game, 0, {"type": "pass"}, "not_allowed")

@@ -138,7 +138,7 @@ class FreshBotEachMove:
         self.seed, self.seat = seed, seat
 
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
-        return make_bot("random", derive_seed(self.seed, self.seat, view["last_seq"])).act(view, legal)
+        return make_bot("random", derive_seed(self.seed, self.seat, view["log_size"])).act(view, legal)
 
 
 @pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])

@@ -17,7 +17,7 @@ from server.game.legal import (
     possible_proposals,
     random_proposal,
 )
-from server.game.views import player_view, researcher_view, spectator_view
+from server.game.views import player_view, researcher_view, spectator_view, viewer_log
 
 
 def dump(view: dict) -> str:
@@ -35,7 +35,8 @@ def test_player_view_shows_own_target_and_public_hands_only():
     assert other["target"] == {"shears": 1} and not other["your_turn"]
     assert other["legal_actions"] == ["resign"]
     assert view["phase"] == "trade_propose" and view["turn"] == 1 and view["proposer"] == 0
-    assert view["awaiting"] == [0] and view["last_seq"] == len(game.events) - 1
+    assert view["awaiting"] == [0] and view["log_size"] == len(game.events)  # all public so far
+    assert other["phase"] == "trade" and other["awaiting"] == []  # not the proposer: no sub-phase
 
 
 def test_views_are_json_safe_copies():
@@ -204,3 +205,44 @@ def test_possible_crafts_are_all_accepted():
         copy.apply(0, {"type": "pass"})
         copy.apply(0, craft["action"])
     assert legal_actions(game, 0) == ["craft", "finish_crafting", "resign"]
+
+
+def _outsider_state(game, seat: int) -> tuple:
+    view = player_view(game, seat)
+    return (
+        view["phase"],
+        view["awaiting"],
+        view["log_size"],
+        view["trade_history"],
+        viewer_log(game.events, seat),
+    )
+
+
+def test_a_third_player_cannot_tell_a_pass_from_a_rejected_proposal():
+    passing = new_game(THREE_PLAYER)
+    rejecting = new_game(THREE_PLAYER)
+    before = _outsider_state(passing, 2)
+    rejecting.apply(0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {}})
+    assert _outsider_state(rejecting, 2) == before  # a pending proposal is invisible too
+    assert player_view(rejecting, 2)["phase"] == "trade"
+    passing.apply(0, {"type": "pass"})
+    rejecting.apply(1, {"type": "decide", "accept": False, "message": "no"})
+    assert passing.phase == rejecting.phase == "craft"
+    assert _outsider_state(passing, 2) == _outsider_state(rejecting, 2)
+    assert player_view(passing, 0)["trade_history"][0]["outcome"] == "passed"
+    assert player_view(passing, 1)["trade_history"][0]["outcome"] == "no_trade"
+
+
+def test_viewer_logs_are_numbered_per_viewer_and_hide_private_event_counts():
+    game = new_game(THREE_PLAYER)
+    game.apply(0, {"type": "pass"})
+    start = player_view(game, 1)["log_size"]
+    for _ in range(3):  # seat 0 crafts privately
+        game.apply(0, {"type": "craft", "recipe": "oak_planks", "runs": "1/4"})
+    assert player_view(game, 1)["log_size"] == start
+    log = viewer_log(game.events, 1)
+    assert [r["n"] for r in log] == list(range(len(log)))
+    assert all("seq" not in r for r in log)
+    assert len(viewer_log(game.events, 0)) == start + 3 + 1  # its own pass and crafts
+    tail = viewer_log(game.events[-2:], 0, start=7)
+    assert [r["n"] for r in tail] == [7, 8]

@@ -18,7 +18,7 @@ from server.game.actions import (
     parse_action,
 )
 from server.game.errors import ERROR_CODES, GameError
-from server.game.events import Event, filter_events, visible_to
+from server.game.events import Event, filter_events, viewer_log, visible_to
 from server.game.legal import action_mask, legal_actions
 from server.game.settings import GameSettings, PhaseDeadlines, TimeoutPolicies
 from server.game.state import Game
@@ -49,5 +49,6 @@ __all__ = [
     "player_view",
     "researcher_view",
     "spectator_view",
+    "viewer_log",
     "visible_to",
 ]

@@ -17,7 +17,7 @@ proposed               the 2 parties  turn, proposer, to, offer, request, messag
 decided                the 2 parties  turn, proposer, seat, accept, message, reason (timeout|resign)
 trade_executed         public         turn, proposer, to, offer, request, message, reply
 proposal_cancelled     the 2 parties  turn, proposer, to, reason (the proposer resigned)
-passed                 public         turn, seat, reason (absent | timeout | resign)
+passed                 the proposer   turn, seat, reason (absent | timeout | resign) [2]
 crafted                the crafter    turn, seat, recipe, runs, choices, fuel, consumed, produced
 craft_finished         public         turn, seat, reason (absent | timeout | resign): only THAT
                                       it is done
@@ -32,6 +32,11 @@ resigned               public         turn, seat
 
 [1] A timeout of the decision phase is seen by the two parties only: its awaited seat would reveal
 whom the proposal went to.
+[2] Private so that a third player cannot tell a pass from a rejected proposal: both leave it a turn
+without a trade (a timeout or a resignation that causes the pass is public on its own).
+
+Players never see global sequence numbers: ``viewer_log`` numbers the events a viewer may see
+0, 1, 2, ... (``n``), because gaps in the global numbering would count other seats' private events.
 
 ``actor`` is the seat whose own action caused the event; it is None for system transitions and for
 duties resolved by a timeout or a resignation (those payloads carry ``reason``). An event with an
@@ -120,6 +125,19 @@ def visible_to(event: Event, seat: int | None) -> bool:
     if event.visibility == PUBLIC:
         return True
     return seat is not None and seat in event.visibility
+
+
+def viewer_log(events: Iterable[Event], seat: int | None, start: int = 0) -> list[dict[str, Any]]:
+    """The events ``seat`` may see (None: a spectator), as dicts numbered ``n`` = position in that
+    viewer's own log, without the global ``seq``. ``start`` is the position of the first given event
+    in the viewer's log (for numbering a batch that continues an earlier one)."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if visible_to(event, seat):
+            record = event.to_dict()
+            del record["seq"]
+            out.append({"n": start + len(out), **record})
+    return out
 
 
 def filter_events(events: Iterable[Event], seat: int | None) -> list[Event]:

@@ -575,7 +575,7 @@ class Game:
             )
         if not self.pass_allowed():
             raise GameError("not_allowed", "This game does not allow passing; make a proposal instead.", {})
-        self._emit("passed", seat, {"turn": self._turn, "seat": seat})
+        self._emit("passed", seat, {"turn": self._turn, "seat": seat}, (seat,))
         self._start_craft()
 
     def _do_decide(self, actor: int | None, action: Any) -> None:
@@ -705,7 +705,12 @@ class Game:
                 self._emit("tom_skipped", None, {"turn": self._turn, "seat": seat, "reason": "timeout"})
             self._after_tom_report()
         elif phase == "trade_propose":
-            self._emit("passed", None, {"turn": self._turn, "seat": self._proposer, "reason": "timeout"})
+            self._emit(
+                "passed",
+                None,
+                {"turn": self._turn, "seat": self._proposer, "reason": "timeout"},
+                (self._proposer,),
+            )
             self._start_craft()
         elif phase == "trade_decide":
             pending = self._pending
@@ -736,7 +741,7 @@ class Game:
                 self._emit("tom_skipped", None, {"turn": self._turn, "seat": seat, "reason": "resign"})
             self._after_tom_report()
         elif phase == "trade_propose" and seat == self._proposer:
-            self._emit("passed", None, {"turn": self._turn, "seat": seat, "reason": "resign"})
+            self._emit("passed", None, {"turn": self._turn, "seat": seat, "reason": "resign"}, (seat,))
             self._start_craft()
         elif phase == "trade_decide" and self._pending is not None:
             pending = self._pending
@@ -798,7 +803,12 @@ class Game:
         if self._active[self._proposer]:
             self._start_trade(self._turn, self._proposer)
         else:  # the proposer resigned while the others were reporting
-            self._emit("passed", None, {"turn": self._turn, "seat": self._proposer, "reason": "resign"})
+            self._emit(
+                "passed",
+                None,
+                {"turn": self._turn, "seat": self._proposer, "reason": "resign"},
+                (self._proposer,),
+            )
             self._start_craft()
 
     def _start_craft(self) -> None:

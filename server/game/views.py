@@ -8,7 +8,12 @@ the decision phase a third player sees ``awaiting: []``).
 Keys of a player view (the spectator view has the same keys, with the private ones empty):
 
 - ``seat``, ``players``, ``instance_id``, ``ruleset``, ``turn``, ``max_turns``, ``phase``,
-  ``proposer``, ``finished``, ``winners``, ``end_reason``, ``last_seq`` (last event the view reflects)
+  ``proposer``, ``finished``, ``winners``, ``end_reason``, ``log_size`` (how many events the viewer's
+  own log holds: see ``viewer_log``; the game's global sequence numbers are never shown to players,
+  since their gaps would count other seats' private events)
+- during the trade phase a seat that is neither the proposer nor the addressee of a pending proposal
+  sees ``phase`` ``"trade"`` and no awaited seats: whether a proposal is on the table, and so whether
+  a turn without a trade saw a rejection or a pass, is the two parties' business
 - ``awaiting``: seats whose action is awaited that this viewer may know of; ``your_turn``: whether the
   viewer's own action is awaited; ``legal_actions``: action types the viewer may send now
 - ``target``: own target; ``hands``: every public hand (list by seat); ``active``: per seat, not resigned
@@ -30,11 +35,11 @@ from typing import Any
 
 from craft_rules.crafting import fmt_qty
 from server.game.errors import GameError
-from server.game.events import filter_events
+from server.game.events import filter_events, viewer_log, visible_to
 from server.game.legal import legal_actions
 from server.game.state import Game
 
-__all__ = ["filter_events", "player_view", "researcher_view", "spectator_view"]
+__all__ = ["filter_events", "player_view", "researcher_view", "spectator_view", "viewer_log"]
 
 
 def _party(proposal: dict[str, Any], seat: int | None) -> bool:
@@ -49,7 +54,7 @@ def _trade_history(game: Game, viewer: int | None) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"turn": record["turn"], "proposer": record["proposer"]}
         proposal = by_turn.get(record["turn"])
         if outcome == "passed":
-            entry["outcome"] = "passed"
+            entry["outcome"] = "passed" if viewer == record["proposer"] else "no_trade"
         elif outcome == "traded" and proposal is not None:
             entry["outcome"] = "traded"
             entry["trade"] = {
@@ -79,12 +84,21 @@ def _public_settings(game: Game) -> dict[str, Any]:
     }
 
 
+TRADE_PHASES = ("trade_propose", "trade_decide")
+
+
+def _outsider_of_trade(game: Game, viewer: int | None) -> bool:
+    """True when ``viewer`` may not know whether a proposal is pending this trade phase."""
+    if game.phase not in TRADE_PHASES or viewer == game.proposer:
+        return False
+    pending = game.pending_proposal
+    return pending is None or not _party(pending, viewer)
+
+
 def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
     n = game.players
-    pending = game.pending_proposal
-    awaiting = sorted(game.waiting_for())
-    if game.phase == "trade_decide" and (pending is None or not _party(pending, viewer)):
-        awaiting = []
+    outsider = _outsider_of_trade(game, viewer)
+    awaiting = [] if outsider else sorted(game.waiting_for())
     return {
         "seat": viewer,
         "players": n,
@@ -92,12 +106,12 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "ruleset": game.rules.name,
         "turn": game.turn,
         "max_turns": game.settings.max_turns,
-        "phase": game.phase,
+        "phase": "trade" if outsider else game.phase,
         "proposer": game.proposer,
         "finished": game.finished,
         "winners": game.winners,
         "end_reason": game.end_reason,
-        "last_seq": len(game.events) - 1,
+        "log_size": sum(1 for e in game.events if visible_to(e, viewer)),
         "awaiting": awaiting,
         "your_turn": False,
         "legal_actions": [],
