@@ -227,7 +227,7 @@ class BotClient:
         self.stats = stats
         self.game_id: str | None = None
         self.latest: dict[str, Any] | None = None
-        self.acted_at_seq = -2
+        self.acted_at = -1  # log size when this client last acted
         self.changed = asyncio.Event()
         self.finished = False
 
@@ -241,7 +241,7 @@ class BotClient:
 
     def _offer(self, envelope: dict[str, Any]) -> None:
         if envelope.get("view") is not None and (
-            self.latest is None or envelope["seq"] >= self.latest["seq"]
+            self.latest is None or envelope["log_size"] >= self.latest["log_size"]
         ):
             self.latest = envelope
             self.changed.set()
@@ -271,14 +271,14 @@ class BotClient:
             if view["finished"] or envelope["status"] != "running":
                 self.finished = True
                 return
-            if not view["your_turn"] or envelope["seq"] <= self.acted_at_seq:
+            if not view["your_turn"] or envelope["log_size"] <= self.acted_at:
                 continue
             await asyncio.sleep(self.think)
             # the bot's move is computed off the event loop, so it does not delay other clients' acks
             action = await asyncio.get_running_loop().run_in_executor(
                 None, self.bot.act, view, view["legal_actions"]
             )
-            self.acted_at_seq = envelope["seq"]
+            self.acted_at = envelope["log_size"]
             started = time.perf_counter()
             try:
                 ack = await self.sio.call("act", {"game_id": self.game_id, "action": action}, timeout=60)

@@ -24,9 +24,10 @@ class BotPolicy(Protocol):
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]: ...
 
 
-def bot_seed(game_seed: int, seat: int, seq: int) -> int:
-    """A stable 63-bit seed for the move of ``seat`` at log position ``seq``."""
-    digest = hashlib.sha256(f"{game_seed}:{seat}:{seq}".encode()).digest()
+def bot_seed(game_seed: int, seat: int, seq: int, attempt: int = 0) -> int:
+    """A stable 63-bit seed for the move of ``seat`` at log position ``seq`` (``attempt`` > 0: a retry)."""
+    key = f"{game_seed}:{seat}:{seq}" + (f":{attempt}" if attempt else "")
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 

@@ -268,9 +268,9 @@ class SocketProtocol:
         return self.services.rooms.view(data.get("game_id"), conn.principal, data.get("seat"))
 
     def events(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        after = data.get("after_seq", -1)
-        if not isinstance(after, int) or isinstance(after, bool):
-            raise ServerError("invalid_request", "after_seq must be an integer (-1 = from the start).")
+        after = data.get("after", -1)
+        if not isinstance(after, int) or isinstance(after, bool) or after < -1:
+            raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
         return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
 
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:

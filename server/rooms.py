@@ -239,9 +239,6 @@ class Rooms:
                     self._remember_finished(game_id)
         return live
 
-    def loaded(self) -> list[LiveGame]:
-        return list(self._games.values())
-
     def _load(self, game_id: str) -> LiveGame:
         meta = self.store.get_game(game_id)
         if meta is None:
@@ -449,8 +446,9 @@ class Rooms:
                 except SequenceConflict:
                     continue
                 self._settle(live, events)
+                envelope = self.envelope(live, seat_no)
                 visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat_no)]
-                response = {"ok": True, **self.envelope(live, seat_no), "events": visible}
+                response = {"ok": True, **envelope, "events": self._numbered(visible, envelope["log_size"])}
                 if idempotency_key:
                     self.store.remember_action(live.game_id, idempotency_key, response)
                 self._publish(live, events, records, skip=(seat_no, origin))
@@ -474,12 +472,15 @@ class Rooms:
             self._lobby_changed(live)
             live.changed.notify_all()
 
-    def _check_can_act(self, live: LiveGame, seat: int) -> None:
+    def _aborted(self, live: LiveGame) -> bool:
         if self.settings.socketio.message_queue:  # another worker may have aborted it: ask the store
             stored = self.store.get_game(live.game_id)
             if stored is not None:
                 live.meta["status"] = stored.get("status", live.status)
-        if live.status == "aborted":
+        return live.status == "aborted"
+
+    def _check_can_act(self, live: LiveGame, seat: int) -> None:
+        if self._aborted(live):
             raise ServerError(
                 "game_over", "An admin aborted this game; it accepts no more actions.", status=409
             )
@@ -562,17 +563,34 @@ class Rooms:
                 self._remember_finished(live.game_id)
 
     def envelope(self, live: LiveGame, seat: int | None) -> dict[str, Any]:
-        """What a seat (or a spectator, seat None) is told about the game now."""
+        """What a seat (or a spectator, seat None) is told about the game now.
+
+        No global sequence number: a viewer counts only the events it may see (``log_size``), since gaps
+        in the global numbering would count other seats' private events. For the same reason a viewer
+        outside the trade (the view's phase is ``"trade"``) gets no deadline: its restart when a proposal
+        is made would reveal the proposal.
+        """
+        view = self._view(live, seat)
+        outsider = view is not None and view["phase"] == "trade"
         return {
             "game_id": live.game_id,
             "hall": live.meta.get("hall"),
             "status": live.status,
             "seat": seat,
-            "seq": live.last_seq,
-            "deadline": live.deadline,
+            "log_size": view["log_size"] if view is not None else 0,
+            "deadline": None if outsider else live.deadline,
             "seats": live.public_seats(),
-            "view": self._view(live, seat),
+            "view": view,
         }
+
+    @staticmethod
+    def _numbered(visible: list[dict[str, Any]], log_size: int) -> list[dict[str, Any]]:
+        """The newest ``visible`` records of a viewer's log, numbered ``n`` in that log, without ``seq``."""
+        start = log_size - len(visible)
+        return [
+            {"n": start + i, **{k: v for k, v in record.items() if k != "seq"}}
+            for i, record in enumerate(visible)
+        ]
 
     def _view(self, live: LiveGame, seat: int | None) -> dict[str, Any] | None:
         if live.game is None:
@@ -598,7 +616,9 @@ class Rooms:
             visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat)]
             if visible:
                 skip_sid = skip[1] if seat == skip[0] else None
-                self.push("update", {**self.envelope(live, seat), "events": visible}, room, skip_sid)
+                envelope = self.envelope(live, seat)
+                numbered = self._numbered(visible, envelope["log_size"])
+                self.push("update", {**envelope, "events": numbered}, room, skip_sid)
 
     def _push_seats(self, live: LiveGame) -> None:
         payload = {"game_id": live.game_id, "status": live.status, "seats": live.public_seats()}
@@ -653,6 +673,8 @@ class Rooms:
         with live.lock:
             self.catch_up(live)
             game = live.game
+            if self._aborted(live):
+                return
             if game is None or game.finished or (game.phase, game.turn) != (phase, turn):
                 if game is not None:
                     self._schedule(live)  # stale timer: arm the current phase's instead
@@ -678,14 +700,16 @@ class Rooms:
         with live.lock:
             self.catch_up(live)
             game = live.game
-            if game is None or game.finished or seat not in game.waiting_for():
+            if self._aborted(live) or game is None or game.finished or seat not in game.waiting_for():
                 return
             holder = live.seats[seat]
             if not holder.bot_controlled:
                 return
             name = holder.takeover or holder.bot or self.settings.bots.default
             try:
-                bot = self.bots.make(name, bot_seed(live.seed, seat, live.last_seq))
+                # a retry after an illegal move gets another seed, or it would repeat the same move
+                seed = bot_seed(live.seed, seat, live.last_seq, live.bot_failures.get(seat, 0))
+                bot = self.bots.make(name, seed)
                 action = bot.act(player_view(game, seat), legal_actions(game, seat))
                 events, records = self._commit(live, seat, action)
             except SequenceConflict:
@@ -763,11 +787,13 @@ class Rooms:
         self,
         game_id: Any,
         principal: Principal | None,
-        after_seq: int = -1,
+        after: int = -1,
         seat: Any = None,
         wait: float = 0,
     ) -> dict[str, Any]:
-        """Events the caller may see with ``seq > after_seq``; waits up to ``wait`` seconds for some."""
+        """The caller's events numbered ``n > after`` in its own log; waits up to ``wait`` s for some."""
+        if after < -1:
+            raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
         live = self.get(game_id)
         deadline = self.clock() + max(0.0, min(wait, self.settings.rooms.long_poll_max_seconds))
         with live.lock:
@@ -777,23 +803,23 @@ class Rooms:
             )
             while True:
                 self.catch_up(live)
-                visible = self._visible_after(live, chosen, after_seq)
+                log = self.history(live, chosen)
                 remaining = deadline - self.clock()
-                if visible or remaining <= 0:
-                    return {"game_id": live.game_id, "seat": chosen, "seq": live.last_seq, "events": visible}
+                if len(log) > after + 1 or remaining <= 0:
+                    return {
+                        "game_id": live.game_id,
+                        "seat": chosen,
+                        "log_size": len(log),
+                        "events": log[after + 1 :],
+                    }
                 live.changed.wait(timeout=min(remaining, 1.0))  # re-check the store each second
 
-    def _visible_after(self, live: LiveGame, seat: int | None, after_seq: int) -> list[dict[str, Any]]:
+    def history(self, live: LiveGame, seat: int | None) -> list[dict[str, Any]]:
+        """The viewer's whole log, numbered ``n`` = 0, 1, 2, ..."""
         if live.game is None:
             return []
-        return [
-            record
-            for event, record in zip(live.game.events, live.records, strict=True)
-            if event.seq > after_seq and visible_to(event, seat)
-        ]
-
-    def history(self, live: LiveGame, seat: int | None) -> list[dict[str, Any]]:
-        return self._visible_after(live, seat, -1)
+        visible = [r for e, r in zip(live.game.events, live.records, strict=True) if visible_to(e, seat)]
+        return self._numbered(visible, len(visible))
 
     def researcher(self, game_id: Any) -> dict[str, Any]:
         live = self.get(game_id)

@@ -273,14 +273,23 @@ class Client:
                     raise AssertionError(f"timed out waiting for {what}; received {self.received[-5:]}")
                 self._cond.wait(min(remaining, 0.05))  # also polls state that changes without a message
 
-    def wait_seq(self, game_id: str, seq: int, timeout: float = 10) -> dict[str, Any]:
-        """Wait for an ``update`` push of ``game_id`` reaching ``seq``; returns the latest such push."""
+    def wait_log(self, game_id: str, size: int, timeout: float = 10) -> dict[str, Any]:
+        """Wait until this client's log of ``game_id`` holds ``size`` events; returns the latest update."""
 
         def reached() -> bool:
-            return any(u.get("game_id") == game_id and u["seq"] >= seq for u in self._updates())
+            return any(u.get("game_id") == game_id and u["log_size"] >= size for u in self._updates())
 
-        self.wait_for(reached, timeout, f"update of {game_id} to seq {seq}")
+        self.wait_for(reached, timeout, f"{size} events of {game_id}")
         return [u for u in self._updates() if u.get("game_id") == game_id][-1]
+
+    def wait_status(self, game_id: str, status: str, timeout: float = 10) -> dict[str, Any]:
+        """Wait for an update saying the game has ``status``; returns it."""
+
+        def reached() -> bool:
+            return any(u.get("game_id") == game_id and u["status"] == status for u in self._updates())
+
+        self.wait_for(reached, timeout, f"{game_id} to be {status}")
+        return [u for u in self._updates() if u.get("game_id") == game_id and u["status"] == status][-1]
 
     def _updates(self) -> list[dict[str, Any]]:
         """Pushed updates and the acks of this client's own actions (which carry its new events)."""

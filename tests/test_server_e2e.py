@@ -65,7 +65,7 @@ def start_game(
     for seat, client in enumerate(seated):
         joined = client.call("join", {"game_id": game_id})
         assert joined["ok"] and joined["seat"] == seat, joined
-    seated[-1].wait_seq(game_id, 1)
+    seated[-1].wait_log(game_id, 2)  # game_started, phase_started
     return game_id, seated
 
 
@@ -136,16 +136,18 @@ def test_full_two_player_game(server: ServerProcess, clients: list[Client]) -> N
     last = play_duel(game_id, p0, p1)
     assert last["status"] == "finished"
     assert last["view"]["finished"] and last["view"]["winners"] == [0, 1]
-    final = p0.wait_seq(game_id, last["seq"])
-    assert final["view"]["winners"] == [0, 1] and final["status"] == "finished"
-    watcher.wait_seq(game_id, last["seq"])
+    final = p0.wait_status(game_id, "finished")
+    assert final["view"]["winners"] == [0, 1]
+    watcher.wait_status(game_id, "finished")
 
     # every seat got every event it may see, in order, exactly once
     for seat, client in ((0, p0), (1, p1)):
-        pushed = [e["seq"] for e in client.pushed_events(game_id)]
-        history = client.call("events", {"game_id": game_id, "after_seq": -1})["events"]
-        assert pushed == [e["seq"] for e in history], seat
-        assert pushed == sorted(set(pushed))
+        pushed = [e["n"] for e in client.pushed_events(game_id)]
+        history = client.call("events", {"game_id": game_id, "after": -1})["events"]
+        assert pushed == [e["n"] for e in history], seat
+        # numbered 0, 1, 2, ... in the seat's own log: no gap counts the other seat's private events
+        assert pushed == list(range(len(history)))
+        assert all("seq" not in e for e in history)
         assert_nothing_private(client, seat, list(DUEL["targets"]), [])
     assert_nothing_private(watcher, None, list(DUEL["targets"]), [])
     spectator_types = {e["type"] for e in watcher.pushed_events(game_id)}
@@ -167,9 +169,16 @@ def test_three_player_game_keeps_rejected_proposals_and_crafting_private(
 
     # turn 1: seat 0 proposes to seat 1, who rejects; seat 0 crafts privately
     proposal = {"to": 1, "offer": {"iron_ingot": 1}, "request": {"coal": 1}, "message": secret_offer}
+    before = snapshot(p2, game_id)
     assert p0.act(game_id, "propose", **proposal)["ok"]
-    mid = snapshot(p2, game_id)["view"]
-    assert mid["phase"] == "trade_decide" and mid["awaiting"] == [] and mid["pending_proposal"] is None
+    mid = snapshot(p2, game_id)
+    # the third player cannot tell a pending proposal from a proposer still thinking
+    assert (
+        mid["view"]["phase"] == "trade"
+        and mid["view"]["awaiting"] == []
+        and mid["view"]["pending_proposal"] is None
+    )
+    assert mid["log_size"] == before["log_size"] and mid["deadline"] is None and mid["view"] == before["view"]
     assert p1.act(game_id, "decide", accept=False, message=secret_reply)["ok"]
     crafted = p0.act(game_id, "craft", recipe="stick", runs="1/2")
     assert crafted["ok"] and crafted["view"]["crafting_hand"]["stick"] == "2"
@@ -185,7 +194,7 @@ def test_three_player_game_keeps_rejected_proposals_and_crafting_private(
     last = p0.act(game_id, "finish_crafting")
     assert last["ok"] and last["status"] == "finished" and last["view"]["winners"] == [0, 1]
     for client in (p1, p2, watcher):
-        client.wait_seq(game_id, last["seq"])
+        client.wait_status(game_id, "finished")
 
     targets = list(TRIO["targets"])
     # the two parties saw the rejected proposal (so the scan below can really fail) ...
@@ -212,7 +221,7 @@ def test_tom_reports_are_private(server: ServerProcess, clients: list[Client]) -
     }
     assert p0.act(game_id, "report_tom", **report)["ok"]
     assert p1.act(game_id, "report_tom", v0={item: 5 for item in items})["ok"]
-    p1.wait_seq(game_id, snapshot(p1, game_id)["seq"])
+    p1.wait_log(game_id, snapshot(p1, game_id)["log_size"])
     for node in walk(p1.messages()):
         if node.get("type") == "tom_reported":
             assert node["payload"]["seat"] == 1, node
@@ -372,7 +381,7 @@ def test_rest_only_game_with_api_token_and_idempotent_retries(
     again = person.rest("POST", url + "/propose", {**DUEL_TRADE, "client_action_id": "p-1"})
     assert first == again and first[0] == 200 and first[1]["ok"]
     # the bot long-polls for the proposal, then answers through the generic route
-    status, polled = bot.rest("GET", f"/api/games/{game_id}/events?after={joined['seq']}&wait=5")
+    status, polled = bot.rest("GET", f"/api/games/{game_id}/events?after={joined['log_size'] - 1}&wait=5")
     assert status == 200 and any(e["type"] == "proposed" for e in polled["events"])
     status, decided = bot.rest(
         "POST", url, {"action": {"type": "decide", "accept": True}}, headers={"Idempotency-Key": "d-1"}
@@ -546,7 +555,7 @@ def test_oversized_message_is_dropped_and_the_server_carries_on(
     p0.wait_for(lambda: not p0.sio.connected, timeout=10, what="the server to drop the connection")
     assert requests.get(server.url + "/healthz", timeout=5).status_code == 200
     after = snapshot(p1, game_id)
-    assert (after["seq"], after["view"]) == (before["seq"], before["view"])  # only presence changed
+    assert (after["log_size"], after["view"]) == (before["log_size"], before["view"])  # only presence changed
     p0.reconnect()
     assert p0.call("join", {"game_id": game_id})["seat"] == 0
     assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]

@@ -111,8 +111,8 @@ def main() -> int:
         while not updates.empty():  # keep only the freshest state
             update = updates.get()
             for event in update["events"]:
-                print(f"  event {event['seq']:>3} {event['type']}")
-            if update["seq"] >= latest["seq"]:
+                print(f"  event {event['n']:>3} {event['type']}")
+            if update["log_size"] >= latest["log_size"]:
                 latest = update
         view = latest["view"]
         if view is not None and (view["finished"] or latest["status"] != "running"):
@@ -128,7 +128,7 @@ def main() -> int:
             latest = _wait(updates, latest)
             continue
         for event in ack["events"]:
-            print(f"  event {event['seq']:>3} {event['type']} (yours)")
+            print(f"  event {event['n']:>3} {event['type']} (yours)")
         latest = ack
     view = latest["view"]
     print(f"game over after turn {view['turn']}: winners {view['winners']} ({view['end_reason']})")
@@ -139,8 +139,8 @@ def main() -> int:
 def _wait(updates: queue.Queue[dict[str, Any]], latest: dict[str, Any]) -> dict[str, Any]:
     update = updates.get(timeout=120)
     for event in update["events"]:
-        print(f"  event {event['seq']:>3} {event['type']}")
-    return update if update["seq"] >= latest["seq"] else latest
+        print(f"  event {event['n']:>3} {event['type']}")
+    return update if update["log_size"] >= latest["log_size"] else latest
 
 
 if __name__ == "__main__":
