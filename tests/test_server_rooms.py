@@ -329,3 +329,27 @@ def test_bot_seeds_and_registry() -> None:
         registry.require("nobody")
     assert err.value.code == "unknown_bot"
     assert BotRegistry("no.such.module").names() == []
+
+
+def test_outsiders_get_no_trade_deadline_and_no_gaps(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'd.db'}", deadline=60)
+    worker = Worker(load_settings(config, environ={}))
+    try:
+        game_id = worker.lobby.create_game("slow", ADA, join=True)["game_id"]
+        worker.lobby.join(game_id, BOB)
+        proposer = worker.rooms.view(game_id, ADA)
+        spectator = worker.rooms.view(game_id, None)
+        assert proposer["deadline"] is not None and proposer["view"]["phase"] == "trade_propose"
+        assert spectator["deadline"] is None and spectator["view"]["phase"] == "trade"
+        worker.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})
+        addressee = worker.rooms.view(game_id, BOB)
+        assert addressee["deadline"] is not None and addressee["view"]["phase"] == "trade_decide"
+        after = worker.rooms.view(game_id, None)
+        assert after["deadline"] is None and after["log_size"] == spectator["log_size"]  # nothing to see
+        log = worker.rooms.events_since(game_id, BOB, -1)
+        assert [e["n"] for e in log["events"]] == list(range(log["log_size"]))
+        assert all("seq" not in e for e in log["events"])
+        with pytest.raises(ServerError):
+            worker.rooms.events_since(game_id, BOB, -5)
+    finally:
+        worker.close()
