@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, write_config
 
+from agents.bots import RandomBot
 from server.auth import (
     Principal,
     ServerError,
@@ -327,8 +328,8 @@ def test_bot_seeds_and_registry() -> None:
     assert "random" in registry.names()
     with pytest.raises(ServerError) as err:
         registry.require("nobody")
-    assert err.value.code == "unknown_bot"
-    assert BotRegistry("no.such.module").names() == []
+    assert err.value.code == "unknown_bot" and "random" in err.value.message
+    assert isinstance(registry.make("random", 3), RandomBot)
 
 
 def test_outsiders_get_no_trade_deadline_and_no_gaps(tmp_path: Path) -> None:
