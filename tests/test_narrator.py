@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from agent_support import SMALL_INSTANCES
 
 from agents.bots import make_bot
 from agents.local import derive_seed, play_local
@@ -38,39 +39,14 @@ from server.game.events import EVENT_TYPES
 from server.game.legal import legal_actions
 from server.game.views import player_view
 
-INSTANCES: dict[str, list[tuple[tuple[dict[str, int], ...], tuple[dict[str, int], ...]]]] = {
-    "minecraft": [
-        (
-            (
-                {"raw_iron": 2, "coal": 2, "oak_log": 2, "stick": 3},
-                {"cobblestone": 5, "oak_planks": 6, "raw_iron": 1},
-            ),
-            ({"shears": 1}, {"torch": 4}),
-        ),
-        (
-            ({"oak_log": 2, "cobblestone": 3}, {"stick": 4, "coal": 1}, {"oak_planks": 4, "raw_iron": 3}),
-            ({"stone_pickaxe": 1}, {"crafting_table": 1}, {"bucket": 1}),
-        ),
-    ],
-    "alchemy": [
-        (
-            ({"water": 3, "fire": 2, "air": 1}, {"earth": 3, "fire": 1, "air": 2}),
-            ({"brick": 1}, {"cloud": 1}),
-        ),
-        (
-            ({"water": 2, "fire": 2}, {"earth": 3, "air": 1}, {"air": 2, "water": 2, "earth": 1}),
-            ({"steam": 2}, {"dust": 1}, {"mud": 2}),
-        ),
-    ],
-}
 # an item no recipe makes and no hand holds, to stand in for another seat's secret target
 UNREACHABLE = {"minecraft": "dragon_egg", "alchemy": "astronaut"}
 
-CASES = [(rs, i) for rs in INSTANCES for i in range(len(INSTANCES[rs]))]
+CASES = [(rs, i) for rs in SMALL_INSTANCES for i in range(len(SMALL_INSTANCES[rs]))]
 
 
 def instance(ruleset: str, index: int, targets: tuple[dict[str, int], ...] | None = None) -> TaskInstance:
-    hands, default_targets = INSTANCES[ruleset][index]
+    hands, default_targets = SMALL_INSTANCES[ruleset][index]
     mode = mode_for_players(len(hands))
     return TaskInstance(
         f"{ruleset}/{mode}/narrator#{index}", ruleset, mode, hands, targets or default_targets

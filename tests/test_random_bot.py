@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from agent_support import SMALL_INSTANCES
 
 from agents.bots import BOTS, Policy, RandomBot, UnknownBotError, make_bot
 from agents.bots.random_bot import acceptable_runs, affordable_crafts
@@ -16,37 +17,10 @@ from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import GameSettings
 
-# Small hands with short crafting chains, so random play crafts, trades and sometimes wins.
-OWN_INSTANCES: dict[str, list[tuple[tuple[dict[str, int], ...], tuple[dict[str, int], ...]]]] = {
-    "minecraft": [
-        (
-            (
-                {"raw_iron": 2, "coal": 2, "oak_log": 2, "stick": 3},
-                {"cobblestone": 5, "oak_planks": 6, "raw_iron": 1},
-            ),
-            ({"shears": 1}, {"torch": 4}),
-        ),
-        (
-            ({"oak_log": 2, "cobblestone": 3}, {"stick": 4, "coal": 1}, {"oak_planks": 4, "raw_iron": 3}),
-            ({"stone_pickaxe": 1}, {"crafting_table": 1}, {"bucket": 1}),
-        ),
-    ],
-    "alchemy": [
-        (
-            ({"water": 3, "fire": 2, "air": 1}, {"earth": 3, "fire": 1, "air": 2}),
-            ({"brick": 1}, {"cloud": 1}),
-        ),
-        (
-            ({"water": 2, "fire": 2}, {"earth": 3, "air": 1}, {"air": 2, "water": 2, "earth": 1}),
-            ({"steam": 2}, {"dust": 1}, {"mud": 2}),
-        ),
-    ],
-}
-
 
 def own_instances(ruleset: str) -> list[TaskInstance]:
     out = []
-    for index, (hands, targets) in enumerate(OWN_INSTANCES[ruleset]):
+    for index, (hands, targets) in enumerate(SMALL_INSTANCES[ruleset]):
         mode = mode_for_players(len(hands))
         out.append(TaskInstance(f"{ruleset}/{mode}/test#{index}", ruleset, mode, hands, targets))
     return out
