@@ -180,6 +180,7 @@ class Checker:
                 if event.type == "timeout" and p["phase"] == "trade_decide":
                     assert not event.is_public
             view = spectator_view(game) if viewer is None else player_view(game, viewer)
+            assert view["log_size"] == len(log) == game.log_size(viewer)  # kept by the engine, not counted
             text = json.dumps(view) + json.dumps([e.to_dict() for e in log])
             for message, info in self.messages.items():
                 if viewer not in info["parties"] and message not in accepted:

@@ -51,6 +51,51 @@ def test_views_are_json_safe_copies():
     assert game.hands[0].get("diamond") is None and game.target(0) == {"torch": 4}
 
 
+def _scribble(value: object) -> None:
+    """Change every container inside ``value`` in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _scribble(item)
+        value["scribbled"] = 1
+    elif isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+
+
+def test_views_share_no_container_with_the_game_or_each_other():
+    """Views are built from per-state cached parts: changing everything in one view changes nothing else."""
+    game = new_game(THREE_PLAYER)
+    trade = {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "hi"}
+    game.apply(0, trade)
+    game.apply(1, {"type": "decide", "accept": True, "message": "ok"})  # a public trade in the history
+    game.apply(0, {"type": "craft", "recipe": "oak_planks", "runs": "1/3"})
+    game.apply(None, {"type": "timeout"})  # the craft phase ends: turn 2, seat 1 proposes
+    game.apply(1, {"type": "propose", "to": 0, "offer": {"raw_iron": 1}, "request": {"oak_log": 1}})
+    assert player_view(game, 1)["pending_proposal"] is not None
+    digest = game.state_digest()
+    viewers = [*range(game.players), None]
+    before = {v: dump(spectator_view(game) if v is None else player_view(game, v)) for v in viewers}
+    for viewer in viewers:
+        _scribble(spectator_view(game) if viewer is None else player_view(game, viewer))
+    _scribble(researcher_view(game))
+    for accessor in (game.proposals, game.pending_proposal, game.turn_records, game.hands):
+        _scribble(accessor)
+    assert game.state_digest() == digest
+    assert {v: dump(spectator_view(game) if v is None else player_view(game, v)) for v in viewers} == before
+    assert "scribbled" not in json.dumps([e.to_dict() for e in game.events])
+
+
+def test_crafts_this_phase_are_copies():
+    game = new_game()
+    game.apply(0, {"type": "pass"})
+    game.apply(0, {"type": "craft", "recipe": "oak_planks", "runs": "1/3"})
+    _scribble(game.crafts_this_phase(0))
+    _scribble(player_view(game, 0)["crafts_this_phase"])
+    assert "scribbled" not in dump(player_view(game, 0))
+    assert "scribbled" not in json.dumps([e.to_dict() for e in game.events])
+
+
 def test_crafting_hand_is_private_and_exact():
     game = new_game()
     game.apply(0, {"type": "pass"})

@@ -180,24 +180,31 @@ def _candidate_recipes(game: Game, hand: dict[str, Fraction]) -> list[Any]:
 
     A cheap filter before the exact :func:`max_runs`: a recipe missing an ingredient cannot run.
     """
+    return sorted(_iter_candidates(game, hand), key=lambda recipe: recipe.id)
+
+
+def _iter_candidates(game: Game, hand: dict[str, Fraction]) -> Iterator[Any]:
+    """The recipes of :func:`_candidate_recipes`, each once, in no particular order (lazily)."""
     held = {item for item, qty in hand.items() if qty > 0}
     has_fuel = any(item in game.rules.fuels.burn_ticks for item in held)
     by_input = game.rules.recipes_by_input
-    seen: dict[str, Any] = {}
+    seen: set[str] = set()
     for item in held:
         for recipe in by_input.get(item, ()):
             if recipe.id in seen:
                 continue
+            seen.add(recipe.id)
             if (has_fuel or not recipe.burns_fuel) and all(
                 not held.isdisjoint(ing.options) for ing in recipe.ingredients
             ):
-                seen[recipe.id] = recipe
-    return [seen[k] for k in sorted(seen)]
+                yield recipe
 
 
 def _any_craft(game: Game, seat: int) -> bool:
+    # lazily: legal_actions runs for every seat's view after every change, and the first affordable
+    # candidate settles it (scanning and sorting every candidate dominated the view's cost)
     hand = game.crafting_hand(seat) or {}
-    return any(_acceptable_runs(max_runs(game.rules, hand, r)) > 0 for r in _candidate_recipes(game, hand))
+    return any(_acceptable_runs(max_runs(game.rules, hand, r)) > 0 for r in _iter_candidates(game, hand))
 
 
 def _acceptable_runs(runs: Fraction) -> Fraction:

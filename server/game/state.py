@@ -82,6 +82,10 @@ class Game:
         self._end_reason: str | None = None
         self._idle: list[int] = [0] * n
         self._events: list[Event] = []
+        # derived from the log, kept up to date by _apply_event (not state: the digest ignores them)
+        self._public_events = 0
+        self._private_events: list[int] = [0] * n  # per seat: non-public events it may see
+        self._state_cache: dict[str, Any] = {}
 
     # =============================================================================================
     # construction
@@ -223,8 +227,8 @@ class Game:
         return dict(self._crafting[seat])
 
     def crafts_this_phase(self, seat: int) -> list[dict[str, Any]]:
-        """Payloads of the crafts ``seat`` made in the current craft phase (private to it)."""
-        return list(self._craft_log[seat]) if self._crafting is not None else []
+        """Payloads of the crafts ``seat`` made in the current craft phase (private to it); fresh copies."""
+        return [_fresh(c) for c in self._craft_log[seat]] if self._crafting is not None else []
 
     def crafting_finished(self) -> list[int]:
         """Seats done crafting in the current craft phase (public knowledge)."""
@@ -232,13 +236,20 @@ class Game:
 
     @property
     def pending_proposal(self) -> dict[str, Any] | None:
-        """The proposal awaiting a decision (private to its two parties), else None."""
-        return dict(self._pending) if self._pending is not None else None
+        """The proposal awaiting a decision (private to its two parties), else None; a fresh copy."""
+        return _copy_proposal(self._pending) if self._pending is not None else None
+
+    @property
+    def pending_parties(self) -> tuple[int, int] | None:
+        """(proposer, addressee) of the proposal awaiting a decision, else None (no copy made)."""
+        pending = self._pending
+        return (pending["proposer"], pending["to"]) if pending is not None else None
 
     @property
     def proposals(self) -> list[dict[str, Any]]:
-        """Every proposal so far with its status (pending/accepted/rejected/cancelled); private."""
-        return [dict(p) for p in self._proposals]
+        """Every proposal so far with its status (pending/accepted/rejected/cancelled); private.
+        Fresh copies."""
+        return [_copy_proposal(p) for p in self._proposals]
 
     @property
     def turn_records(self) -> list[dict[str, Any]]:
@@ -260,6 +271,18 @@ class Game:
     def tom_reports(self) -> list[dict[str, Any]]:
         """Every ToM report so far (researcher data; each is private to its reporter)."""
         return [dict(r) for r in self._tom_reports]
+
+    def log_size(self, seat: int | None) -> int:
+        """How many events ``seat`` may see (None: a spectator, public events only), i.e.
+        ``sum(visible_to(e, seat) for e in events)`` without walking the log."""
+        if seat is not None and 0 <= seat < self._n:
+            return self._public_events + self._private_events[seat]
+        return self._public_events
+
+    def state_cache(self) -> dict[str, Any]:
+        """Scratch space for values derived from the current state (e.g. view parts every viewer
+        shares). Every event empties it, so nothing in it outlives the state it was computed from."""
+        return self._state_cache
 
     def idle_timeouts(self) -> list[int]:
         """Per seat: consecutive timeouts since the seat last acted itself."""
@@ -864,10 +887,18 @@ class Game:
         self._apply_event(Event(len(self._events), event_type, actor, payload, visibility))
 
     def _apply_event(self, event: Event) -> None:
+        self._state_cache.clear()  # first: a failing effect may already have changed the state
         self._EVENT_EFFECTS[event.type](self, event.payload)
         if event.actor is not None:
             self._idle[event.actor] = 0  # the seat acted itself: its idleness streak ends
         self._events.append(event)
+        visibility = event.visibility
+        if visibility == PUBLIC:
+            self._public_events += 1
+        else:
+            for seat in set(visibility):  # a set: visible_to counts an event once per viewer
+                if 0 <= seat < self._n:
+                    self._private_events[seat] += 1
 
     def _on_game_started(self, p: dict[str, Any]) -> None:
         if p["players"] != self._n or len(p["hands"]) != self._n:
@@ -1010,6 +1041,22 @@ class Game:
         "timeout": _on_timeout,
         "resigned": _on_resigned,
     }
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of JSON-like data: dicts and lists are copied at every level, scalars are immutable.
+    Several times faster than copy.deepcopy, which the view hot path cannot afford."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
+def _copy_proposal(record: dict[str, Any]) -> dict[str, Any]:
+    """A proposal record's copy: offer and request are its only containers (flat item -> count maps,
+    see _on_proposed); they are shared with event payloads, so a caller must never get them."""
+    return {**record, "offer": dict(record["offer"]), "request": dict(record["request"])}
 
 
 def _move(giver: dict[str, int], taker: dict[str, int], item: str, count: int) -> None:

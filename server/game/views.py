@@ -31,41 +31,86 @@ Keys of a player view (the spectator view has the same keys, with the private on
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from craft_rules.crafting import fmt_qty
 from server.game.errors import GameError
-from server.game.events import filter_events, viewer_log, visible_to
+from server.game.events import filter_events, viewer_log
 from server.game.legal import legal_actions
 from server.game.state import Game
 
 __all__ = ["filter_events", "player_view", "researcher_view", "spectator_view", "viewer_log"]
 
+# Views are built on the server's hot path (each seat's view after every change), so they are made of
+# fresh dicts and lists rather than copy.deepcopy, and the parts every viewer shares are computed once
+# per state (Game.state_cache). Each view still owns every container in it: changing one never changes
+# the game, another view or a later one.
 
-def _party(proposal: dict[str, Any], seat: int | None) -> bool:
-    return seat is not None and seat in (proposal["proposer"], proposal["to"])
+TRADE_PHASES = ("trade_propose", "trade_decide")
+_TRADE_KEYS = ("proposer", "to", "offer", "request", "message", "reply")
 
 
-def _trade_history(game: Game, viewer: int | None) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """The viewer-independent parts of the current state's views; never handed out, only copied."""
+
+    rules: dict[str, Any]
+    # per turn: (turn, proposer, outcome, the public trade if one was made, the turn's proposal's parties)
+    history: tuple[tuple[int, int, str | None, dict[str, Any] | None, tuple[int, int] | None], ...]
+
+
+def _shared(game: Game) -> _Shared:
+    cache = game.state_cache()
+    shared = cache.get("views")
+    if shared is None:
+        shared = cache["views"] = _build_shared(game)
+    return shared  # type: ignore[no-any-return]
+
+
+def _build_shared(game: Game) -> _Shared:
     by_turn = {p["turn"]: p for p in game.proposals}
     history = []
     for record in game.turn_records:
-        outcome = record["outcome"]
-        entry: dict[str, Any] = {"turn": record["turn"], "proposer": record["proposer"]}
         proposal = by_turn.get(record["turn"])
+        trade = None
+        if record["outcome"] == "traded" and proposal is not None:
+            trade = {k: proposal[k] for k in _TRADE_KEYS}
+        parties = (proposal["proposer"], proposal["to"]) if proposal is not None else None
+        history.append((record["turn"], record["proposer"], record["outcome"], trade, parties))
+    return _Shared(rules=_public_settings(game), history=tuple(history))
+
+
+def _copy_trade(trade: dict[str, Any]) -> dict[str, Any]:
+    return {**trade, "offer": dict(trade["offer"]), "request": dict(trade["request"])}
+
+
+def _copy_rules(rules: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **rules,
+        "deadlines": dict(rules["deadlines"]),
+        "timeout_policies": dict(rules["timeout_policies"]),
+    }
+
+
+def _party(parties: tuple[int, int] | None, seat: int | None) -> bool:
+    return parties is not None and seat is not None and seat in parties
+
+
+def _trade_history(shared: _Shared, viewer: int | None) -> list[dict[str, Any]]:
+    history = []
+    for turn, proposer, outcome, trade, parties in shared.history:
+        entry: dict[str, Any] = {"turn": turn, "proposer": proposer}
         if outcome == "passed":
-            entry["outcome"] = "passed" if viewer == record["proposer"] else "no_trade"
-        elif outcome == "traded" and proposal is not None:
+            entry["outcome"] = "passed" if viewer == proposer else "no_trade"
+        elif trade is not None:
             entry["outcome"] = "traded"
-            entry["trade"] = {
-                k: copy.deepcopy(proposal[k])
-                for k in ("proposer", "to", "offer", "request", "message", "reply")
-            }
+            entry["trade"] = _copy_trade(trade)
         elif outcome is None:
             entry["outcome"] = "in_progress"
-        elif proposal is not None and _party(proposal, viewer):
+        elif _party(parties, viewer):
             entry["outcome"] = outcome  # proposed (pending) / rejected / cancelled, with whom
-            entry["to"] = proposal["to"]
+            entry["to"] = parties[1]  # type: ignore[index]
         else:
             # a third party learns only that no trade happened (or is still being decided)
             entry["outcome"] = "in_progress" if outcome == "proposed" else "no_trade"
@@ -84,18 +129,15 @@ def _public_settings(game: Game) -> dict[str, Any]:
     }
 
 
-TRADE_PHASES = ("trade_propose", "trade_decide")
-
-
 def _outsider_of_trade(game: Game, viewer: int | None) -> bool:
     """True when ``viewer`` may not know whether a proposal is pending this trade phase."""
     if game.phase not in TRADE_PHASES or viewer == game.proposer:
         return False
-    pending = game.pending_proposal
-    return pending is None or not _party(pending, viewer)
+    return not _party(game.pending_parties, viewer)
 
 
 def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
+    shared = _shared(game)
     n = game.players
     outsider = _outsider_of_trade(game, viewer)
     awaiting = [] if outsider else sorted(game.waiting_for())
@@ -111,7 +153,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "finished": game.finished,
         "winners": game.winners,
         "end_reason": game.end_reason,
-        "log_size": sum(1 for e in game.events if visible_to(e, viewer)),
+        "log_size": game.log_size(viewer),
         "awaiting": awaiting,
         "your_turn": False,
         "legal_actions": [],
@@ -123,9 +165,9 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "crafting_finished": game.crafting_finished(),
         "pending_proposal": None,
         "proposals": [],
-        "trade_history": _trade_history(game, viewer),
+        "trade_history": _trade_history(shared, viewer),
         "tom": None,
-        "rules": _public_settings(game),
+        "rules": _copy_rules(shared.rules),
     }
 
 
@@ -144,11 +186,11 @@ def player_view(game: Game, seat: int) -> dict[str, Any]:
     hand = game.crafting_hand(seat)
     if hand is not None:
         view["crafting_hand"] = {item: fmt_qty(q) for item, q in sorted(hand.items())}
-        view["crafts_this_phase"] = copy.deepcopy(game.crafts_this_phase(seat))
-    pending = game.pending_proposal
-    if pending is not None and _party(pending, seat):
-        view["pending_proposal"] = copy.deepcopy(pending)
-    view["proposals"] = [copy.deepcopy(p) for p in game.proposals if _party(p, seat)]
+        view["crafts_this_phase"] = game.crafts_this_phase(seat)  # fresh copies
+    if _party(game.pending_parties, seat):
+        view["pending_proposal"] = game.pending_proposal  # a fresh copy
+    # fresh copies; a seat's proposals are the ones it made or was made
+    view["proposals"] = [p for p in game.proposals if seat in (p["proposer"], p["to"])]
     orders = game.tom_orders(seat)
     if orders:
         due = seat in game.tom_awaiting()
@@ -169,7 +211,7 @@ def spectator_view(game: Game) -> dict[str, Any]:
 def researcher_view(game: Game) -> dict[str, Any]:
     """Everything: the full state (targets, crafting hands, all proposals, ToM reports, per-seat
     consecutive-timeout counters), the settings snapshot and the true set of awaited seats."""
-    view = copy.deepcopy(game.snapshot())
+    view = copy.deepcopy(game.snapshot())  # rare (admin/export): no need to be fast
     view.update(
         {
             "seat": None,
