@@ -204,3 +204,86 @@ def test_a_forked_worker_opens_its_own_connections(tmp_path: Path) -> None:
     )
     assert [e["seq"] for e in store.load_events("g")] == [0, 1, 2]
     store.close()
+
+
+def _event(seq: int, **payload: Any) -> dict[str, Any]:
+    return {"seq": seq, "type": "passed", "actor": 0, "payload": payload, "visibility": "public"}
+
+
+def test_one_group_commit_keeps_each_append_checked_on_its_own(tmp_path: Path) -> None:
+    """Appends written in one transaction: a refused one (here the tail of a batch overlapping the log's end
+    would go in) leaves nothing behind and is reported on its own; the others of the group stand."""
+    from server.store.sqlite import _QueuedAppend
+
+    store = SQLiteStore(tmp_path / "t.db")
+    for game in ("a", "b", "c"):
+        store.create_game(game, {"mode": "test"})
+    store.append_events("a", [_event(0), _event(1)])
+
+    def queued(game: str, *seqs: int) -> _QueuedAppend:
+        return _QueuedAppend([(game, seq, 1.0, f'{{"seq":{seq}}}') for seq in seqs])
+
+    group = [queued("a", 1, 2, 3), queued("b", 0, 1), queued("missing", 0), queued("c", 1), queued("b", 2)]
+    store._write_group(group)
+    assert [q.written for q in group] == [False, True, False, False, True]
+    assert [e["seq"] for e in store.load_events("a")] == [0, 1]  # 2 and 3 were taken out again
+    assert [e["seq"] for e in store.load_events("b")] == [0, 1, 2]
+    assert store.load_events("c") == [] and store.load_events("missing") == []
+    store.close()
+
+
+def test_concurrent_appends_commit_in_groups_and_keep_every_game_gap_free(tmp_path: Path) -> None:
+    from server.store import SequenceConflict
+
+    store = open_store(f"sqlite:///{tmp_path}/t.db?synchronous=NORMAL")
+    games = [f"g{i}" for i in range(6)]
+    for game in games:
+        store.create_game(game, {"mode": "test"})
+    accepted: dict[str, list[int]] = {game: [] for game in games}
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def writer(index: int) -> None:
+        # two threads per game race for each number: exactly one wins it, the other gets a conflict
+        game = games[index % len(games)]
+        for seq in range(40):
+            try:
+                store.append_events(game, [_event(seq, writer=index)])
+            except SequenceConflict:
+                continue
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            with lock:
+                accepted[game].append(seq)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(2 * len(games))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    for game in games:
+        stored = store.load_events(game)
+        assert [e["seq"] for e in stored] == list(range(len(stored)))
+        assert sorted(accepted[game]) == [e["seq"] for e in stored]  # acknowledged <=> stored
+    store.close()
+
+
+def test_a_failed_group_transaction_retries_each_append_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    store.create_game("g", {"mode": "test"})
+    real_write = SQLiteStore._write
+    failures = iter([True])
+
+    def flaky_write(self: SQLiteStore) -> Any:
+        if next(failures, False):
+            raise sqlite3.OperationalError("disk I/O error")
+        return real_write(self)
+
+    monkeypatch.setattr(SQLiteStore, "_write", flaky_write)
+    store.append_events("g", [_event(0), _event(1)])  # the group failed; the append alone succeeded
+    assert [e["seq"] for e in store.load_events("g")] == [0, 1]
+    store.close()

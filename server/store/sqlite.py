@@ -7,6 +7,8 @@
   read-check-write (next sequence number, absent key) cannot interleave with another writer in this or any
   other process. Writers of this process also queue on a Python lock first, which is cheaper than SQLite's
   sleeping busy handler; other processes wait up to ``busy_timeout``.
+- Event appends are group-committed: concurrent appends of this process share one transaction (one fsync),
+  each still checked on its own and acknowledged only once committed.
 - The primary key ``(game_id, seq)`` is the last line of defence against a forked log.
 - ``synchronous=FULL`` (default) fsyncs the WAL on every commit, so an acknowledged event survives power loss;
   ``NORMAL`` survives a process crash (kill -9) but not power loss, and is faster.
@@ -20,6 +22,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -51,7 +54,8 @@ from server.store.base import (
 MEMORY = ":memory:"
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 #: Idle connections kept for reuse; more may be open at once under load, the surplus is closed on return.
-POOL_SIZE = 8
+#: Sized for a loaded server (100 busy games used ~25 at once): opening one under load took 10-60 ms.
+POOL_SIZE = 32
 
 # Migrations: MIGRATIONS[v] takes the schema from version v to v + 1. Append, never edit.
 MIGRATIONS: list[list[str]] = [
@@ -128,6 +132,7 @@ class SQLiteStore(Store):
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._reset_group_commit()
         self._pid = os.getpid()
         self._inherited: list[sqlite3.Connection] = []  # a parent's connections, after a fork
         self._memory_lock = threading.RLock()
@@ -228,6 +233,7 @@ class SQLiteStore(Store):
         self._pool = []
         self._pool_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._reset_group_commit()
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -345,6 +351,73 @@ class SQLiteStore(Store):
         prepared = prepare_events(game_id, events)
         if not prepared:
             return
+        # serialised before queueing: the group's writer should only write
+        rows = [(game_id, e["seq"], e["time"], json_dumps(e)) for e in prepared]
+        if not self._append_grouped(_QueuedAppend(rows)):
+            self._append_checked(game_id, prepared)  # raises why (or appends, if now the next batch)
+        stamp_times(events, prepared)
+
+    # Group commit. Each append used to be its own transaction and fsync, concurrent appenders queueing on the
+    # write lock (whose every hand-over also waits for the GIL). Now the first appender leads: it writes all
+    # appends queued meanwhile in one transaction (one fsync) while the others sleep on their own Event until
+    # it is durable, then hands over to the first request queued behind its group, so no caller keeps writing
+    # for others for long. Each append keeps its own checks: a batch that is not its game's next one is left
+    # out and re-run alone. bench_store, 4 threads, synchronous=FULL: p50 1.2 -> 0.8 ms, 6.5k -> 9.8k events/s
+    def _reset_group_commit(self) -> None:
+        self._group_lock = threading.Lock()
+        self._queued: list[_QueuedAppend] = []
+        self._leading = False  # a leader is writing a group, or has been woken to write the next one
+
+    def _append_grouped(self, request: _QueuedAppend) -> bool:
+        """Write ``request`` durably within some group; False when it was not written (not the next batch
+        of its game, or the group's transaction failed): the caller then appends on its own."""
+        if self._pid != os.getpid():
+            self._forget_parent_connections()
+        with self._group_lock:
+            self._queued.append(request)
+            follower = self._leading
+            self._leading = True
+        if follower:
+            request.woken.wait()
+            if request.finished:
+                return request.written
+            # else the previous leader handed over: request is still queued, this thread leads
+        with self._group_lock:
+            group, self._queued = self._queued, []
+        try:
+            self._write_group(group)
+        finally:
+            with self._group_lock:
+                if self._queued:
+                    self._queued[0].woken.set()  # leadership passes on; _leading stays True
+                else:
+                    self._leading = False
+            for queued in group:
+                queued.finished = True
+                queued.woken.set()
+        return request.written
+
+    def _write_group(self, group: list[_QueuedAppend]) -> None:
+        written: list[bool] = []
+        try:
+            with self._write() as conn:
+                for queued in group:
+                    inserted = conn.executemany(_APPEND_IF_NEXT, queued.rows).rowcount
+                    written.append(inserted == len(queued.rows))
+                    if 0 < inserted < len(queued.rows):
+                        # the tail of a batch overlapping the log's end went in (each inserted row was
+                        # the next number): take those rows out again, the rest of the group stands
+                        game_id, last = queued.rows[-1][0], queued.rows[-1][1]
+                        conn.execute(
+                            "DELETE FROM events WHERE game_id = ? AND seq > ?", (game_id, last - inserted)
+                        )
+        except Exception:  # rolled back: every append of the group retries on its own and reports
+            return
+        for queued, done in zip(group, written, strict=True):  # only once committed
+            queued.written = done
+
+    def _append_checked(self, game_id: str, prepared: list[dict[str, Any]]) -> None:
+        """The append with its checks as separate statements: the slow path that names the refusal."""
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM games WHERE game_id = ?", (game_id,)).fetchone() is None:
                 raise unknown_game(game_id)
@@ -354,9 +427,8 @@ class SQLiteStore(Store):
                     "INSERT INTO events (game_id, seq, time, data) VALUES (?, ?, ?, ?)",
                     [(game_id, e["seq"], e["time"], json_dumps(e)) for e in prepared],
                 )
-            except sqlite3.IntegrityError as exc:  # unreachable under the write lock; kept as the safety net
+            except sqlite3.IntegrityError as exc:  # unreachable under the write lock; the safety net
                 raise SequenceConflict(game_id, prepared[0]["seq"]) from exc
-        stamp_times(events, prepared)
 
     def load_events(self, game_id: str, after_seq: int = -1) -> list[EventRecord]:
         with self._read() as conn:
@@ -484,6 +556,30 @@ class SQLiteStore(Store):
 
 
 # --------------------------------------------------------------------------------------------------- helpers
+# An append is this one statement per event (an executemany per append, in the group's transaction): a row
+# goes in only if its game exists and it is the game's next sequence number. Each SQLite call releases and
+# retakes the GIL while the write lock is held, so every statement saved shortens the writers' queue. A batch
+# (consecutive, see prepare_events) that is the game's next one goes in whole; any other inserts fewer rows
+# (none, or the tail of a batch overlapping the log's end), which _write_group takes out again, and is re-run
+# by _append_checked to say why.
+_APPEND_IF_NEXT = """
+    INSERT INTO events (game_id, seq, time, data)
+    SELECT ?1, ?2, ?3, ?4
+    WHERE EXISTS (SELECT 1 FROM games WHERE game_id = ?1)
+      AND (SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE game_id = ?1) = ?2
+"""
+
+
+@dataclass(eq=False, slots=True)
+class _QueuedAppend:
+    """One append_events call waiting for (or leading) a group commit."""
+
+    rows: list[tuple[str, int, float, str]]  # (game_id, seq, time, data)
+    woken: threading.Event = field(default_factory=threading.Event)
+    finished: bool = False  # its group's transaction is over
+    written: bool = False  # ... and committed its rows
+
+
 def _last_seq(conn: sqlite3.Connection, game_id: str) -> int:
     row = conn.execute("SELECT MAX(seq) FROM events WHERE game_id = ?", (game_id,)).fetchone()
     return -1 if row[0] is None else int(row[0])
