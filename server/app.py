@@ -116,10 +116,10 @@ def create_app(
     def push(event: str, data: dict[str, Any], room: str, skip_sid: str | None) -> None:
         socketio.emit(event, data, to=room, skip_sid=skip_sid)
 
-    def has_listeners(room: str) -> bool:
+    def has_listeners(room: str, skip_sid: str | None) -> bool:
         if settings.socketio.message_queue:
             return True  # listeners may be connected to another process
-        return next(socketio.server.manager.get_participants("/", room), None) is not None
+        return any(sid != skip_sid for sid, _ in socketio.server.manager.get_participants("/", room))
 
     rooms = Rooms(settings, store, scheduler, bots, push, has_listeners=has_listeners)
     lobby = Lobby(settings, store, rooms, bots)

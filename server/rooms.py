@@ -208,7 +208,7 @@ class Rooms:
         bots: BotRegistry,
         push: Push,
         clock: Callable[[], float] = time.time,
-        has_listeners: Callable[[str], bool] = lambda room: True,
+        has_listeners: Callable[[str, str | None], bool] = lambda room, skip_sid: True,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -216,7 +216,8 @@ class Rooms:
         self.bots = bots
         self.push = push
         self.clock = clock
-        # whether anyone may be listening in a room: pushes to empty rooms are skipped (saves their views)
+        # whether anyone but skip_sid may be listening in a room: pushes nobody would get are skipped, which
+        # saves their views and their encoding (Socket.IO encodes a room's packet before skipping skip_sid)
         self.has_listeners = has_listeners
         self._games: dict[str, LiveGame] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
@@ -611,11 +612,11 @@ class Rooms:
     ) -> None:
         for seat in [*range(len(live.seats)), None]:
             room = seat_room(live.game_id, seat) if seat is not None else spectator_room(live.game_id)
-            if not self.has_listeners(room):
-                continue
+            skip_sid = skip[1] if seat == skip[0] else None
+            if not self.has_listeners(room, skip_sid):
+                continue  # e.g. the actor's seat whose only connection gets the ack instead
             visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat)]
             if visible:
-                skip_sid = skip[1] if seat == skip[0] else None
                 envelope = self.envelope(live, seat)
                 numbered = self._numbered(visible, envelope["log_size"])
                 self.push("update", {**envelope, "events": numbered}, room, skip_sid)

@@ -355,6 +355,26 @@ def test_reconnection_restores_seat_view_and_history(server: ServerProcess, clie
     assert p1.act(game_id, "finish_crafting")["view"]["winners"] == [0, 1]
 
 
+def test_a_seats_other_connection_gets_the_push_the_acting_one_only_the_ack(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+    tab = Client(server.url)  # a second tab of the same browser: same login cookie, same seat
+    clients.append(tab)
+    tab.http.cookies.update(p0.http.cookies)
+    tab.connect()
+    assert tab.call("join", {"game_id": game_id})["seat"] == 0
+    updates_before = len(p0.messages("update"))
+    ack = p0.act(game_id, "propose", **DUEL_TRADE)
+    assert ack["ok"]
+    # a push to the acting connection would have been sent, and recorded, before its ack
+    assert len(p0.messages("update")) == updates_before
+    tab.wait_for(lambda: any(m["log_size"] == ack["log_size"] for m in tab.messages("update")), what="push")
+    pushed = next(m for m in tab.messages("update") if m["log_size"] == ack["log_size"])
+    assert pushed["view"] == ack["view"] and pushed["events"] == ack["events"]
+    p1.wait_for(lambda: any(m["view"]["phase"] == "trade_decide" for m in p1.messages("update")))
+
+
 # ----------------------------------------------------------------------- REST mirror, tokens, idempotency
 def test_rest_only_game_with_api_token_and_idempotent_retries(
     server: ServerProcess, clients: list[Client]
