@@ -42,8 +42,11 @@ from tqdm import tqdm
 
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
+from craft_rules import planner as planner_module
 from craft_rules.planner import Planner, planner_for
 from craft_rules.values import reference_values
+
+planner_module.SILENCE_SOLVER_STDOUT = True  # a printed report, like the CLI's, stays free of solver noise
 
 ROOT = Path(__file__).resolve().parents[1]
 
