@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tqdm import tqdm
 
+from craft_rules import planner as planner_module
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
-from craft_rules import planner as planner_module
 from craft_rules.planner import Planner, planner_for
 from craft_rules.values import reference_values
 
