@@ -82,10 +82,11 @@ class Game:
         self._end_reason: str | None = None
         self._idle: list[int] = [0] * n
         self._events: list[Event] = []
-        # derived from the log, kept up to date by _apply_event (not state: the digest ignores them)
+        # derived from the log (not state: the digest ignores them)
+        self._counted = 0  # events counted into the two counters below, by log_size() when asked
         self._public_events = 0
         self._private_events: list[int] = [0] * n  # per seat: non-public events it may see
-        self._state_cache: dict[str, Any] = {}
+        self._state_cache: dict[str, Any] = {}  # emptied by every event
 
     # =============================================================================================
     # construction
@@ -274,7 +275,20 @@ class Game:
 
     def log_size(self, seat: int | None) -> int:
         """How many events ``seat`` may see (None: a spectator, public events only), i.e.
-        ``sum(visible_to(e, seat) for e in events)`` without walking the log."""
+        ``sum(visible_to(e, seat) for e in events)``, counting each event once, when first asked
+        (views need it after every change; replay should not pay for it)."""
+        events = self._events
+        if self._counted < len(events):
+            counts = self._private_events
+            for index in range(self._counted, len(events)):
+                visibility = events[index].visibility
+                if visibility == PUBLIC:
+                    self._public_events += 1
+                else:
+                    for viewer in set(visibility):  # a set: visible_to counts an event once
+                        if 0 <= viewer < self._n:
+                            counts[viewer] += 1
+            self._counted = len(events)
         if seat is not None and 0 <= seat < self._n:
             return self._public_events + self._private_events[seat]
         return self._public_events
@@ -892,13 +906,6 @@ class Game:
         if event.actor is not None:
             self._idle[event.actor] = 0  # the seat acted itself: its idleness streak ends
         self._events.append(event)
-        visibility = event.visibility
-        if visibility == PUBLIC:
-            self._public_events += 1
-        else:
-            for seat in set(visibility):  # a set: visible_to counts an event once per viewer
-                if 0 <= seat < self._n:
-                    self._private_events[seat] += 1
 
     def _on_game_started(self, p: dict[str, Any]) -> None:
         if p["players"] != self._n or len(p["hands"]) != self._n:

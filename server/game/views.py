@@ -62,10 +62,10 @@ class _Shared:
 
 def _shared(game: Game) -> _Shared:
     cache = game.state_cache()
-    shared = cache.get("views")
+    shared: _Shared | None = cache.get("views")
     if shared is None:
         shared = cache["views"] = _build_shared(game)
-    return shared  # type: ignore[no-any-return]
+    return shared
 
 
 def _build_shared(game: Game) -> _Shared:
@@ -108,9 +108,9 @@ def _trade_history(shared: _Shared, viewer: int | None) -> list[dict[str, Any]]:
             entry["trade"] = _copy_trade(trade)
         elif outcome is None:
             entry["outcome"] = "in_progress"
-        elif _party(parties, viewer):
+        elif parties is not None and viewer in parties:
             entry["outcome"] = outcome  # proposed (pending) / rejected / cancelled, with whom
-            entry["to"] = parties[1]  # type: ignore[index]
+            entry["to"] = parties[1]
         else:
             # a third party learns only that no trade happened (or is still being decided)
             entry["outcome"] = "in_progress" if outcome == "proposed" else "no_trade"
