@@ -8,7 +8,9 @@ What it measures (targets from issue 3: >= 20,000 actions/s; a 1,000-event game 
   once with pydantic models (as the server passes after parsing) and once with raw JSON dicts
   (parse + validate + apply);
 - full games/s with the random policy of :func:`server.game.legal.random_action` (policy included);
-- replay speed: events/s over every recorded game, and ms to replay one game of >= 1,000 events.
+- replay speed: events/s over every recorded game, and ms to replay one game of >= 1,000 events;
+- views: us per player/spectator view, each seat's and the spectator's after every recorded action
+  (what the server builds after every change).
 
 Instances: the shipped task instances of the rule set when there are any, else instances this script
 draws from the rule set's recipes (each player holds part of what some recipe needs).
@@ -32,6 +34,7 @@ from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import Game, GameSettings, parse_action
 from server.game.legal import random_action
+from server.game.views import player_view, spectator_view
 
 
 def drawn_instances(rules: RuleSet, players: int, count: int, rng: random.Random) -> list[TaskInstance]:
@@ -105,6 +108,19 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         del inst_seed
         assert game.finished
 
+    # views after every action: every seat's and the spectator's (only the views are timed)
+    view_seconds, n_views = 0.0, 0
+    for (game, _), acts in zip(recorded, models, strict=True):
+        fresh = Game.new(game.instance, settings, rules, game.seed)
+        for seat, action in acts:
+            fresh.apply(seat, action)
+            t0 = time.perf_counter()
+            for viewer in range(players):
+                player_view(fresh, viewer)
+            spectator_view(fresh)
+            view_seconds += time.perf_counter() - t0
+            n_views += players + 1
+
     # replay
     logs = [[e.to_dict() for e in game.events] for game, _ in recorded]
     n_events = sum(len(log) for log in logs)
@@ -146,6 +162,7 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         "engine_actions_per_s_dicts": round(n_actions / timings["dicts"]),
         "games_per_s_random_policy": round(games / policy_seconds, 1),
         "actions_per_s_random_policy": round(n_actions / policy_seconds),
+        "view_us": round(view_seconds / n_views * 1e6, 1),
         "replay_events_per_s": round(n_events / replay_seconds),
         "replay_1000_events_ms_median": round(statistics.median(first_thousand) * 1000, 2),
         "long_game_events": len(long_log),
@@ -186,6 +203,7 @@ def main() -> None:
             f"  random games       {r['games_per_s_random_policy']:>10,} games/s"
             f"   {r['actions_per_s_random_policy']:>10,} actions/s (policy included)"
         )
+        print(f"  views              {r['view_us']:>10} us per view (every seat + spectator, every action)")
         print(
             f"  replay             {r['replay_events_per_s']:>10,} events/s"
             f"   {r['replay_1000_events_ms_median']} ms for 1,000 events (target <= 50 ms)"
