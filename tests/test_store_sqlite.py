@@ -211,8 +211,8 @@ def _event(seq: int, **payload: Any) -> dict[str, Any]:
 
 
 def test_one_group_commit_keeps_each_append_checked_on_its_own(tmp_path: Path) -> None:
-    """Appends written in one transaction: a refused one (here the tail of a batch overlapping the log's end
-    would go in) leaves nothing behind and is reported on its own; the others of the group stand."""
+    """Appends written in one transaction: refused ones (a batch overlapping the log's end, an unknown game,
+    a gap) write nothing and are left to report on their own; the others of the group stand."""
     from server.store.sqlite import _QueuedAppend
 
     store = SQLiteStore(tmp_path / "t.db")

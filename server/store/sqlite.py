@@ -22,7 +22,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -376,8 +376,10 @@ class SQLiteStore(Store):
         with self._group_lock:
             self._queued.append(request)
             follower = self._leading
+            if follower:
+                request.woken = threading.Event()  # only a follower waits (and is handed the lead)
             self._leading = True
-        if follower:
+        if request.woken is not None:
             request.woken.wait()
             if request.finished:
                 return request.written
@@ -388,13 +390,14 @@ class SQLiteStore(Store):
             self._write_group(group)
         finally:
             with self._group_lock:
-                if self._queued:
-                    self._queued[0].woken.set()  # leadership passes on; _leading stays True
+                if self._queued:  # queued behind a leader, so a follower: hand it the lead (_leading stays)
+                    cast(threading.Event, self._queued[0].woken).set()
                 else:
                     self._leading = False
             for queued in group:
                 queued.finished = True
-                queued.woken.set()
+                if queued.woken is not None:
+                    queued.woken.set()
         return request.written
 
     def _write_group(self, group: list[_QueuedAppend]) -> None:
@@ -402,15 +405,12 @@ class SQLiteStore(Store):
         try:
             with self._write() as conn:
                 for queued in group:
-                    inserted = conn.executemany(_APPEND_IF_NEXT, queued.rows).rowcount
-                    written.append(inserted == len(queued.rows))
-                    if 0 < inserted < len(queued.rows):
-                        # the tail of a batch overlapping the log's end went in (each inserted row was
-                        # the next number): take those rows out again, the rest of the group stands
-                        game_id, last = queued.rows[-1][0], queued.rows[-1][1]
-                        conn.execute(
-                            "DELETE FROM events WHERE game_id = ? AND seq > ?", (game_id, last - inserted)
-                        )
+                    game_id, first_seq = queued.rows[0][0], queued.rows[0][1]
+                    exists, last = conn.execute(_GAME_AND_LAST_SEQ, (game_id,)).fetchone()
+                    next_batch = bool(exists) and first_seq == (-1 if last is None else last) + 1
+                    if next_batch:
+                        conn.executemany(_INSERT_EVENT, queued.rows)
+                    written.append(next_batch)
         except Exception:  # rolled back: every append of the group retries on its own and reports
             return
         for queued, done in zip(group, written, strict=True):  # only once committed
@@ -424,8 +424,7 @@ class SQLiteStore(Store):
             check_next_seq(game_id, prepared[0]["seq"], _last_seq(conn, game_id) + 1)
             try:
                 conn.executemany(
-                    "INSERT INTO events (game_id, seq, time, data) VALUES (?, ?, ?, ?)",
-                    [(game_id, e["seq"], e["time"], json_dumps(e)) for e in prepared],
+                    _INSERT_EVENT, [(game_id, e["seq"], e["time"], json_dumps(e)) for e in prepared]
                 )
             except sqlite3.IntegrityError as exc:  # unreachable under the write lock; the safety net
                 raise SequenceConflict(game_id, prepared[0]["seq"]) from exc
@@ -556,18 +555,13 @@ class SQLiteStore(Store):
 
 
 # --------------------------------------------------------------------------------------------------- helpers
-# An append is this one statement per event (an executemany per append, in the group's transaction): a row
-# goes in only if its game exists and it is the game's next sequence number. Each SQLite call releases and
-# retakes the GIL while the write lock is held, so every statement saved shortens the writers' queue. A batch
-# (consecutive, see prepare_events) that is the game's next one goes in whole; any other inserts fewer rows
-# (none, or the tail of a batch overlapping the log's end), which _write_group takes out again, and is re-run
-# by _append_checked to say why.
-_APPEND_IF_NEXT = """
-    INSERT INTO events (game_id, seq, time, data)
-    SELECT ?1, ?2, ?3, ?4
-    WHERE EXISTS (SELECT 1 FROM games WHERE game_id = ?1)
-      AND (SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE game_id = ?1) = ?2
+# An append checks its game and next sequence number with one query, then inserts its events with one
+# executemany (the checks used to be two statements): each SQLite call releases and retakes the GIL while
+# the write lock is held. A batch that is not next writes nothing and is re-run by _append_checked to say why.
+_GAME_AND_LAST_SEQ = """
+    SELECT EXISTS (SELECT 1 FROM games WHERE game_id = ?1), (SELECT MAX(seq) FROM events WHERE game_id = ?1)
 """
+_INSERT_EVENT = "INSERT INTO events (game_id, seq, time, data) VALUES (?, ?, ?, ?)"
 
 
 @dataclass(eq=False, slots=True)
@@ -575,7 +569,7 @@ class _QueuedAppend:
     """One append_events call waiting for (or leading) a group commit."""
 
     rows: list[tuple[str, int, float, str]]  # (game_id, seq, time, data)
-    woken: threading.Event = field(default_factory=threading.Event)
+    woken: threading.Event | None = None  # a follower's: set when its group is over, or to hand it the lead
     finished: bool = False  # its group's transaction is over
     written: bool = False  # ... and committed its rows
 
