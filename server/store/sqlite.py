@@ -362,7 +362,7 @@ class SQLiteStore(Store):
     # appends queued meanwhile in one transaction (one fsync) while the others sleep on their own Event until
     # it is durable, then hands over to the first request queued behind its group, so no caller keeps writing
     # for others for long. Each append keeps its own checks: a batch that is not its game's next one is left
-    # out and re-run alone. bench_store, 4 threads, synchronous=FULL: p50 1.2 -> 0.8 ms, 6.5k -> 9.8k events/s
+    # out and re-run alone. bench_store, 4 threads, synchronous=FULL: p50 1.2 -> 0.8 ms, 6.5k -> 9.6k events/s
     def _reset_group_commit(self) -> None:
         self._group_lock = threading.Lock()
         self._queued: list[_QueuedAppend] = []
