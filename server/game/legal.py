@@ -146,8 +146,9 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
         return []
     hand = game.crafting_hand(seat) or {}
     found = []
+    whole = game.settings.whole_runs
     for recipe_id, most in _affordable(game, hand):
-        runs = _acceptable_runs(most)
+        runs = _acceptable_runs(most, whole)
         if runs > 0:
             recipe = game.rules.recipes[recipe_id]
             found.append(
@@ -204,15 +205,21 @@ def _any_craft(game: Game, seat: int) -> bool:
     # lazily: legal_actions runs for every seat's view after every change, and the first affordable
     # candidate settles it (scanning and sorting every candidate dominated the view's cost)
     hand = game.crafting_hand(seat) or {}
-    return any(_acceptable_runs(max_runs(game.rules, hand, r)) > 0 for r in _iter_candidates(game, hand))
+    whole = game.settings.whole_runs
+    return any(
+        _acceptable_runs(max_runs(game.rules, hand, r), whole) > 0 for r in _iter_candidates(game, hand)
+    )
 
 
-def _acceptable_runs(runs: Fraction) -> Fraction:
-    """The largest run amount <= ``runs`` that a Craft accepts (at most 10^6, in steps of 1/10^6).
+def _acceptable_runs(runs: Fraction, whole_runs: bool = False) -> Fraction:
+    """The largest run amount <= ``runs`` that a Craft accepts (at most 10^6, in steps of 1/10^6;
+    with ``whole_runs`` a whole number, possibly 0).
 
     Repeated fractional crafts can leave quantities with huge denominators; rounding *down* keeps
     the craft affordable.
     """
+    if whole_runs:
+        return Fraction(math.floor(min(runs, Fraction(MAX_RUNS))))
     if runs.denominator <= MAX_RUNS and runs <= MAX_RUNS:
         return runs
     return Fraction(math.floor(min(runs, Fraction(MAX_RUNS)) * MAX_RUNS), MAX_RUNS)
@@ -241,7 +248,8 @@ def random_action(
         options = possible_crafts(game, seat)
         pick = rng.choice(options)
         most = Fraction(pick["max_runs"])
-        runs = _acceptable_runs(most * rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 4))))
+        share = rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 4)))
+        runs = _acceptable_runs(most * share, game.settings.whole_runs)
         return {"type": "craft", "recipe": pick["recipe"], "runs": _fmt(runs if runs > 0 else most)}
     kind = rng.choice(legal)
     if kind == "report_tom":
