@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_engine_support import TWO_PLAYER, expect_error, instance, new_game
+from test_engine_support import TWO_PLAYER, expect_error, instance, new_game, small_rules
 
+from agents.bots.random_bot import RandomBot
 from agents.narrator import rules_preamble, settings_from_view
 from craft_rules.crafting import WholeRunsError, craft, parse_runs
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.planner import planner_for
 from server.game import GameSettings
-from server.game.legal import possible_crafts, random_action
+from server.game.legal import legal_actions, possible_crafts
 from server.game.views import player_view
 
 
@@ -142,17 +143,15 @@ def test_a_whole_runs_game_refuses_fractional_crafts_and_changes_nothing() -> No
 
 
 def test_random_play_in_a_whole_runs_game_only_ever_crafts_whole_runs() -> None:
-    import random
-
+    rules = small_rules()
     for seed in range(6):
         game = new_game(crafting_runs="whole", max_turns=6)
-        rng = random.Random(seed)
+        bots = [RandomBot(seed * 10 + seat, rules=rules, finish_probability=0.1) for seat in (0, 1)]
         while not game.finished:
             seat = sorted(game.waiting_for())[0]
-            action = random_action(game, seat, rng)
-            assert action is not None
-            game.apply(seat, action)
-        assert all(Fraction(e.payload["runs"]).denominator == 1 for e in game.events if e.type == "crafted")
+            game.apply(seat, bots[seat].act(player_view(game, seat), legal_actions(game, seat)))
+        crafted = [Fraction(e.payload["runs"]) for e in game.events if e.type == "crafted"]
+        assert crafted and all(runs.denominator == 1 for runs in crafted)
 
 
 def test_a_rational_game_still_accepts_fractions() -> None:
