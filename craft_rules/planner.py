@@ -302,6 +302,7 @@ class _Model:
     vals: list[float]
     rhs: list[float]
     equal_rows: set[int] = field(default_factory=set)  # rows that must hold with equality
+    integer_cols: list[int] = field(default_factory=list)  # further integer columns (0/1 indicators)
 
     def new_col(self, cost: float, upper: float = math.inf) -> int:
         self.cost.append(cost)
@@ -713,6 +714,38 @@ class Planner:
             return {}
         return self._find_missing(hand_f, need, available)[0]
 
+    def fewest_kinds(
+        self,
+        hand: Mapping[str, Fraction | int],
+        target: Mapping[str, int],
+        available: Mapping[str, int],
+    ) -> dict[str, int] | None:
+        """Items to add from ``available`` so the target becomes craftable, with as few distinct
+        kinds as possible (then as few units): ``{}`` if it already is, None if even all of
+        ``available`` does not suffice. The answer is verified by executing a plan."""
+        hand_f = self._clean_hand(hand)
+        need = self._clean_target(target)
+        if self._find_plan(hand_f, need) is not None:
+            return {}
+        bounds = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
+        total = sum(bounds.values()) + 1
+        model = self._build(hand_f, need, bounds, dict.fromkeys(bounds, 1.0), 1e-4, 0.0)
+        if model is None or not model.slack_col:
+            return None
+        for item, col in model.slack_col.items():  # units of a kind only once its indicator is 1
+            indicator = model.new_col(float(total), 1.0)
+            model.integer_cols.append(indicator)
+            row = model.new_row(0.0)
+            model.add(row, col, 1.0)
+            model.add(row, indicator, -float(bounds[item]))
+        solution = self._solve(model, integral=True)
+        if solution is not None:
+            taken = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
+            taken = {k: v for k, v in sorted(taken.items()) if v > 0}
+            if self._verified_with(hand_f, need, taken) is not None:
+                return taken
+        return self._find_missing(hand_f, need, bounds)[0]  # the relaxation was too optimistic
+
     def lp_feasible(
         self, hand: Mapping[str, Fraction | int], target: Mapping[str, int], margin: float = 0.0
     ) -> bool:
@@ -946,10 +979,11 @@ class Planner:
         equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
-        if (integral and model.slack_col) or self.whole_runs:
+        if (integral and model.slack_col) or self.whole_runs or model.integer_cols:
             integrality = np.zeros(n)
             if integral:
                 integrality[list(model.slack_col.values())] = 1
+            integrality[model.integer_cols] = 1
             if self.whole_runs:  # whole runs of every recipe: integer run variables
                 integrality[list(model.x_col.values())] = 1
             with _quiet_stdout():

@@ -1,6 +1,10 @@
 """Task instance validation, difficulty and seeded generation.
 
-An instance is **valid** when
+Every judgement is made under a **crafting-runs rule** (``rational`` or ``whole``, see
+:mod:`craft_rules.crafting`): the one given by the caller (``tradecraft tasks ... --runs``), else the one
+the instance records (``"crafting_runs"`` in its file: the rule it was generated for), else ``rational``.
+
+An instance is **valid** (under a rule) when
   1. it has at least two players and as many targets as hands;
   2. every item in it belongs to the rule set, every count is a positive integer, every target is one item;
   3. the union of all initial hands suffices to craft each target on its own, within one craft phase;
@@ -11,10 +15,17 @@ An instance is **valid** when
   - ``craft_steps``: the number of crafts in that plan;
   - ``units_from_others`` / ``distinct_from_others``: the fewest item units (and distinct items) the player
     must obtain from the other players' initial hands, at least cost;
-  - ``min_trades``: the fewest trades that can bring those items in: one trade can carry any multiset from
-    one partner, so this is the fewest partners whose hands cover the needed items (1 in two-player games);
+  - ``min_trades``: the fewest *trading steps*, where a step brings one kind of item from one partner (how
+    the original game's instances count "the minimum number of trading steps"): the fewest distinct kinds
+    the player must obtain (a kind no single partner holds enough of counts once per partner needed).
+    One proposal may bundle several kinds, so a quick pair of players can do it in fewer proposals; the
+    figure measures how much must be negotiated, and spreads 1, 2, 3+ where partner counting cannot
+    (one partner always suffices with two players);
+  - ``min_partners``: the fewest partners whose hands hold the items needed at least cost;
   - ``score``: depth + craft_steps / 2 + units_from_others / 2 + (min_trades - 1), the ordering key behind the
     ``level`` label (easy < 4 <= medium < 7 <= hard).
+And for the instance: ``scarce``, whether the pooled hands cannot craft every target at the same time
+(each one alone they can): players then compete for the same items, as the paper describes.
 
 Generation expands each target's recipe tree a random number of levels (seeded), so hands hold a mix of
 raw materials and intermediates (planks next to raw iron), splits each target's bill between its owner and
@@ -28,11 +39,12 @@ import dataclasses
 import itertools
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from craft_rules.crafting import CraftingRuns
 from craft_rules.model import Recipe, RecipeType, RuleSet
 from craft_rules.planner import Planner, planner_for
 from craft_rules.tasks import TaskInstance, mode_for_players
@@ -45,6 +57,7 @@ class PlayerDifficulty:
     units_from_others: int
     distinct_from_others: int
     min_trades: int
+    min_partners: int
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -58,15 +71,22 @@ class InstanceReport:
     valid: bool
     reasons: list[str] = field(default_factory=list)
     players: list[PlayerDifficulty] = field(default_factory=list)
+    crafting_runs: CraftingRuns = "rational"
+    scarce: bool = False
 
     @property
     def difficulty(self) -> dict[str, Any]:
         if not self.players:
             return {}
-        hardest = {
-            key: max(getattr(p, key) for p in self.players)
-            for key in ("depth", "craft_steps", "units_from_others", "distinct_from_others", "min_trades")
-        }
+        keys = (
+            "depth",
+            "craft_steps",
+            "units_from_others",
+            "distinct_from_others",
+            "min_trades",
+            "min_partners",
+        )
+        hardest: dict[str, Any] = {key: max(getattr(p, key) for p in self.players) for key in keys}
         score = (
             hardest["depth"]
             + hardest["craft_steps"] / 2
@@ -74,13 +94,14 @@ class InstanceReport:
             + (hardest["min_trades"] - 1)
         )
         level = "easy" if score < 4 else "medium" if score < 7 else "hard"
-        return {**hardest, "score": round(score, 2), "level": level}
+        return {**hardest, "scarce": self.scarce, "score": round(score, 2), "level": level}
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "ruleset": self.ruleset,
             "mode": self.mode,
+            "crafting_runs": self.crafting_runs,
             "valid": self.valid,
             "reasons": self.reasons,
             "difficulty": self.difficulty,
@@ -92,7 +113,7 @@ def _fraction_hand(hand: Mapping[str, int]) -> dict[str, Fraction]:
     return {item: Fraction(n) for item, n in hand.items() if n}
 
 
-def min_trades(needed: Iterable[str], partner_hands: Mapping[int, Mapping[str, int]]) -> int:
+def min_partners(needed: Iterable[str], partner_hands: Mapping[int, Mapping[str, int]]) -> int:
     """Fewest partners whose hands together hold every needed item (exact set cover: N is tiny)."""
     needed_set = set(needed)
     if not needed_set:
@@ -108,10 +129,37 @@ def min_trades(needed: Iterable[str], partner_hands: Mapping[int, Mapping[str, i
     return len(partners)
 
 
-def assess_instance(rules: RuleSet, instance: TaskInstance, planner: Planner | None = None) -> InstanceReport:
-    """Validate ``instance`` and measure its difficulty; never raises for a bad instance."""
-    planner = planner or planner_for(rules)
-    report = InstanceReport(instance.id, instance.ruleset, instance.mode, valid=True)
+def trading_steps(taken: Mapping[str, int], partner_hands: Mapping[int, Mapping[str, int]]) -> int:
+    """Trading steps to bring ``taken`` in: one per kind, and one more for every further partner a kind
+    needs because no single partner holds enough of it (largest holders first)."""
+    steps = 0
+    for item, units in taken.items():
+        held = sorted((hand.get(item, 0) for hand in partner_hands.values()), reverse=True)
+        for count in held:
+            steps += 1
+            units -= count
+            if units <= 0:
+                break
+    return steps
+
+
+def rule_of(instance: TaskInstance, crafting_runs: CraftingRuns | None = None) -> CraftingRuns:
+    """The crafting-runs rule to judge ``instance`` under: the given one, else the one it records."""
+    return crafting_runs or instance.crafting_runs or "rational"
+
+
+def assess_instance(
+    rules: RuleSet,
+    instance: TaskInstance,
+    planner: Planner | None = None,
+    *,
+    crafting_runs: CraftingRuns | None = None,
+) -> InstanceReport:
+    """Validate ``instance`` and measure its difficulty under a crafting-runs rule (see
+    :func:`rule_of`; a given ``planner`` must plan under that rule); never raises for a bad instance."""
+    runs = rule_of(instance, crafting_runs)
+    planner = planner or planner_for(rules, whole_runs=runs == "whole")
+    report = InstanceReport(instance.id, instance.ruleset, instance.mode, valid=True, crafting_runs=runs)
     reasons = report.reasons
     if len(instance.hands) < 2:
         reasons.append("an instance needs at least two players")
@@ -151,7 +199,8 @@ def assess_instance(rules: RuleSet, instance: TaskInstance, planner: Planner | N
             for item, count in hand.items():
                 others_pool[item] = others_pool.get(item, 0) + count
         needed = planner.missing(own, target, available=others_pool)
-        if needed is None:
+        fewest = planner.fewest_kinds(own, target, others_pool)
+        if needed is None or fewest is None:
             reasons.append(f"player {seat}: the other players cannot supply what its target needs")
             continue
         report.players.append(
@@ -160,17 +209,33 @@ def assess_instance(rules: RuleSet, instance: TaskInstance, planner: Planner | N
                 craft_steps=pooled_plan.craft_steps,
                 units_from_others=sum(needed.values()),
                 distinct_from_others=len(needed),
-                min_trades=min_trades(needed, others),
+                min_trades=trading_steps(fewest, others),
+                min_partners=min_partners(needed, others),
             )
         )
     report.valid = not reasons
     if not report.valid:
         report.players = []
+    else:
+        report.scarce = not planner.can_craft(pooled, all_targets(instance.targets))
     return report
+
+
+def all_targets(targets: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Every player's target at once (the same item twice counts twice)."""
+    total: dict[str, int] = {}
+    for target in targets:
+        for item, count in target.items():
+            total[item] = total.get(item, 0) + count
+    return total
 
 
 def _fmt(target: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {item}" for item, n in target.items())
+
+
+DEFAULT_HAND_UNITS = (6, 13)  # the original's public problems: 5 to 50 units a hand, median 9
+DEFAULT_TRADES = (1, 2, 3)
 
 
 # --- generation ------------------------------------------------------------------------------------
@@ -283,10 +348,44 @@ def generate_instances(
     seed: int,
     id_prefix: str | None = None,
     max_attempts: int = 200,
+    *,
+    crafting_runs: CraftingRuns = "rational",
+    item_pool: str | None = None,
+    hand_units: tuple[int, int] = DEFAULT_HAND_UNITS,
+    trades: tuple[int, ...] = DEFAULT_TRADES,
+    scarcity: float = 0.0,
+    progress: Callable[[int], None] | None = None,
 ) -> list[TaskInstance]:
-    """``count`` valid instances with targets spread over crafting depths, reproducible for a seed."""
+    """``count`` valid instances (under ``crafting_runs``), reproducible for a seed.
+
+    ``item_pool``: ``survival`` (default where the rule set has its items, see :data:`ITEM_POOLS`) deals
+    hands from a curated pool of common survival items and intermediates, with hands of ``hand_units``
+    units (low, high), the k-th instance needing ``trades[k % len(trades)]`` trading steps (the last
+    value means "at least") and a share ``scarcity`` of instances where the pooled hands cannot make
+    every target at once; ``all`` is the older generator over every raw material, spread over crafting
+    depths (it ignores the hand, trade and scarcity options). ``progress`` is called once per instance.
+    """
+    pool_name = item_pool or ("survival" if set(ITEM_POOLS["survival"]) <= set(rules.items) else "all")
+    if pool_name != "all":
+        if pool_name not in ITEM_POOLS:
+            raise ValueError(
+                f"unknown item pool {pool_name!r}; choose one of {', '.join([*ITEM_POOLS, 'all'])}"
+            )
+        return _generate_from_pool(
+            rules,
+            players,
+            count,
+            seed,
+            id_prefix,
+            crafting_runs=crafting_runs,
+            pool=ITEM_POOLS[pool_name],
+            hand_units=hand_units,
+            trades=trades,
+            scarcity=scarcity,
+            progress=progress,
+        )
     rng = random.Random(seed)
-    planner = planner_for(rules)
+    planner = planner_for(rules, whole_runs=crafting_runs == "whole")
     bases = base_items(rules)
     expander = _TreeExpander(rules, rng, bases)
     by_depth = candidate_targets(rules, planner)
@@ -316,6 +415,7 @@ def generate_instances(
                 mode=mode,
                 hands=tuple(hands),
                 targets=tuple({t: 1} for t in targets),
+                crafting_runs=crafting_runs,
             )
             if any(t in hand for t in targets for hand in hands):
                 continue  # a target dealt as is makes a trivial game
@@ -323,6 +423,8 @@ def generate_instances(
             if report.valid:
                 seen.add(key)
                 out.append(dataclasses.replace(instance, difficulty=report.difficulty))
+                if progress is not None:
+                    progress(1)
                 break
         else:
             raise RuntimeError(
@@ -372,3 +474,320 @@ def _deal(
             partner = rng.choice([s for s in range(players) if s != owner])
             give(partner, item, hands[owner].pop(item))
     return hands
+
+
+# --- generation from a curated item pool (instances like the original game's) ---------------------
+
+SURVIVAL_POOL: tuple[str, ...] = (
+    # wood and stone
+    "oak_log",
+    "oak_planks",
+    "oak_slab",
+    "stick",
+    "cobblestone",
+    "cobblestone_slab",
+    "stone",
+    # fuels
+    "coal",
+    "charcoal",
+    # ores and metals
+    "iron_ore",
+    "raw_iron",
+    "iron_ingot",
+    "iron_nugget",
+    "raw_copper",
+    "copper_ingot",
+    "gold_ore",
+    "raw_gold",
+    "gold_ingot",
+    "diamond",
+    # redstone and minerals
+    "redstone",
+    "redstone_block",
+    "quartz",
+    "lapis_lazuli",
+    # farming and mobs
+    "string",
+    "leather",
+    "wheat",
+    "sugar_cane",
+    "paper",
+    "feather",
+    "flint",
+    "slime_ball",
+    "egg",
+    # sand and clay
+    "sand",
+    "glass",
+    "clay_ball",
+    "brick",
+)
+"""Common survival items and their first products: what the original game's hands hold (logs, planks,
+sticks, coal, cobblestone, ores and ingots, redstone, string, ...), rather than rare blocks."""
+
+ITEM_POOLS: dict[str, tuple[str, ...]] = {"survival": SURVIVAL_POOL}
+MAX_POOL_DEPTH = 4
+POOL_FUELS = ("coal", "charcoal", "oak_planks", "oak_log", "stick")
+
+
+class _PoolWorld:
+    """The part of a rule set a curated pool reaches: which items it can make, how deep, and bills."""
+
+    MAX_UNITS_PER_OUTPUT = 9  # an observer takes 9 items; the bill cap keeps hands small
+    # building-block variants (slabs, stairs, polished stone, ...) make dull targets: the original's are
+    # tools, redstone parts, rails, lanterns, shields, arrows
+    DECORATIVE = (
+        "_slab",
+        "_stairs",
+        "_wall",
+        "_carpet",
+        "_pane",
+        "chiseled_",
+        "polished_",
+        "smooth_",
+        "cut_",
+        "cracked_",
+        "_pillar",
+        "_bricks",
+        "bricks",
+        "terracotta",
+        "_dye",
+        "granite",
+        "diorite",
+        "andesite",
+    )
+
+    def __init__(self, rules: RuleSet, pool: Iterable[str], whole_runs: bool, rng: random.Random):
+        self.rules = rules
+        self.pool = frozenset(i for i in pool if i in rules.items)
+        self.whole_runs = whole_runs
+        self.rng = rng
+        self.fuels = [f for f in POOL_FUELS if f in self.pool and f in rules.fuels.burn_ticks]
+        # survival crafting: no smithing, no stonecutter variants, nothing dyed, nothing that eats
+        # more than a few inputs per output (9 nuggets -> 1 ingot)
+        usable = [
+            r
+            for r in rules.recipes.values()
+            if r.type not in (RecipeType.SMITHING_TRANSFORM, RecipeType.STONECUTTING)
+            and sum(ing.count for ing in r.ingredients) <= self.MAX_UNITS_PER_OUTPUT * r.count
+            and not any(o.endswith("_dye") for ing in r.ingredients for o in ing.options)
+            and (self.fuels or not r.burns_fuel)
+        ]
+        level = dict.fromkeys(self.pool, 0)
+        changed = True
+        while changed:
+            changed = False
+            for recipe in usable:
+                best = [
+                    min((level[o] for o in ing.options if o in level), default=None)
+                    for ing in recipe.ingredients
+                ]
+                if any(b is None for b in best):
+                    continue
+                new = 1 + max(b for b in best if b is not None)
+                if new < level.get(recipe.result, math.inf):
+                    level[recipe.result] = new
+                    changed = True
+        self.level = level
+        self.recipes_for: dict[str, list[Recipe]] = {}
+        for recipe in sorted(usable, key=lambda r: r.id):
+            if all(any(o in level for o in ing.options) for ing in recipe.ingredients):
+                self.recipes_for.setdefault(recipe.result, []).append(recipe)
+
+    def targets(self, depth: int, levels: Mapping[str, int]) -> list[str]:
+        """Items the pool can make whose crafting level (from raw materials, ``levels``) is ``depth``."""
+        return sorted(
+            item
+            for item in self.level
+            if levels.get(item) == depth
+            and item not in self.pool
+            and _obtainable(item)
+            and item not in self.rules.starting_items
+            and not any(mark in item for mark in self.DECORATIVE)
+        )
+
+    MAX_BILL_UNITS = 12  # a target should need a handful of items, as the original's do
+
+    def bill(self, item: str) -> dict[str, int] | None:
+        """Pool items that make one ``item`` (whole runs under the whole rule), or None."""
+        out = self._expand(item, Fraction(1), frozenset())
+        if out is None:
+            return None
+        bill = {k: math.ceil(v) for k, v in sorted(out.items()) if v > 0}
+        return bill if sum(bill.values()) <= self.MAX_BILL_UNITS else None
+
+    def _expand(self, item: str, amount: Fraction, above: frozenset[str]) -> dict[str, Fraction] | None:
+        rng = self.rng
+        recipes = [
+            r
+            for r in self.recipes_for.get(item, ())
+            if not any(set(ing.options) & self.level.keys() <= above | {item} for ing in r.ingredients)
+        ]
+        if item in self.pool and (not recipes or rng.random() < 0.6):
+            return {item: amount}
+        if not recipes:
+            return None
+        recipe = rng.choice(recipes)
+        runs = amount / recipe.count
+        if self.whole_runs:
+            runs = Fraction(math.ceil(runs))
+        bill: dict[str, Fraction] = {}
+        for ing in recipe.ingredients:
+            options = sorted(o for o in ing.options if o in self.level and o not in above and o != item)
+            if not options:
+                return None
+            in_pool = [o for o in options if o in self.pool]
+            choice = rng.choice(in_pool or options)
+            sub = self._expand(choice, ing.count * runs, above | {item})
+            if sub is None:
+                return None
+            for key, qty in sub.items():
+                bill[key] = bill.get(key, Fraction(0)) + qty
+        if recipe.burns_fuel:
+            fuel = rng.choice(self.fuels)
+            bill[fuel] = bill.get(fuel, Fraction(0)) + runs * self.rules.fuels.units_per_run(fuel)
+        return bill
+
+
+def _generate_from_pool(
+    rules: RuleSet,
+    players: int,
+    count: int,
+    seed: int,
+    id_prefix: str | None,
+    *,
+    crafting_runs: CraftingRuns,
+    pool: tuple[str, ...],
+    hand_units: tuple[int, int],
+    trades: tuple[int, ...],
+    scarcity: float,
+    progress: Callable[[int], None] | None,
+    max_attempts: int = 400,
+) -> list[TaskInstance]:
+    if not trades or min(trades) < 1:
+        raise ValueError("trades must list at least one number of trading steps, each 1 or more")
+    if not 0 <= scarcity <= 1:
+        raise ValueError("scarcity is a share of instances, from 0 to 1")
+    low, high = hand_units
+    if not 1 <= low <= high:
+        raise ValueError("hand_units must be (low, high) with 1 <= low <= high")
+    rng = random.Random(seed)
+    whole = crafting_runs == "whole"
+    planner = planner_for(rules, whole_runs=whole)
+    world = _PoolWorld(rules, pool, whole, rng)
+    levels = planner.item_levels
+    by_depth = {d: world.targets(d, levels) for d in range(1, MAX_POOL_DEPTH + 1)}
+    depths = [d for d, items in by_depth.items() if items]
+    if not depths:
+        raise ValueError(f"the item pool makes no target in rule set {rules.name}")
+    mode = mode_for_players(players)
+    top = max(trades)
+    out: list[TaskInstance] = []
+    seen: set[tuple[str, ...]] = set()
+    for index in range(count):
+        want_trades = trades[index % len(trades)]
+        want_scarce = math.floor((index + 1) * scarcity) > math.floor(index * scarcity)
+        depth = depths[index % len(depths)]
+        for attempt in range(max_attempts):
+            level = depth if attempt < max_attempts // 2 else rng.choice(depths)
+            dealt = _deal_from_pool(
+                world, planner, by_depth, level, players, want_trades, want_scarce, (low, high)
+            )
+            if dealt is None:
+                continue
+            targets, hands = dealt
+            key = tuple(targets)
+            if key in seen:
+                continue
+            instance = TaskInstance(
+                id=f"{id_prefix or rules.name}/{mode}/generated#{index}",
+                ruleset=rules.name,
+                mode=mode,
+                hands=tuple(hands),
+                targets=tuple({t: 1} for t in targets),
+                crafting_runs=crafting_runs,
+            )
+            report = assess_instance(rules, instance, planner, crafting_runs=crafting_runs)
+            if not report.valid or report.scarce != want_scarce:
+                continue
+            got = report.difficulty["min_trades"]
+            if got != want_trades and not (want_trades == top and got > top):
+                continue
+            seen.add(key)
+            out.append(dataclasses.replace(instance, difficulty=report.difficulty))
+            if progress is not None:
+                progress(1)
+            break
+        else:
+            raise RuntimeError(
+                f"could not generate instance {index} ({want_trades} trading steps, scarce={want_scarce}) "
+                f"after {max_attempts} tries; loosen --trades or --scarcity"
+            )
+    return out
+
+
+def _deal_from_pool(
+    world: _PoolWorld,
+    planner: Planner,
+    by_depth: Mapping[int, list[str]],
+    depth: int,
+    players: int,
+    want_trades: int,
+    scarce: bool,
+    hand_units: tuple[int, int],
+) -> tuple[list[str], list[dict[str, int]]] | None:
+    """Targets and hands for one instance, or None when this draw does not work out."""
+    rng = world.rng
+    first = rng.choice(by_depth[depth])
+    targets = [first]
+    while len(targets) < players:
+        pick = rng.choice(by_depth[rng.choice([d for d in range(1, depth + 1) if by_depth.get(d)])])
+        if pick not in targets:
+            targets.append(pick)
+    bills = [world.bill(t) for t in targets]
+    if any(b is None or not b for b in bills):
+        return None
+    bills_ok = [b for b in bills if b is not None]
+    if any(t in b for t in targets for b in bills_ok):
+        return None  # a target that is also an ingredient of a bill would be dealt as is
+    if scarce and not set(bills_ok[0]) & set().union(*bills_ok[1:]):
+        return None  # scarcity needs the targets to draw on the same kind of item
+    # the kinds each owner lacks: the first owner exactly the wanted number, the others up to it
+    lacking: list[set[str]] = []
+    for seat, bill in enumerate(bills_ok):
+        kinds = sorted(bill)
+        wanted = want_trades if seat == 0 else rng.randint(1, want_trades)
+        if len(kinds) < wanted:
+            if seat == 0:
+                return None
+            wanted = len(kinds)
+        lacking.append(set(rng.sample(kinds, wanted)))
+    totals: dict[str, int] = {}
+    for bill in bills_ok:
+        for item, units in bill.items():
+            # scarce: the pool holds only what the hungriest target needs, so not both can be made
+            totals[item] = max(totals.get(item, 0), units) if scarce else totals.get(item, 0) + units
+    hands: list[dict[str, int]] = [{} for _ in range(players)]
+    for item in sorted(totals):
+        needing = [s for s in range(players) if item in bills_ok[s]]
+        keepers = [s for s in needing if item not in lacking[s]]
+        others = [s for s in range(players) if item not in lacking[s] or s not in needing]
+        if keepers:
+            hands[rng.choice(keepers)][item] = totals[item]
+        elif others:
+            hands[rng.choice(others)][item] = totals[item]
+        else:  # every player lacks it: split it, so each holds too little
+            for seat in range(players):
+                share = totals[item] // players + (1 if seat < totals[item] % players else 0)
+                if share:
+                    hands[seat][item] = hands[seat].get(item, 0) + share
+    relevant: set[str] = set()
+    for target in targets:
+        relevant |= planner.relevant_items({target: 1}, world.pool)
+    distractors = sorted(world.pool - relevant - set(totals))
+    for hand in hands:
+        size = rng.randint(*hand_units)
+        while sum(hand.values()) < size and distractors:
+            item = rng.choice(distractors)
+            hand[item] = hand.get(item, 0) + rng.randint(1, 3)
+    return targets, hands

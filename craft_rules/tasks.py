@@ -6,7 +6,12 @@ An instance's stable id is ``<ruleset>/<mode>/<file stem>#<index>`` (index withi
 Items may carry the rule set's prefix in the file (``minecraft:stick``); in memory they are canonical.
 Optional per-instance keys: ``"max_turn"`` (the original game's per-instance turn limit; a game of
 the instance ends after that many turns whatever its settings say), and the project's own (ignored by
-other tools) ``"id"`` (a readable name) and ``"difficulty"`` (recorded by the generator).
+other tools) ``"id"`` (a readable name), ``"crafting_runs"`` (``rational`` | ``whole``: the
+crafting-runs rule the instance was made and validated for; absent = ``rational``) and
+``"difficulty"`` (recorded by the generator, measured under that rule).
+
+An **instance set** is one file; its name is the file's stem (``paper`` for
+``TC_GAMES/minecraft/1p_v_1p/paper.json``), and :func:`instance_set_ids` lists its ids in order.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from craft_rules.crafting import CRAFTING_RUNS, CraftingRuns
 from craft_rules.loader import RuleSetError
 
 TC_GAMES_DIR = Path(__file__).resolve().parent / "TC_GAMES"
@@ -31,6 +37,7 @@ class TaskInstance:
     targets: tuple[dict[str, int], ...]
     difficulty: dict[str, Any] = field(default_factory=dict, compare=False)
     max_turn: int | None = None
+    crafting_runs: CraftingRuns | None = None
 
     @property
     def players(self) -> int:
@@ -50,6 +57,8 @@ class TaskInstance:
         }
         if self.max_turn is not None:
             record["max_turn"] = self.max_turn
+        if self.crafting_runs is not None:
+            record["crafting_runs"] = self.crafting_runs
         if self.difficulty:
             record["difficulty"] = self.difficulty
         return record
@@ -102,6 +111,11 @@ def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -
             not isinstance(max_turn, int) or isinstance(max_turn, bool) or not 1 <= max_turn <= 10_000
         ):
             raise RuleSetError(where, "max_turn must be a whole number of turns from 1 to 10000")
+        runs = record.get("crafting_runs")
+        if runs is not None and runs not in CRAFTING_RUNS:
+            raise RuleSetError(
+                where, f"crafting_runs must be one of {', '.join(CRAFTING_RUNS)}, got {runs!r}"
+            )
         out.append(
             TaskInstance(
                 id=f"{ruleset}/{mode}/{path.stem}#{index}",
@@ -111,6 +125,7 @@ def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -
                 targets=tuple(_counts(t, where, prefix) for t in targets),
                 difficulty=dict(record.get("difficulty") or {}),
                 max_turn=max_turn,
+                crafting_runs=runs,
             )
         )
     return out
@@ -147,3 +162,17 @@ def get_instance(instance_id: str, root: Path = TC_GAMES_DIR) -> TaskInstance:
         if inst.id == instance_id:
             return inst
     raise KeyError(f"no task instance {instance_id!r}; `tradecraft tasks list` shows the ids")
+
+
+def instance_set_ids(
+    name: str, ruleset: str = "minecraft", mode: str = "1p_v_1p", root: Path = TC_GAMES_DIR
+) -> list[str]:
+    """The ids of instance set ``name`` (the file ``<root>/<ruleset>/<mode>/<name>.json``), in file order.
+
+    Raises KeyError naming the sets that exist when there is no such set."""
+    folder = root / ruleset / mode
+    path = folder / f"{name}.json"
+    if not name or "/" in name or "\\" in name or name.startswith(".") or not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.json"))) if folder.is_dir() else "none"
+        raise KeyError(f"no instance set {name!r} in {ruleset}/{mode}; the sets there: {known}")
+    return [inst.id for inst in parse_instance_file(path, ruleset, mode, prefix=f"{ruleset}:")]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from craft_rules.loader import load_rule_set
-from craft_rules.taskgen import assess_instance, generate_instances, min_trades
+from craft_rules.taskgen import assess_instance, generate_instances, min_partners
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, parse_instance_file
 from server.cli import main as cli
 
@@ -94,12 +94,12 @@ def test_mode_must_fit_the_player_count(minecraft):
     assert any("does not fit" in r for r in report.reasons)
 
 
-def test_min_trades_is_a_set_cover_over_partners():
+def test_min_partners_is_a_set_cover_over_partners():
     partners = {1: {"coal": 1, "stick": 2}, 2: {"iron_ingot": 3}, 3: {"coal": 1, "iron_ingot": 1}}
-    assert min_trades([], partners) == 0
-    assert min_trades(["coal"], partners) == 1
-    assert min_trades(["coal", "iron_ingot"], partners) == 1  # partner 3 alone
-    assert min_trades(["stick", "iron_ingot"], partners) == 2
+    assert min_partners([], partners) == 0
+    assert min_partners(["coal"], partners) == 1
+    assert min_partners(["coal", "iron_ingot"], partners) == 1  # partner 3 alone
+    assert min_partners(["stick", "iron_ingot"], partners) == 2
 
 
 @pytest.mark.parametrize(("ruleset", "players"), [("minecraft", 2), ("minecraft", 3), ("alchemy", 2)])
