@@ -165,11 +165,13 @@ class RandomBot:
         if not can_craft or done_enough or rng.random() < self.finish_probability:
             return {"type": "finish_crafting"}
         hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
-        options = runnable_recipes(self._rules_for(view), hand)
+        whole = (view.get("rules") or {}).get("crafting_runs") == "whole"
+        options = runnable_recipes(self._rules_for(view), hand, whole_runs=whole)
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
-        runs = clamp_runs(most * rng.choice(RUN_FRACTIONS))
+        # under the whole rule a share of a single run rounds down to nothing: run it once instead
+        runs = clamp_runs(most * rng.choice(RUN_FRACTIONS), whole_runs=whole) or most
         if runs <= 0:  # a sliver too small to name as a run amount
             return {"type": "finish_crafting"}
         return {"type": "craft", "recipe": recipe.id, "runs": fmt_qty(runs)}
