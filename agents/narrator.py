@@ -503,7 +503,9 @@ def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None
     ``seat=None`` narrates for a spectator (public events only).
     """
     lines = []
-    for event in as_events(events):  # type: ignore[arg-type]
+    # viewer-log records (what a client and a policy's observe get) number events "n", not "seq"
+    records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
+    for event in as_events(records):  # type: ignore[arg-type]
         if visible_to(event, seat):
             text = narrate_event(event, seat, rules)
             if text:

@@ -43,14 +43,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any
-
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse import csr_matrix
+from typing import TYPE_CHECKING, Any
 
 from craft_rules.crafting import MAX_RUNS, CraftError, craft, fmt_qty, max_runs, runnable_recipes
 from craft_rules.model import Recipe, RuleSet
+
+if TYPE_CHECKING:  # numpy and scipy load only when an LP is solved (see Planner._solve): cheap CLI start
+    import numpy as np
 
 # --- errors ----------------------------------------------------------------------------------------
 
@@ -326,7 +325,7 @@ class _Solution:
     fuels: dict[str, dict[str, float]]  # recipe id -> {fuel: runs it fuels}
     slack: dict[str, float]
     objective: float
-    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    x: np.ndarray | None = None  # the LP's column values
 
 
 @dataclass
@@ -973,6 +972,11 @@ class Planner:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
             return None
+        # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
+        import numpy as np
+        from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+        from scipy.sparse import csr_matrix
+
         matrix = csr_matrix((model.vals, (model.rows, model.cols)), shape=(len(model.rhs), n))
         rhs = np.asarray(model.rhs, dtype=float)
         equal = np.zeros(len(model.rhs), dtype=bool)

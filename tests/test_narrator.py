@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agent_support import SMALL_INSTANCES
 
-from agents.bots import make_bot
+from agents.bots import make_policy
 from agents.local import derive_seed, play_local
 from agents.narrator import (
     SECTION_EVENTS,
@@ -70,7 +70,7 @@ class Marked:
 
     def __init__(self, seat: int, seed: int):
         self.seat = seat
-        self.bot = make_bot("random", derive_seed(seed, seat))
+        self.bot = make_policy("random", derive_seed(seed, seat))
         self.count = 0
 
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
@@ -329,7 +329,7 @@ def test_every_event_type_is_told_in_words() -> None:
         game_settings = settings("alchemy", inst.players)
         game = Game.new(inst, game_settings, rules, seed)
         rng = random.Random(seed)
-        bots = [make_bot("random", derive_seed(seed, s)) for s in range(inst.players)]
+        bots = [make_policy("random", derive_seed(seed, s)) for s in range(inst.players)]
         while not game.finished:
             roll = rng.random()
             if roll < 0.08:
@@ -424,7 +424,7 @@ def test_narrator_refuses_nothing_the_engine_accepts() -> None:
     rules = needs("alchemy")
     inst = instance("alchemy", 0)
     result = play_local(
-        inst, settings("alchemy", 2, max_turns=2), rules, [make_bot("random", s) for s in (1, 2)], 1
+        inst, settings("alchemy", 2, max_turns=2), rules, [make_policy("random", s) for s in (1, 2)], 1
     )
     text = observation(player_view(result.game, 0), result.events, rules)
     assert "The game is over after turn" in text
