@@ -23,7 +23,7 @@ the answer from that copy alone (the planner may take milliseconds).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
@@ -163,7 +163,6 @@ class QueryContext:
     target: Mapping[str, int] | None = None
     events: tuple[dict[str, Any], ...] = ()  # history queries: the requested slice of the viewer's log
     log_size: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
