@@ -7,7 +7,7 @@ What it measures (targets from issue 3: >= 20,000 actions/s; a 1,000-event game 
   timed), then the recorded actions are re-applied to fresh games and only ``Game.apply`` is timed —
   once with pydantic models (as the server passes after parsing) and once with raw JSON dicts
   (parse + validate + apply);
-- full games/s with the random policy of :func:`server.game.legal.random_action` (policy included);
+- full games/s with the random bot (:class:`agents.bots.random_bot.RandomBot`, policy included);
 - replay speed: events/s over every recorded game, and ms to replay one game of >= 1,000 events;
 - views: us per player/spectator view, each seat's and the spectator's after every recorded action
   (what the server builds after every change).
@@ -29,11 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.bots.random_bot import RandomBot
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import Game, GameSettings, parse_action
-from server.game.legal import random_action
+from server.game.legal import legal_actions
 from server.game.views import player_view, spectator_view
 
 
@@ -76,8 +77,9 @@ def record_game(inst: TaskInstance, rules: RuleSet, settings: GameSettings, seed
     actions: list[tuple[int | None, dict[str, Any]]] = []
     while not game.finished:
         seat = rng.choice(sorted(game.waiting_for()))
-        action = random_action(game, seat, rng)
-        assert action is not None
+        # one random policy for the whole project: the bot, fed what a remote player sees
+        bot = RandomBot(rng.getrandbits(63), rules=rules)
+        action = bot.act(player_view(game, seat), legal_actions(game, seat))
         game.apply(seat, action)
         actions.append((seat, action))
     return game, actions

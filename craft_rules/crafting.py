@@ -12,16 +12,23 @@ Which fuel burns: an explicit ``fuel``; otherwise the held fuel with the smalles
 covers the whole need on its own (cheap fuels first: sticks before planks before coal), ties by id.
 
 At the end of a craft phase every quantity is rounded down by :func:`floor_hand`.
+
+"What can this hand run" has one answer, :func:`runnable_recipes` (with :func:`clamp_runs` and the one
+run limit :data:`MAX_RUNS`): the engine's legal moves, the planner, the bots, the GUI and the action
+masks all ask it, so they agree with what :func:`craft` accepts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
 from craft_rules.model import Hand, Recipe, RuleSet
+
+MAX_RUNS = 10**6
+"""The one run limit: a craft runs at most ``MAX_RUNS`` times, in steps of at least ``1/MAX_RUNS``."""
 
 
 class CraftError(ValueError):
@@ -79,8 +86,10 @@ def parse_runs(runs: int | str | Fraction) -> Fraction:
         raise InvalidRunsError(f"run amount {runs!r} is not a number like 1, 0.25 or 1/4") from exc
     if value <= 0:
         raise InvalidRunsError(f"run amount must be positive, got {fmt_qty(value)}")
-    if value.denominator > 10**6 or value > 10**6:
-        raise InvalidRunsError("run amount is too large or too finely divided (at most 10^6, 1/10^6)")
+    if value.denominator > MAX_RUNS or value > MAX_RUNS:
+        raise InvalidRunsError(
+            f"run amount is too large or too finely divided (at most {MAX_RUNS}, in steps of 1/{MAX_RUNS})"
+        )
     return value
 
 
@@ -239,6 +248,57 @@ def max_runs(
             fuel_limit = max(fuel_limit, held / (per_run + uses) if uses else held / per_run)
         best = min(best, fuel_limit)
     return best
+
+
+def clamp_runs(runs: Fraction, *, whole_runs: bool = False) -> Fraction:
+    """The largest run amount <= ``runs`` that :func:`craft` accepts (0 when none is).
+
+    At most :data:`MAX_RUNS`, in steps of ``1/MAX_RUNS``; with ``whole_runs``, a whole number. Repeated
+    fractional crafts leave quantities with huge denominators: rounding *down* keeps the craft affordable.
+    """
+    runs = min(runs, Fraction(MAX_RUNS))
+    if runs <= 0:
+        return Fraction(0)
+    if whole_runs:
+        return Fraction(math.floor(runs))
+    if runs.denominator <= MAX_RUNS:
+        return runs
+    return Fraction(math.floor(runs * MAX_RUNS), MAX_RUNS)
+
+
+def iter_runnable_recipes(
+    rules: RuleSet, hand: Mapping[str, Fraction], *, whole_runs: bool = False
+) -> Iterator[tuple[Recipe, Fraction]]:
+    """:func:`runnable_recipes` lazily and in no particular order: for "can it run anything at all",
+    which the first hit settles (legal moves are computed for every seat after every change)."""
+    held = {item for item, qty in hand.items() if qty > 0}
+    has_fuel = not held.isdisjoint(rules.fuels.burn_ticks)
+    seen: set[str] = set()
+    for item in held:
+        for recipe in rules.recipes_by_input.get(item, ()):
+            if recipe.id in seen:
+                continue
+            seen.add(recipe.id)
+            # cheap filter before the exact max_runs: a recipe missing an ingredient (or fuel) cannot run
+            if recipe.burns_fuel and not has_fuel:
+                continue
+            if any(held.isdisjoint(ing.options) for ing in recipe.ingredients):
+                continue
+            runs = clamp_runs(max_runs(rules, hand, recipe), whole_runs=whole_runs)
+            if runs > 0:
+                yield recipe, runs
+
+
+def runnable_recipes(
+    rules: RuleSet, hand: Mapping[str, Fraction], *, whole_runs: bool = False
+) -> list[tuple[Recipe, Fraction]]:
+    """Every recipe ``hand`` can run now with the default tag and fuel choices, each with the largest
+    run amount :func:`craft` accepts (:func:`max_runs` through :func:`clamp_runs`), sorted by recipe id.
+
+    With ``whole_runs`` the amounts are whole numbers and recipes the hand cannot run once are left out.
+    ``hand`` uses the rule set's item ids (see :meth:`RuleSet.canonical` for prefixed names).
+    """
+    return sorted(iter_runnable_recipes(rules, hand, whole_runs=whole_runs), key=lambda pair: pair[0].id)
 
 
 def floor_hand(hand: Mapping[str, Fraction | int]) -> dict[str, int]:

@@ -43,7 +43,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_matrix
 
-from craft_rules.crafting import CraftError, craft, fmt_qty, max_runs
+from craft_rules.crafting import MAX_RUNS, CraftError, craft, fmt_qty, max_runs, runnable_recipes
 from craft_rules.model import Recipe, RuleSet
 
 # --- errors ----------------------------------------------------------------------------------------
@@ -255,7 +255,6 @@ VERSATILITY_COST = 0.5
 NARROW_USE_LEVELS = 2  # items feeding fewer than 2 different results (ores, pure fuels): 2 levels up
 TOL = 1e-9
 GRID = 720720  # lcm(1..16): run amounts with huge denominators are rounded up to multiples of 1/GRID
-MAX_DENOMINATOR = 10**6  # what crafting.parse_runs accepts
 MAX_ROUNDS = 64
 MAX_LEVEL_WEIGHT = 8
 FUEL_UNIT_COST = 0.01
@@ -430,7 +429,7 @@ def _flush_c_stdio() -> None:
 
 def _on_grid(value: Fraction, up: bool) -> Fraction:
     """``value`` unchanged if crafting accepts its denominator, else rounded to a multiple of 1/GRID."""
-    if value.denominator <= MAX_DENOMINATOR:
+    if value.denominator <= MAX_RUNS:
         return value
     scaled = value * GRID
     whole = math.ceil(scaled) if up else math.floor(scaled)
@@ -622,21 +621,13 @@ class Planner:
 
     # --- in-phase queries --------------------------------------------------------------------------
     def possible_crafts(self, hand: Mapping[str, Fraction | int]) -> list[PossibleCraft]:
-        """Every recipe the hand can run now, with its largest run amount (:func:`max_runs`)."""
+        """Every recipe the hand can run now, with its largest run amount
+        (:func:`~craft_rules.crafting.runnable_recipes`), by result then recipe id."""
         held = {self.rules.canonical(item): Fraction(q) for item, q in hand.items() if q > 0}
-        filled: dict[str, set[int]] = {}
-        for item in held:
-            for rid, slot in self._slots_of_item.get(item, ()):
-                filled.setdefault(rid, set()).add(slot)
-        out: list[PossibleCraft] = []
-        recipes = self.rules.recipes
-        for rid, slots in filled.items():
-            if len(slots) < self._slot_count[rid]:
-                continue
-            recipe = recipes[rid]
-            runs = max_runs(self.rules, held, recipe)
-            if runs > 0:
-                out.append(PossibleCraft(rid, recipe.result, recipe.count, runs))
+        out = [
+            PossibleCraft(recipe.id, recipe.result, recipe.count, runs)
+            for recipe, runs in runnable_recipes(self.rules, held)
+        ]
         out.sort(key=lambda p: (p.result, p.recipe_id))
         return out
 

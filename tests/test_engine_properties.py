@@ -19,14 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from test_engine_support import THREE_PLAYER, TWO_PLAYER, small_rules
+from test_engine_support import THREE_PLAYER, TWO_PLAYER, random_move, small_rules
 
 from craft_rules.crafting import craft, floor_hand
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import Game, GameError, GameSettings, filter_events
-from server.game.legal import random_action
 from server.game.views import player_view, spectator_view
 
 EXAMPLES = int(os.environ.get("ENGINE_PROPERTY_EXAMPLES", "300"))
@@ -247,8 +246,7 @@ def play_checked(game: Game, rng: random.Random, check_every_step: bool = True) 
             checker.step(rng.choice(game.active_seats), {"type": "resign"})
         else:
             seat = rng.choice(sorted(game.waiting_for()))
-            action = random_action(game, seat, rng)
-            assert action is not None
+            action = random_move(game, seat, rng)
             assert checker.step(seat, action), action
         if check_every_step:
             checker.check_replay()
@@ -312,8 +310,8 @@ class EngineMachine(RuleBasedStateMachine):
     def legal_action(self, pick):
         rng = random.Random(pick)
         seat = rng.choice(sorted(self.game.waiting_for()))
-        action = random_action(self.game, seat, rng)
-        assert action is not None and self.checker.step(seat, action)
+        action = random_move(self.game, seat, rng)
+        assert self.checker.step(seat, action)
 
     @rule(pick=st.integers(0, 2**32 - 1), actor=st.sampled_from([None, -1, 0, 1, 2, 3]))
     def illegal_attempt(self, pick, actor):

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from agents.bots.random_bot import RandomBot
 from craft_rules.model import FuelTable, Ingredient, ItemInfo, Recipe, RecipeType, RuleSet
 from craft_rules.tasks import TaskInstance
 from server.game import Game, GameError, GameSettings
-from server.game.legal import legal_actions, random_action
+from server.game.legal import legal_actions
+from server.game.views import player_view
 
 PLANKS = ("birch_planks", "oak_planks")
 
@@ -152,14 +154,23 @@ def expect_error(game: Game, actor: int | None, action: dict[str, Any], code: st
 
 
 # --- random play for property tests ----------------------------------------------------------------
+def random_move(game: Game, seat: int, rng: random.Random) -> dict[str, Any]:
+    """A legal action of ``seat`` from the one random policy, the random bot, seeded from ``rng``.
+
+    The bot sees what a remote player sees (view and legal action types); ``rules`` is handed over
+    because the property tests' rule sets are not installed ones.
+    """
+    bot = RandomBot(rng.getrandbits(63), rules=game.rules)
+    return bot.act(player_view(game, seat), legal_actions(game, seat))
+
+
 def play_random(game: Game, rng: random.Random, max_actions: int = 10_000) -> Iterator[dict[str, Any]]:
     """Play random legal actions until the game ends, yielding each applied step."""
     for _ in range(max_actions):
         if game.finished:
             return
         seat = rng.choice(sorted(game.waiting_for()))
-        action = random_action(game, seat, rng)
-        assert action is not None, (game.phase, seat, legal_actions(game, seat))
+        action = random_move(game, seat, rng)
         game.apply(seat, action)
         yield {"seat": seat, "action": action}
 

@@ -10,9 +10,7 @@ import pytest
 from agent_support import SMALL_INSTANCES
 
 from agents.bots import BOTS, Policy, RandomBot, UnknownBotError, make_bot
-from agents.bots.random_bot import acceptable_runs, affordable_crafts
 from agents.local import derive_seed, play_local
-from craft_rules.crafting import max_runs
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import GameSettings
@@ -141,18 +139,6 @@ def test_crafts_are_affordable_fractions_and_at_most_max_crafts_per_phase() -> N
         assert all(count <= RandomBot(0).max_crafts for count in per_phase.values())
 
 
-def test_affordable_crafts_matches_max_runs() -> None:
-    needs("minecraft")
-    rules = load_rule_set("minecraft")
-    hand = {"oak_log": Fraction(1, 2), "coal": Fraction(1), "stick": Fraction(3)}
-    found = {recipe.id: runs for recipe, runs in affordable_crafts(rules, hand)}
-    assert found["torch"] == 1  # 1 coal + 1 stick -> 4 torch, limited by the coal
-    assert found["oak_planks"] == Fraction(1, 2)
-    for recipe_id, runs in found.items():
-        assert runs == max_runs(rules, hand, rules.recipes[recipe_id]) > 0
-    assert all(max_runs(rules, hand, r) == 0 for r in rules.recipes.values() if r.id not in found)
-
-
 def test_tom_report_covers_exactly_the_requested_orders_items_and_opponents() -> None:
     view = {
         "seat": 1,
@@ -200,14 +186,6 @@ def test_registry() -> None:
         make_bot("grandmaster", 1)
     assert info.value.code == "unknown_bot"
     assert "random" in info.value.message
-
-
-def test_run_amounts_stay_within_what_a_craft_accepts() -> None:
-    assert acceptable_runs(Fraction(3, 4)) == Fraction(3, 4)
-    fine = Fraction(1, 3 * 10**6 + 1)
-    assert acceptable_runs(Fraction(1, 2) + fine) == Fraction(1, 2)
-    assert acceptable_runs(Fraction(10**7)) == 10**6
-    assert acceptable_runs(fine) == 0
 
 
 @pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])

@@ -91,6 +91,8 @@ def test_view_models_refuse_what_the_engine_must_not_show() -> None:
         SpectatorView.model_validate({**spectator, "target": {"torch": 4}})
     with pytest.raises(ValidationError):  # the instance id gives the targets away (shipped files)
         PlayerView.model_validate({**player_view(game, 0), "instance_id": game.instance.id})
+    finished = {**player_view(game, 0), "finished": True, "phase": "finished"}
+    PlayerView.model_validate({**finished, "instance_id": game.instance.id})  # shown once it is over
     with pytest.raises(ValidationError):
         EVENTS.validate_python([{**viewer_log(game.events, 0)[0], "seq": 0}])
 

@@ -115,6 +115,9 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
     assert secret not in seen_by_watcher and "you_hold" not in seen_by_watcher
     assert not {e["type"] for e in answers[None][-1]["events"]} & {"proposed", "decided", "crafted"}
     assert secret in json.dumps(by_type0["history"])  # the parties do see it (the scan above can fail)
+    # nor the running game's instance id (it names a public file holding the targets), in any answer
+    assert "servertest" not in json.dumps(answers)
+    assert any(e["type"] == "game_started" for e in by_type0["history"]["events"])
 
     # refusals are typed like actions' and change nothing
     before = p0.call("view", {"game_id": game_id})
@@ -150,7 +153,9 @@ def test_schema_endpoints(server: ServerProcess) -> None:
     assert schemas["ok"]
     assert set(schemas["events"]) == EVENT_TYPES
     assert {"player", "spectator"} == set(schemas["views"])
-    assert "instance_id" not in schemas["views"]["player"]["properties"]
+    assert (
+        "null while the game runs" in schemas["views"]["player"]["properties"]["instance_id"]["description"]
+    )
     assert set(schemas["strict"]["actions"]) == set(PLAYER_ACTION_TYPES)
     assert schemas["view_history_turns"] >= 1
     actions = requests.get(server.url + "/api/actions", timeout=10).json()

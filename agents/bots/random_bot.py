@@ -3,8 +3,8 @@
 It sees exactly what a remote player sees (the player view and the list of legal action types) and
 nothing else, so the server can seat it without handing it the game. The concrete moves come from
 the view: proposals are random bundles of the two public hands, crafts are the recipes the private
-crafting hand affords (:func:`affordable_crafts`, the same rule the engine's
-:func:`server.game.legal.possible_crafts` applies), each run a random fraction of its largest amount.
+crafting hand affords (:func:`craft_rules.crafting.runnable_recipes`, the same answer the engine's
+legal moves give), each run a random fraction of its largest amount.
 
 Deterministic for a seed: the same seed and the same sequence of views give the same actions. The
 bot keeps no game state between calls (it counts its crafts from ``view["crafts_this_phase"]``), so
@@ -13,16 +13,14 @@ the server may build a fresh bot for every move.
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from craft_rules.crafting import fmt_qty, max_runs
+from craft_rules.crafting import clamp_runs, fmt_qty, runnable_recipes
 from craft_rules.loader import load_rule_set
-from craft_rules.model import Recipe, RuleSet
-from server.game.legal import MAX_RUNS
+from craft_rules.model import RuleSet
 
 # Fractions of the largest run amount a random craft uses: whole runs and the usual exact parts.
 RUN_FRACTIONS: tuple[Fraction, ...] = (
@@ -39,42 +37,6 @@ MESSAGES: tuple[str, ...] = (
     "I think this helps us both.",
     "Fair trade?",
 )
-
-
-def affordable_crafts(rules: RuleSet, hand: Mapping[str, Fraction]) -> list[tuple[Recipe, Fraction]]:
-    """Every recipe ``hand`` can run a positive amount of, with that largest amount, by recipe id.
-
-    Only recipes with some held option for every ingredient (and a held fuel, if they burn one) can
-    run, so only those get the exact :func:`~craft_rules.crafting.max_runs`.
-    """
-    held = {item for item, qty in hand.items() if qty > 0}
-    has_fuel = not held.isdisjoint(rules.fuels.burn_ticks)
-    candidates: dict[str, Recipe] = {}
-    for item in held:
-        for recipe in rules.recipes_by_input.get(item, ()):
-            runnable = (has_fuel or not recipe.burns_fuel) and all(
-                not held.isdisjoint(ing.options) for ing in recipe.ingredients
-            )
-            if runnable:
-                candidates[recipe.id] = recipe
-    found = []
-    for recipe_id in sorted(candidates):
-        runs = max_runs(rules, hand, candidates[recipe_id])
-        if runs > 0:
-            found.append((candidates[recipe_id], runs))
-    return found
-
-
-def acceptable_runs(runs: Fraction) -> Fraction:
-    """``runs`` rounded down to what a craft accepts: at most 10^6 runs, in steps of 1/10^6.
-
-    Repeated fractional crafts leave quantities with large denominators; rounding down keeps the
-    craft affordable.
-    """
-    runs = min(runs, Fraction(MAX_RUNS))
-    if runs.denominator <= MAX_RUNS:
-        return runs
-    return Fraction(math.floor(runs * MAX_RUNS), MAX_RUNS)
 
 
 class RandomBot:
@@ -200,11 +162,11 @@ class RandomBot:
         if not can_craft or done_enough or rng.random() < self.finish_probability:
             return {"type": "finish_crafting"}
         hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
-        options = affordable_crafts(self._rules_for(view), hand)
+        options = runnable_recipes(self._rules_for(view), hand)
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
-        runs = acceptable_runs(most * rng.choice(RUN_FRACTIONS))
+        runs = clamp_runs(most * rng.choice(RUN_FRACTIONS))
         if runs <= 0:  # a sliver too small to name as a run amount
             return {"type": "finish_crafting"}
         return {"type": "craft", "recipe": recipe.id, "runs": fmt_qty(runs)}

@@ -2,26 +2,22 @@
 
 ``legal_actions`` lists action *types*; the enumerators give concrete, valid actions:
 ``possible_proposals`` (every trade up to a size bound: a finite space for masks and search),
-``random_proposal`` (a uniform-ish random valid trade for random bots) and ``possible_crafts``
-(every recipe the crafting hand affords, with the largest run amount). Every action they return is
-accepted by :meth:`Game.apply` at the moment they are called.
+``random_proposal`` (a uniform-ish random valid trade) and ``possible_crafts`` (every recipe the
+crafting hand affords, with the largest run amount). Every action they return is accepted by
+:meth:`Game.apply` at the moment they are called. The random *policy* is a bot
+(``agents.bots.random_bot.RandomBot``): the engine plays no one's moves.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from collections.abc import Iterator
-from fractions import Fraction
 from typing import Any
 
-from craft_rules.crafting import max_runs
+from craft_rules.crafting import fmt_qty, iter_runnable_recipes, runnable_recipes
 from server.game.actions import PLAYER_ACTION_TYPES, Craft, Decide, Propose
 from server.game.state import Game
-
-MAX_RUNS = 10**6
-"""Largest run amount and finest step craft_rules accepts (see craft_rules.crafting.parse_runs)."""
 
 
 def legal_actions(game: Game, seat: int) -> list[str]:
@@ -137,125 +133,29 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
     """Recipes the private crafting hand of ``seat`` affords now, with the largest run amount.
 
     Each entry: ``{"recipe", "result", "count" (per run), "max_runs" (str), "action" (a Craft
-    running the recipe max_runs times)}``, sorted by recipe id. Asks the crafting planner
-    (:mod:`craft_rules.planner`) when it is installed, else :func:`craft_rules.crafting.max_runs`
-    directly; both use the default tag and fuel choices. Empty outside the craft phase or once the
-    seat has finished crafting.
+    running the recipe max_runs times)}``, sorted by recipe id: the answer of
+    :func:`craft_rules.crafting.runnable_recipes` (default tag and fuel choices). Empty outside the craft
+    phase or once the seat has finished crafting.
     """
     if game.phase != "craft" or seat not in game.waiting_for():
         return []
     hand = game.crafting_hand(seat) or {}
     found = []
-    for recipe_id, most in _affordable(game, hand):
-        runs = _acceptable_runs(most)
-        if runs > 0:
-            recipe = game.rules.recipes[recipe_id]
-            found.append(
-                {
-                    "recipe": recipe_id,
-                    "result": recipe.result,
-                    "count": recipe.count,
-                    "max_runs": _fmt(runs),
-                    "action": Craft(recipe=recipe_id, runs=_fmt(runs)),
-                }
-            )
-            if limit is not None and len(found) >= limit:
-                break
+    for recipe, runs in runnable_recipes(game.rules, hand)[:limit]:
+        found.append(
+            {
+                "recipe": recipe.id,
+                "result": recipe.result,
+                "count": recipe.count,
+                "max_runs": fmt_qty(runs),
+                "action": Craft(recipe=recipe.id, runs=fmt_qty(runs)),
+            }
+        )
     return found
 
 
-def _affordable(game: Game, hand: dict[str, Fraction]) -> list[tuple[str, Fraction]]:
-    """(recipe id, max runs > 0) for every recipe the hand can run, sorted by recipe id."""
-    try:
-        from craft_rules.planner import planner_for
-    except ImportError:  # the planner is optional for the engine: fall back to max_runs
-        pairs = [(r.id, max_runs(game.rules, hand, r)) for r in _candidate_recipes(game, hand)]
-    else:
-        pairs = [(p.recipe_id, p.max_runs) for p in planner_for(game.rules).possible_crafts(hand)]
-    return sorted((rid, runs) for rid, runs in pairs if runs > 0)
-
-
-def _candidate_recipes(game: Game, hand: dict[str, Fraction]) -> list[Any]:
-    """Recipes whose every ingredient (and fuel, if it burns any) has some held option, by id.
-
-    A cheap filter before the exact :func:`max_runs`: a recipe missing an ingredient cannot run.
-    """
-    return sorted(_iter_candidates(game, hand), key=lambda recipe: recipe.id)
-
-
-def _iter_candidates(game: Game, hand: dict[str, Fraction]) -> Iterator[Any]:
-    """The recipes of :func:`_candidate_recipes`, each once, in no particular order (lazily)."""
-    held = {item for item, qty in hand.items() if qty > 0}
-    has_fuel = any(item in game.rules.fuels.burn_ticks for item in held)
-    by_input = game.rules.recipes_by_input
-    seen: set[str] = set()
-    for item in held:
-        for recipe in by_input.get(item, ()):
-            if recipe.id in seen:
-                continue
-            seen.add(recipe.id)
-            if (has_fuel or not recipe.burns_fuel) and all(
-                not held.isdisjoint(ing.options) for ing in recipe.ingredients
-            ):
-                yield recipe
-
-
 def _any_craft(game: Game, seat: int) -> bool:
-    # lazily: legal_actions runs for every seat's view after every change, and the first affordable
-    # candidate settles it (scanning and sorting every candidate dominated the view's cost)
+    # lazily: legal_actions runs for every seat's view after every change, and the first runnable
+    # recipe settles it (scanning and sorting every candidate dominated the view's cost)
     hand = game.crafting_hand(seat) or {}
-    return any(_acceptable_runs(max_runs(game.rules, hand, r)) > 0 for r in _iter_candidates(game, hand))
-
-
-def _acceptable_runs(runs: Fraction) -> Fraction:
-    """The largest run amount <= ``runs`` that a Craft accepts (at most 10^6, in steps of 1/10^6).
-
-    Repeated fractional crafts can leave quantities with huge denominators; rounding *down* keeps
-    the craft affordable.
-    """
-    if runs.denominator <= MAX_RUNS and runs <= MAX_RUNS:
-        return runs
-    return Fraction(math.floor(min(runs, Fraction(MAX_RUNS)) * MAX_RUNS), MAX_RUNS)
-
-
-def _fmt(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
-# --- a random legal action (random bots, property tests, benchmarks) -----------------------------
-def random_action(
-    game: Game, seat: int, rng: random.Random, finish_probability: float = 0.3
-) -> dict[str, Any] | None:
-    """A random legal action of ``seat`` as an action dict (None when it has nothing to do now).
-
-    Never resigns. ToM reports carry random 0-10 values for exactly the requested orders; proposals
-    come from :func:`random_proposal`; in a craft phase the seat finishes with
-    ``finish_probability``, else runs a random affordable recipe 1, 1/2 or 1/4 of its max runs.
-    """
-    legal = [t for t in legal_actions(game, seat) if t != "resign"]
-    if not legal:
-        return None
-    if "finish_crafting" in legal:
-        if "craft" not in legal or rng.random() < finish_probability:
-            return {"type": "finish_crafting"}
-        options = possible_crafts(game, seat)
-        pick = rng.choice(options)
-        most = Fraction(pick["max_runs"])
-        runs = _acceptable_runs(most * rng.choice((Fraction(1), Fraction(1, 2), Fraction(1, 4))))
-        return {"type": "craft", "recipe": pick["recipe"], "runs": _fmt(runs if runs > 0 else most)}
-    kind = rng.choice(legal)
-    if kind == "report_tom":
-        items = game.tom_items
-        opponents = [str(s) for s in game.active_seats if s != seat]
-        report: dict[str, Any] = {"type": "report_tom", "v0": {i: rng.randint(0, 10) for i in items}}
-        for order in game.tom_orders(seat):
-            if order:
-                report[f"v{order}"] = {o: {i: rng.randint(0, 10) for i in items} for o in opponents}
-        return report
-    if kind == "propose":
-        proposal = random_proposal(game, seat, rng)
-        assert proposal is not None  # "propose" is legal, so some proposal exists
-        return {**proposal.model_dump(), "message": f"offer #{rng.randrange(10**6)}"}
-    if kind == "decide":
-        return {"type": "decide", "accept": rng.random() < 0.5, "message": ""}
-    return {"type": kind}
+    return next(iter_runnable_recipes(game.rules, hand), None) is not None

@@ -34,7 +34,7 @@ from craft_rules.model import Recipe, RuleSet
 from craft_rules.planner import PlannerError, UnknownItemError, planner_for
 from server.game.actions import parse_tagged
 from server.game.errors import GameError
-from server.game.events import visible_to
+from server.game.events import for_viewer, visible_to
 from server.game.state import Game
 
 MAX_ITEM_CHARS = 100
@@ -209,7 +209,7 @@ def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list
         if not visible_to(event, viewer):
             continue
         if n >= since_n:
-            record = event.to_dict()
+            record = for_viewer(event).to_dict()
             del record["seq"]
             out.append({"n": n, **record, "payload": _copy_json(record["payload"])})
             if len(out) >= limit:

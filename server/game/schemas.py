@@ -24,7 +24,7 @@ import typing
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES
 from server.game.events import EVENT_TYPES
@@ -90,7 +90,9 @@ class IndexedChoice(_Model):
 class GameStartedPayload(_Model):
     """The deal: every public hand, the number of turns and the first proposer."""
 
-    instance_id: str = Field(description="the task instance the game plays")
+    instance_id: str | None = Field(
+        None, description="the task instance (in the researcher's log only: viewers never receive it)"
+    )
     ruleset: str = Field(description="the rule set's name")
     players: Annotated[int, Field(ge=2, description="how many seats the game has")]
     hands: list[Hand] = Field(description="per seat, its public hand: item -> count")
@@ -375,6 +377,10 @@ class PlayerView(_Model):
 
     seat: Seat = Field(description="the viewer's seat")
     players: Annotated[int, Field(ge=2, description="how many seats the game has")]
+    instance_id: str | None = Field(
+        description="null while the game runs (the id names a public task file holding every target); "
+        "the task instance once the game is over"
+    )
     ruleset: str = Field(description="the rule set's name")
     turn: Turn
     max_turns: Annotated[int, Field(ge=1, description="turns before the game ends without a winner")]
@@ -415,6 +421,12 @@ class PlayerView(_Model):
         description="the viewer's ToM reporting duty, if the game asks it for reports"
     )
     rules: PublicRules
+
+    @model_validator(mode="after")
+    def _no_instance_while_running(self) -> PlayerView:
+        if self.instance_id is not None and not self.finished:
+            raise ValueError("instance_id must be null while the game runs: it gives the targets away")
+        return self
 
 
 class SpectatorView(PlayerView):

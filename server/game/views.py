@@ -3,12 +3,13 @@
 All views are fresh JSON-safe dicts (Fractions as strings like ``"3/4"``); changing one never changes
 the game. What a player never sees: other players' targets, their crafting in progress, their ToM
 reports, and any proposal it was not party to — not even whom a pending proposal is addressed to (in
-the decision phase a third player sees ``awaiting: []``), nor the task instance's id (the shipped
-instance files hold the targets; researcher views and exports keep it).
+the decision phase a third player sees ``awaiting: []``), nor, while the game runs, the task
+instance's id (the shipped instance files hold the targets; researcher views and exports keep it).
 
 Keys of a player view (the spectator view has the same keys, with the private ones empty):
 
-- ``seat``, ``players``, ``ruleset``, ``turn``, ``max_turns``, ``phase``,
+- ``seat``, ``players``, ``instance_id`` (None while the game runs: the id names a public task file holding
+  every target; shown once the game is over), ``ruleset``, ``turn``, ``max_turns``, ``phase``,
   ``proposer``, ``finished``, ``winners``, ``end_reason``, ``log_size`` (how many events the viewer's
   own log holds: see ``viewer_log``; the game's global sequence numbers are never shown to players,
   since their gaps would count other seats' private events)
@@ -160,6 +161,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
     return {
         "seat": viewer,
         "players": n,
+        "instance_id": game.instance.id if game.finished else None,
         "ruleset": game.rules.name,
         "turn": game.turn,
         "max_turns": game.settings.max_turns,
