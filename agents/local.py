@@ -5,10 +5,11 @@ No server, no network, no clock: :func:`play_local` asks each awaited seat's pol
 The order is fixed (awaited seats in seat order, one action each per round), so the same instance,
 settings, seed and policies always give the same event log and the same ``log_sha256``.
 
-A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots`). A policy that also has
-``observe(events: list[Event]) -> None`` is handed, before each of its moves and once at the end, the
-events its seat may see that are new since its last call: what an LLM agent turns into text with
-:func:`agents.narrator.observation`.
+A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots.base`). A policy that also
+has ``observe(events: list[dict]) -> None`` is handed, before each of its moves and once at the end, the
+events its seat may see that are new since its last call, as viewer-log records numbered ``n`` in the
+seat's own log (:func:`server.game.events.viewer_log`, what a remote client receives): what an LLM agent
+turns into text with :func:`agents.narrator.observation`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
-from server.game import Event, Game, GameError, GameSettings, Timeout, filter_events
+from server.game import Event, Game, GameError, GameSettings, Timeout, viewer_log
 from server.game.legal import legal_actions
 from server.game.views import player_view
 
@@ -125,7 +126,8 @@ def play_local(
             details={"seats": instance.players, "policies": len(policies)},
         )
     game = Game.new(instance, settings, rules, seed)
-    delivered = [0] * game.players  # per seat: events already handed to its observe hook
+    delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
+    numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
     actions = timeouts = 0
     phase_key: tuple[int, str] = (game.turn, game.phase)
     phase_actions = 0
@@ -133,8 +135,9 @@ def play_local(
     def feed(seat: int) -> None:
         observe = getattr(policies[seat], "observe", None)
         if observe is not None:
-            new = filter_events(game.events[delivered[seat] :], seat)
+            new = viewer_log(game.events[delivered[seat] :], seat, start=numbered[seat])
             delivered[seat] = len(game.events)
+            numbered[seat] += len(new)
             observe(new)
 
     while not game.finished:

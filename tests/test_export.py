@@ -19,7 +19,6 @@ from click.testing import CliRunner
 from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
 
 from craft_rules.tasks import TaskInstance
-from server.cli import main as cli
 from server.export import (
     CSV_COLUMNS,
     EXPORT_SCHEMA_VERSION,
@@ -31,6 +30,7 @@ from server.export import (
 from server.game import Game, GameSettings
 from server.game.views import player_view
 from server.store import Store, open_store
+from tradecraft.cli import main as cli
 
 RULES = small_rules()
 SECRET = "tc_THIS-IS-A-SECRET-TOKEN-VALUE"

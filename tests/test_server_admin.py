@@ -15,9 +15,9 @@ from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, write_config
 from flask import Flask
 
 from server.app import create_app
-from server.cli import main as cli
 from server.settings import load_settings
 from server.store import open_store
+from tradecraft.cli import main as cli
 
 PASSWORD = "test-admin-password"
 BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
