@@ -26,9 +26,10 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from craft_rules.crafting import CraftingRuns
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES
 from server.game.events import EVENT_TYPES
-from server.game.settings import PHASES, PhaseDeadlines, TimeoutPolicies
+from server.game.settings import PHASES, PhaseDeadlines, Scoring, TimeoutPolicies
 
 Seat = Annotated[int, Field(ge=0, description="a seat number, 0-based")]
 Turn = Annotated[int, Field(ge=0, description="the turn number, 1-based (0 before the first turn)")]
@@ -46,6 +47,7 @@ ItemName = Annotated[
 Hand = dict[str, Count]
 ExactHand = dict[str, Quantity]
 Message = Annotated[str, Field(description="free text written by a player; show it as plain text")]
+_TRADE_MESSAGE = "absent for a third party when the game keeps trade messages to their two parties"
 EndReason = Literal["target_crafted", "max_turns", "too_few_players"]
 DoneReason = Literal["timeout", "resign"]
 ViewPhase = Literal["tom_report", "trade_propose", "trade_decide", "trade", "craft", "finished"]
@@ -164,8 +166,17 @@ class TradeExecutedPayload(_Model):
     to: Seat
     offer: Hand = Field(description="items the proposer gave: item -> count")
     request: Hand = Field(description="items the proposer got: item -> count")
-    message: Message
-    reply: Message
+    message: Message | None = Field(None, description=_TRADE_MESSAGE)
+    reply: Message | None = Field(None, description=_TRADE_MESSAGE)
+
+
+class TargetsRevealedPayload(_Model):
+    """The game is over: every target, the winners and the points the game's scoring rule pays."""
+
+    turn: Turn
+    targets: list[Hand] = Field(description="per seat, its target: item -> count")
+    winners: list[Seat]
+    scores: list[int] = Field(description="per seat, its points")
 
 
 class ProposalCancelledPayload(_Model):
@@ -265,6 +276,7 @@ EVENT_PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
     "hands_revealed": HandsRevealedPayload,
     "player_won": PlayerWonPayload,
     "turn_ended": TurnEndedPayload,
+    "targets_revealed": TargetsRevealedPayload,
     "game_ended": GameEndedPayload,
     "timeout": TimeoutPayload,
     "resigned": ResignedPayload,
@@ -331,8 +343,8 @@ class Trade(_Model):
     to: Seat
     offer: Hand = Field(description="items the proposer gave: item -> count")
     request: Hand = Field(description="items the proposer got: item -> count")
-    message: Message
-    reply: Message
+    message: Message | None = Field(None, description=_TRADE_MESSAGE)
+    reply: Message | None = Field(None, description=_TRADE_MESSAGE)
 
 
 class TradeHistoryEntry(_Model):
@@ -370,6 +382,13 @@ class PublicRules(_Model):
     end_condition: Literal["first_win", "all_win"]
     deadlines: PhaseDeadlines
     timeout_policies: TimeoutPolicies
+    crafting_runs: CraftingRuns = Field(
+        description="rational: any positive rational run amount; whole: whole runs only"
+    )
+    scoring: Scoring = Field(description="the points paid when the game ends")
+    trade_messages: Literal["parties", "public"] = Field(
+        description="who reads the messages of an accepted trade: its two parties only, or everyone"
+    )
 
 
 class PlayerView(_Model):
