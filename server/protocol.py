@@ -40,7 +40,10 @@ from server.auth import (
 )
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
 from server.game.errors import ERROR_CODES, GameError
+from server.game.queries import QUERY_MODELS
+from server.game.schemas import strict_args_schema
 from server.rooms import LOBBY_ROOM, seat_room, spectator_room
+from server.schemas import schema_catalogue
 from server.store import StoreError
 
 if TYPE_CHECKING:
@@ -55,6 +58,11 @@ for _model in ACTION_MODELS.values():
 
 
 # ------------------------------------------------------------------------------------------ errors
+#: Engine error codes that mean the request itself is malformed (HTTP 400); the others conflict with the
+#: game's state (409).
+BAD_INPUT_CODES = frozenset({"invalid_action", "invalid_query"})
+
+
 def error_body(err: BaseException) -> dict[str, Any]:
     if isinstance(err, GameError | ServerError):
         return err.to_dict()
@@ -74,7 +82,7 @@ def http_status(err: BaseException) -> int:
     if isinstance(err, ServerError):
         return err.status
     if isinstance(err, GameError):
-        return 400 if err.code == "invalid_action" else 409
+        return 400 if err.code in BAD_INPUT_CODES else 409
     return 500
 
 
@@ -171,6 +179,7 @@ class SocketProtocol:
             "view": self.view,
             "events": self.events,
             "act": lambda conn, data: self.act(conn, data, None),
+            "query": self.query,
         }
         for action_type in PLAYER_ACTION_TYPES:
             handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
@@ -284,6 +293,11 @@ class SocketProtocol:
         if not isinstance(after, int) or isinstance(after, bool) or after < -1:
             raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
         return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
+
+    def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        if "query" not in data:
+            raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
+        return self.services.rooms.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
 
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
         principal = require_principal(conn.principal)
@@ -419,14 +433,45 @@ def api_blueprint(services: Services) -> Blueprint:
             methods=["POST"],
         )
 
+    def query(game_id: str, query_type: str | None) -> tuple[Response, int]:
+        data = body()
+        if query_type is not None:
+            data = {**data, "type": query_type}
+        return ok(services.rooms.query(game_id, caller(), data, _int_arg("seat")))
+
+    api.add_url_rule(
+        "/games/<game_id>/query", "query", lambda game_id: query(game_id, None), methods=["POST"]
+    )
+    for query_type in QUERY_MODELS:
+        api.add_url_rule(
+            f"/games/<game_id>/query/{query_type}",
+            f"query_{query_type}",
+            lambda game_id, _t=query_type: query(game_id, _t),
+            methods=["POST"],
+        )
+
     @api.get("/actions")
     def action_schemas() -> tuple[Response, int]:
         return ok(
             {
                 "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
                 "union": action_json_schema(),
+                "strict": {t: strict_args_schema(ACTION_MODELS[t]) for t in PLAYER_ACTION_TYPES},
             }
         )
+
+    @api.get("/queries")
+    def query_schemas() -> tuple[Response, int]:
+        return ok(
+            {
+                "queries": {t: model.model_json_schema() for t, model in QUERY_MODELS.items()},
+                "strict": {t: strict_args_schema(model) for t, model in QUERY_MODELS.items()},
+            }
+        )
+
+    @api.get("/schemas")
+    def schemas() -> tuple[Response, int]:
+        return ok(schema_catalogue())
 
     @api.get("/errors")
     def error_codes() -> tuple[Response, int]:

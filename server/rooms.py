@@ -40,6 +40,7 @@ from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
 from server.game.legal import legal_actions
+from server.game.queries import answer_query, parse_query, query_context
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
@@ -868,6 +869,29 @@ class Rooms:
             return []
         visible = [r for e, r in zip(live.game.events, live.records, strict=True) if visible_to(e, seat)]
         return self._numbered(visible, len(visible))
+
+    def query(
+        self, game_id: Any, principal: Principal | None, query: Any, seat: Any = None
+    ) -> dict[str, Any]:
+        """Answer an in-phase query (server.game.queries) for the caller's seat, or as a spectator when it
+        holds none. What the query needs is copied under the game's lock; the answer (which may run the
+        planner) is computed outside it, so a query never holds up the game's actions."""
+        parsed = parse_query(query)
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            if live.game is None:
+                raise ServerError(
+                    "not_started",
+                    "The game has not started yet: queries answer once every seat is taken.",
+                    status=409,
+                )
+            own = live.seats_of(principal) if principal else []
+            chosen = (
+                self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
+            )
+            context = query_context(live.game, chosen, parsed)
+        return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
 
     def researcher(self, game_id: Any) -> dict[str, Any]:
         live = self.get(game_id)

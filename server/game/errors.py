@@ -13,6 +13,7 @@ from craft_rules.crafting import CraftError
 # Every code the engine raises, with what it means. Clients may switch on these strings.
 ERROR_CODES: dict[str, str] = {
     "invalid_action": "the action is not valid JSON or does not match its schema",
+    "invalid_query": "the query is not valid JSON or does not match its schema",
     "invalid_settings": "the game settings or task instance cannot start a game",
     "invalid_log": "an event log cannot be replayed (gap, unknown event type, wrong game)",
     "wrong_phase": "this action is not allowed in the current phase",
