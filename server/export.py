@@ -384,7 +384,7 @@ def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
         "status": log.meta.get("status"),
         "mode": log.meta.get("mode"),
         "ruleset": view["ruleset"],
-        "instance_id": view["instance_id"],
+        "instance_id": game.instance.id,  # exports keep it; views do not
         "players": view["players"],
         "max_turns": view["max_turns"],
         "rules": view["rules"],
