@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from craft_rules.tasks import TC_GAMES_DIR, iter_instances
+from craft_rules.tasks import TC_GAMES_DIR, instance_set_ids, iter_instances
 from server.auth import Principal, ServerError, parse_count
 from server.bots import BotRegistry
 from server.rooms import Rooms, SeatState, load_instance, seat_claim_key
@@ -71,14 +71,24 @@ class Lobby:
         ]
 
     def instance_pool(self, hall: HallSettings) -> list[str]:
-        if hall.instances.ids:
-            return list(hall.instances.ids)
+        """The hall's instance ids in order: its ids, its set's, or every instance of its rule set and
+        mode; the first ``instances.first`` of them when set."""
+        chosen = hall.instances
         root = self.settings.instance_root(hall) or TC_GAMES_DIR
-        return [
-            inst.id
-            for inst in iter_instances(hall.ruleset, hall.mode_name, root=root)
-            if inst.players == hall.players
-        ]
+        if chosen.ids:
+            pool = list(chosen.ids)
+        elif chosen.set:
+            try:
+                pool = instance_set_ids(chosen.set, hall.ruleset, hall.mode_name, root=root)
+            except KeyError:
+                pool = []
+        else:
+            pool = [
+                inst.id
+                for inst in iter_instances(hall.ruleset, hall.mode_name, root=root)
+                if inst.players == hall.players
+            ]
+        return pool[: chosen.first] if chosen.first else pool
 
     # ------------------------------------------------------------------------------------------ games
     def create_game(
@@ -122,6 +132,11 @@ class Lobby:
         for state in seat_states:
             if state.bot:
                 self.bots.require(state.bot)
+        game_settings = hall.game_settings()
+        if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
+            game_settings = game_settings.model_copy(
+                update={"first_proposer": choice["repetition"] % hall.players}
+            )
         meta = {
             "hall": hall_name,
             "title": hall.title or hall_name,
@@ -130,7 +145,7 @@ class Lobby:
             "instance_id": instance.id,
             "instance_root": str(root) if root else None,
             "instance_choice": choice,
-            "settings": hall.game_settings().model_dump(mode="json"),
+            "settings": game_settings.model_dump(mode="json"),
             "seed": game_seed,
             "seats": [s.record() for s in seat_states],
             "status": "waiting",
@@ -196,7 +211,10 @@ class Lobby:
             return {"choice": "fixed", "instance_id": pool[0]}
         if kind == "sequential":
             slot = self._claim_slot(hall_name, game_id)
-            return {"choice": "sequential", "slot": slot, "instance_id": pool[slot % len(pool)]}
+            choice = {"choice": "sequential", "slot": slot, "instance_id": pool[slot % len(pool)]}
+            if hall.instances.rotate_first_proposer:
+                choice["repetition"] = slot // len(pool)
+            return choice
         if hall.instances.seed is not None:
             slot = self._claim_slot(hall_name, game_id)
             seed = hall.instances.seed

@@ -138,6 +138,25 @@ class InstanceSection(_Section):
     root: Path | None = Field(
         None, description="folder of task instances (<ruleset>/<mode>/*.json); null = craft_rules/TC_GAMES"
     )
+    set: str | None = Field(
+        None,
+        description="only the instances of this set (the file <ruleset>/<mode>/<set>.json), in file order; "
+        "null = every file (or ids)",
+    )
+    first: int | None = Field(None, ge=1, description="only the first N instances of the pool; null = all")
+    rotate_first_proposer: bool = Field(
+        False,
+        description="sequential: the r-th pass through the pool starts its games with seat r mod players "
+        "(repetitions alternate who proposes first); the game's first_proposer is overridden",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> InstanceSection:
+        if self.ids and self.set:
+            raise ValueError("give instances.ids or instances.set, not both")
+        if self.rotate_first_proposer and self.choice != "sequential":
+            raise ValueError("rotate_first_proposer needs choice: sequential (repetitions are passes)")
+        return self
 
 
 class SeatSpec(_Section):

@@ -228,3 +228,20 @@ def test_craft_plan_and_possible_take_the_runs_rule() -> None:
     assert crafts["stick"] == "1"
     bad = runner.invoke(craft_group, ["possible", "--hand", "{}", "--runs", "halves"])
     assert bad.exit_code != 0 and "rational" in bad.output
+
+
+def test_queries_answer_under_the_games_rule() -> None:
+    from server.game.queries import run_query
+
+    hands = [{"oak_planks": 1, "coal": 1, "cobblestone": 1}, {"raw_iron": 2, "oak_planks": 1}]
+    inst = instance(hands, [{"torch": 1}, {"shears": 1}])
+    for runs, craftable in (("rational", True), ("whole", False)):
+        game = new_game(inst, crafting_runs=runs)
+        game.apply(0, {"type": "pass"})
+        answer = run_query(game, 0, {"type": "craftable"})
+        assert answer["craftable"] is craftable, runs
+        crafts = run_query(game, 0, {"type": "possible_crafts"})["crafts"]
+        sticks = [c for c in crafts if c["recipe"] == "stick"]
+        # one plank is half a run of sticks: offered under rational runs only
+        assert bool(sticks) is (runs == "rational")
+        assert all(Fraction(c["max_runs"]).denominator == 1 for c in crafts) or runs == "rational"

@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from craft_rules import taskgen
 from craft_rules.loader import load_rule_set
 from craft_rules.taskgen import assess_instance, generate_instances, min_partners
-from craft_rules.tasks import TaskInstance, get_instance, iter_instances, parse_instance_file
+from craft_rules.tasks import (
+    TaskInstance,
+    get_instance,
+    instance_set_ids,
+    iter_instances,
+    parse_instance_file,
+)
 from tradecraft.cli import main as cli
 
 
@@ -163,3 +170,95 @@ def test_malformed_instance_file_names_the_file(tmp_path: Path):
     )
     assert result.exit_code != 0
     assert "broken.json" in result.output
+
+
+# --- crafting-runs rule, the paper set, trading steps and scarcity ----------------------------------
+def test_each_shipped_file_records_its_rule_and_is_valid_under_it():
+    for inst in iter_instances():
+        assert inst.crafting_runs in ("rational", "whole"), inst.id
+    paper = [i for i in iter_instances("minecraft", "1p_v_1p") if "/paper#" in i.id]
+    assert paper and all(i.crafting_runs == "whole" for i in paper)
+
+
+def test_the_rational_sets_under_whole_runs_lose_instances_the_pool_cannot_craft(minecraft):
+    """The older minecraft set was made for rational runs: under whole runs 21 of its 40 instances hold a
+    target the pooled hands cannot craft (as the audit found), so whole-runs games use the paper set."""
+    standard = [i for i in iter_instances("minecraft", "1p_v_1p") if "/standard#" in i.id]
+    invalid = [i for i in standard if not assess_instance(minecraft, i, crafting_runs="whole").valid]
+    assert len(standard) == 40 and len(invalid) == 21
+    for inst in invalid:
+        reasons = assess_instance(minecraft, inst, crafting_runs="whole").reasons
+        assert any("pooled hands cannot craft" in r for r in reasons)
+
+
+def test_instance_set_ids_names_what_exists():
+    assert instance_set_ids("standard")[:2] == [
+        "minecraft/1p_v_1p/standard#0",
+        "minecraft/1p_v_1p/standard#1",
+    ]
+    for bad in ("nope", "../standard", "", ".hidden"):
+        with pytest.raises(KeyError, match="paper"):
+            instance_set_ids(bad)
+
+
+def test_a_player_who_can_craft_alone_makes_the_instance_invalid_under_its_rule(minecraft):
+    # 1 oak plank + 1 coal: a torch under rational runs (1/8 plank -> 1/4 stick), not under whole runs
+    inst = instance(
+        [{"oak_planks": 1, "coal": 1}, {"raw_iron": 2, "oak_planks": 1}], [{"torch": 1}, {"shears": 1}]
+    )
+    rational = assess_instance(minecraft, inst, crafting_runs="rational")
+    whole = assess_instance(minecraft, inst, crafting_runs="whole")
+    assert not rational.valid and any("from its own hand" in r for r in rational.reasons)
+    assert whole.valid, whole.reasons
+    assert whole.crafting_runs == "whole" and whole.as_dict()["crafting_runs"] == "whole"
+
+
+def test_trading_steps_count_kinds_and_scarcity_is_measured(minecraft):
+    # the shovel needs two kinds from the partner (cobblestone and sticks); 2 sticks make the torch or
+    # the shovel, not both
+    def make(sticks: int) -> TaskInstance:
+        return instance(
+            [{"cobblestone": 1, "stick": sticks}, {"coal": 1, "dirt": 1}], [{"torch": 1}, {"stone_shovel": 1}]
+        )
+
+    report = assess_instance(minecraft, make(2), crafting_runs="whole")
+    assert report.valid, report.reasons
+    torch, shovel = report.players
+    assert torch.min_trades == 1 and shovel.min_trades == 2 and shovel.min_partners == 1
+    assert report.scarce and report.difficulty["scarce"] and report.difficulty["min_trades"] == 2
+    assert not assess_instance(minecraft, make(3), crafting_runs="whole").scarce
+
+
+def test_survival_generator_honours_rule_hand_sizes_trades_and_scarcity(minecraft):
+    made = generate_instances(
+        minecraft, 2, count=6, seed=4, crafting_runs="whole", scarcity=0.5, hand_units=(6, 9)
+    )
+    assert [min(i.difficulty["min_trades"], 3) for i in made][:3] == [1, 2, 3]
+    assert sum(i.difficulty["scarce"] for i in made) == 3
+    pool = set(taskgen.SURVIVAL_POOL)
+    for inst in made:
+        assert inst.crafting_runs == "whole" and inst.to_json()["crafting_runs"] == "whole"
+        assert all(set(hand) <= pool for hand in inst.hands)
+        assert all(sum(hand.values()) >= 6 for hand in inst.hands)
+        assert assess_instance(minecraft, inst).valid  # judged under the rule it records
+
+
+def test_tasks_list_shows_the_paper_set_valid_under_whole_runs_with_the_spreads():
+    """`tradecraft tasks list --runs whole --json`: the paper set is all valid, >= 1/4 of it needs >= 2
+    trading steps, >= 1/4 is scarce, hands are about as large as the original's, and the first half
+    (what the paper plays) has the same spread."""
+    result = CliRunner().invoke(cli, ["tasks", "list", "--set", "paper", "--runs", "whole", "--json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    assert [r["id"] for r in records] == instance_set_ids("paper") and len(records) == 40
+    assert all(r["valid"] and r["crafting_runs"] == "whole" for r in records), records
+    trades = Counter(min(r["difficulty"]["min_trades"], 3) for r in records)
+    assert set(trades) == {1, 2, 3} and trades[2] + trades[3] >= 10
+    assert sum(r["difficulty"]["scarce"] for r in records) >= 10
+    first_half = records[:20]
+    assert {min(r["difficulty"]["min_trades"], 3) for r in first_half} == {1, 2, 3}
+    assert any(r["difficulty"]["scarce"] for r in first_half)
+    units = sorted(sum(h.values()) for i in instance_set_ids("paper") for h in get_instance(i).hands)
+    assert 7 <= units[len(units) // 2] <= 11, "hands about as large as the original's (median 9 units)"
+    bad = CliRunner().invoke(cli, ["tasks", "list", "--runs", "halves"])
+    assert bad.exit_code != 0 and "whole" in bad.output

@@ -163,6 +163,7 @@ class QueryContext:
     target: Mapping[str, int] | None = None
     events: tuple[dict[str, Any], ...] = ()  # history queries: the requested slice of the viewer's log
     log_size: int = 0
+    whole_runs: bool = False  # the game's crafting-runs rule is whole: plan and list whole runs only
 
 
 def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
@@ -189,6 +190,7 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
         events = tuple(_log_slice(game, viewer, query.since_n, query.limit))
     return QueryContext(
         rules=game.rules,
+        whole_runs=game.settings.whole_runs,
         seat=viewer,
         players=game.players,
         public_hands=hands,
@@ -308,7 +310,7 @@ def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, A
 
 def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
     hand, kind = _need_hand(ctx, "what their hand can craft")
-    crafts = planner_for(ctx.rules).possible_crafts(hand)
+    crafts = planner_for(ctx.rules, whole_runs=ctx.whole_runs).possible_crafts(hand)
     shown = [c.as_dict() for c in crafts[: query.limit]]
     return {
         "hand": kind,
@@ -335,7 +337,7 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
         if seat != ctx.seat:
             for item, count in public.items():
                 others[item] = others.get(item, 0) + count
-    planner = planner_for(ctx.rules)
+    planner = planner_for(ctx.rules, whole_runs=ctx.whole_runs)
     try:
         plan = planner.plan(hand, target, available=others)
         anywhere = {} if plan.craftable else planner.missing(hand, target)
