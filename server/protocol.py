@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,10 +29,12 @@ from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefu
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from server.auth import (
+    NUMBER_TEXT_MAX_CHARS,
     SERVER_ERROR_CODES,
     Principal,
     ServerError,
     clean_display_name,
+    parse_count,
     require_principal,
     resolve_principal,
 )
@@ -68,8 +71,10 @@ def error_body(err: BaseException) -> dict[str, Any]:
         return ServerError(
             "internal_error", "The game store failed; try again shortly.", {"store": err.code}
         ).to_dict()
+    # no claim that nothing changed: a failure after a stored change is answered answer_failed by Rooms,
+    # but only the caller's view can tell what this request did
     return ServerError(
-        "internal_error", "The server failed; the error is logged and nothing changed."
+        "internal_error", "The server failed and logged the error; read the game's view before retrying."
     ).to_dict()
 
 
@@ -101,10 +106,17 @@ def _as_object(data: Any, limit: int) -> dict[str, Any]:
                 "invalid_request",
                 f"The message is not valid JSON ({exc.msg} at position {exc.pos}).",
             ) from None
+        except (ValueError, RecursionError):
+            # undecodable bytes, a number beyond Python's int digit limit, nesting deeper than the parser goes
+            raise ServerError(
+                "invalid_request",
+                "The message is not readable JSON: send UTF-8 text, numbers of at most a few digits and "
+                "objects nested a few levels deep.",
+            ) from None
     elif data is not None:
         try:
             size = len(json.dumps(data))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             raise ServerError("invalid_request", "The message is not JSON.") from None
         if size > limit:
             raise _too_large(size, limit)
@@ -393,9 +405,11 @@ def api_blueprint(services: Services) -> Blueprint:
         after = _int_arg("after")
         wait = request.args.get("wait", "0")
         try:
-            wait_seconds = float(wait)
+            wait_seconds = float(wait) if len(wait) <= NUMBER_TEXT_MAX_CHARS else math.nan
         except ValueError:
-            raise ServerError("invalid_request", "wait must be a number of seconds.") from None
+            wait_seconds = math.nan
+        if not math.isfinite(wait_seconds):
+            raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
         result = services.rooms.events_since(
             game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
         )
@@ -473,10 +487,8 @@ def api_blueprint(services: Services) -> Blueprint:
 
 
 def _int_arg(name: str) -> int | None:
+    """An integer query argument; its text is bounded before conversion (see parse_count)."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ServerError("invalid_request", f"{name} must be an integer.", {name: raw}) from None
+    return parse_count(raw, name)
