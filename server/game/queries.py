@@ -22,6 +22,7 @@ the answer from that copy alone (the planner may take milliseconds).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.crafting import fmt_qty
 from craft_rules.model import Recipe, RuleSet
-from craft_rules.planner import PlannerError, UnknownItemError, planner_for
+from craft_rules.planner import Planner, PlannerError, UnknownItemError, planner_for
 from server.game.actions import parse_tagged
 from server.game.errors import GameError
 from server.game.events import for_viewer, visible_to
@@ -163,6 +164,7 @@ class QueryContext:
     target: Mapping[str, int] | None = None
     events: tuple[dict[str, Any], ...] = ()  # history queries: the requested slice of the viewer's log
     log_size: int = 0
+    whole_runs: bool = False  # the game's crafting-runs rule is "whole"
 
 
 def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
@@ -197,6 +199,7 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
         target=target,
         events=events,
         log_size=game.log_size(viewer),
+        whole_runs=game.settings.crafting_runs == "whole",
     )
 
 
@@ -245,6 +248,11 @@ def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
     return {"type": query.type, **handler(ctx, query)}
 
 
+def _planner(ctx: QueryContext) -> Planner:
+    """The planner of the game's rule set under the game's crafting-runs rule."""
+    return planner_for(ctx.rules, whole_runs=ctx.whole_runs)
+
+
 def _item(ctx: QueryContext, raw: str, field_name: str) -> str:
     item = ctx.rules.canonical(raw.strip())
     if item not in ctx.rules.items:
@@ -282,7 +290,7 @@ def recipe_summary(rules: RuleSet, recipe: Recipe) -> dict[str, Any]:
 
 def _answer_item_info(ctx: QueryContext, query: ItemInfo) -> dict[str, Any]:
     item = _item(ctx, query.item, "item")
-    details = planner_for(ctx.rules).item_info(item).as_dict()
+    details = _planner(ctx).item_info(item).as_dict()
     made_by = [ctx.rules.recipes[r] for r in details["made_by"][: MAX_RECIPES_PER_ITEM * 3]]
     return {**details, "recipes": [recipe_summary(ctx.rules, r) for r in made_by]}
 
@@ -308,7 +316,7 @@ def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, A
 
 def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
     hand, kind = _need_hand(ctx, "what their hand can craft")
-    crafts = planner_for(ctx.rules).possible_crafts(hand)
+    crafts = _planner(ctx).possible_crafts(hand)
     shown = [c.as_dict() for c in crafts[: query.limit]]
     return {
         "hand": kind,
@@ -335,7 +343,7 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
         if seat != ctx.seat:
             for item, count in public.items():
                 others[item] = others.get(item, 0) + count
-    planner = planner_for(ctx.rules)
+    planner = _planner(ctx)
     try:
         plan = planner.plan(hand, target, available=others)
         anywhere = {} if plan.craftable else planner.missing(hand, target)
@@ -413,7 +421,7 @@ def _tree_node(
     if depth <= 0:
         node["stop"] = "depth"
         return node
-    levels = planner_for(rules).item_levels
+    levels = _planner(ctx).item_levels
 
     def simplicity(recipe: Recipe) -> tuple[int, int, str]:
         deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
@@ -422,6 +430,8 @@ def _tree_node(
     node["recipes"] = []
     for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
         runs = need / recipe.count
+        if ctx.whole_runs:  # whole runs only: the next whole number of runs
+            runs = Fraction(math.ceil(runs))
         way: dict[str, Any] = {
             "recipe": recipe.id,
             "runs": fmt_qty(runs),
