@@ -890,7 +890,8 @@ class Rooms:
             chosen = (
                 self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
             )
-            context = query_context(live.game, chosen, parsed)
+            records = live.records  # parallel to game.events; the store added each event's time
+            context = query_context(live.game, chosen, parsed, lambda seq: records[seq].get("time"))
         return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
 
     def researcher(self, game_id: Any) -> dict[str, Any]:

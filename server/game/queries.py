@@ -23,7 +23,7 @@ the answer from that copy alone (the planner may take milliseconds).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, Literal
@@ -167,8 +167,13 @@ class QueryContext:
     whole_runs: bool = False  # the game's crafting-runs rule is "whole"
 
 
-def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
-    """Copy what ``query`` needs and ``viewer`` (a seat, or None for a spectator) may see."""
+def query_context(
+    game: Game, viewer: int | None, query: Query, time_of: Callable[[int], float | None] | None = None
+) -> QueryContext:
+    """Copy what ``query`` needs and ``viewer`` (a seat, or None for a spectator) may see.
+
+    ``time_of(seq)``: the stored time of event ``seq`` (the server's store keeps it; the engine has no
+    clock), so history answers carry ``time`` like the events a client receives."""
     if viewer is not None and (isinstance(viewer, bool) or not 0 <= viewer < game.players):
         raise GameError(
             "not_a_player",
@@ -188,7 +193,7 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
         target = game.target(viewer)
     events: tuple[dict[str, Any], ...] = ()
     if isinstance(query, History):
-        events = tuple(_log_slice(game, viewer, query.since_n, query.limit))
+        events = tuple(_log_slice(game, viewer, query.since_n, query.limit, time_of))
     return QueryContext(
         rules=game.rules,
         seat=viewer,
@@ -203,7 +208,9 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
     )
 
 
-def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list[dict[str, Any]]:
+def _log_slice(
+    game: Game, viewer: int | None, since_n: int, limit: int, time_of: Callable[[int], float | None] | None
+) -> list[dict[str, Any]]:
     """Events ``since_n`` .. ``since_n + limit - 1`` of the viewer's log, numbered like ``viewer_log``;
     only the returned ones are copied."""
     out: list[dict[str, Any]] = []
@@ -214,7 +221,10 @@ def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list
         if n >= since_n:
             record = for_viewer(event).to_dict()
             del record["seq"]
-            out.append({"n": n, **record, "payload": _copy_json(record["payload"])})
+            entry = {"n": n, **record, "payload": _copy_json(record["payload"])}
+            if time_of is not None:
+                entry["time"] = time_of(event.seq)
+            out.append(entry)
             if len(out) >= limit:
                 break
         n += 1
