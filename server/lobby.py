@@ -146,6 +146,8 @@ class Lobby:
         live = self.rooms.seats_changed(game_id)
         with live.lock:
             summary = summarize(live.meta, live.seats)
+        if choice["choice"] == "requested":  # the creator's own choice; nobody else is told
+            summary["instance_id"] = instance.id
         return {**summary, "your_seat": joined}
 
     def _seat_specs(self, hall: HallSettings, seats: Any) -> list[SeatSpec]:
@@ -323,15 +325,20 @@ class Lobby:
         raise ServerError("game_full", "Every seat you may take in this game is taken.", status=409)
 
 
+OVER_STATUSES = ("finished", "aborted")
+
+
 def summarize(meta: dict[str, Any], seats: list[SeatState]) -> dict[str, Any]:
-    """A game as the lobby shows it: no targets, no user ids, no settings secrets (there are none)."""
+    """A game as the lobby shows it: no targets, no user ids, and no instance id until the game is over
+    (the id names a public task file that holds every target; the seed and the draw stay researcher-only)."""
+    over = meta.get("status") in OVER_STATUSES
     return {
         "game_id": meta["game_id"],
         "hall": meta.get("hall"),
         "title": meta.get("title"),
         "ruleset": meta.get("ruleset"),
         "mode": meta.get("mode"),
-        "instance_id": meta.get("instance_id"),
+        "instance_id": meta.get("instance_id") if over else None,
         "status": meta.get("status"),
         "players": len(seats),
         "open_seats": [s.seat for s in seats if not s.taken],

@@ -35,7 +35,7 @@ from server.auth import Principal, ServerError
 from server.bots import BotRegistry, bot_seed
 from server.game.actions import parse_action
 from server.game.errors import GameError
-from server.game.events import Event, visible_to
+from server.game.events import Event, record_for_viewer, visible_to
 from server.game.legal import legal_actions
 from server.game.settings import GameSettings
 from server.game.state import Game
@@ -589,7 +589,7 @@ class Rooms:
         """The newest ``visible`` records of a viewer's log, numbered ``n`` in that log, without ``seq``."""
         start = log_size - len(visible)
         return [
-            {"n": start + i, **{k: v for k, v in record.items() if k != "seq"}}
+            {"n": start + i, **{k: v for k, v in record_for_viewer(record).items() if k != "seq"}}
             for i, record in enumerate(visible)
         ]
 

@@ -216,8 +216,14 @@ def test_instances_sequential_across_workers_and_random_reproducible(tmp_path: P
         settings = settings.model_copy(update={"halls": Settings.model_validate({"halls": halls}).halls})
         pair = [Worker(settings), Worker(settings)]
         try:
-            seq = [pair[i % 2].lobby.create_game("seq", ADA)["instance_id"] for i in range(5)]
-            rnd = [pair[i % 2].lobby.create_game("rnd", ADA)["instance_id"] for i in range(6)]
+
+            def drawn(hall: str, i: int) -> str:
+                created = pair[i % 2].lobby.create_game(hall, ADA)
+                assert created["instance_id"] is None  # players learn it only when the game is over
+                return str(pair[0].store.get_game(created["game_id"])["instance_id"])
+
+            seq = [drawn("seq", i) for i in range(5)]
+            rnd = [drawn("rnd", i) for i in range(6)]
             game = pair[0].lobby.create_game("free", ADA)
             choice = pair[0].store.get_game(game["game_id"])["instance_choice"]
         finally:

@@ -35,6 +35,9 @@ whom the proposal went to.
 [2] Private so that a third player cannot tell a pass from a rejected proposal: both leave it a turn
 without a trade (a timeout or a resignation that causes the pass is public on its own).
 
+Viewers never see a running game's ``instance_id`` (``game_started`` keeps it for researchers and exports;
+:func:`for_viewer` drops it): the id names a public task file that holds every player's target.
+
 Players never see global sequence numbers: ``viewer_log`` numbers the events a viewer may see
 0, 1, 2, ... (``n``), because gaps in the global numbering would count other seats' private events.
 
@@ -78,6 +81,9 @@ EVENT_TYPES: frozenset[str] = frozenset(
 )
 
 Visibility = str | tuple[int, ...]
+
+#: Payload keys kept in the log for researchers but never shown to players or spectators (see for_viewer).
+RESEARCHER_ONLY_KEYS: dict[str, frozenset[str]] = {"game_started": frozenset({"instance_id"})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,24 @@ def visible_to(event: Event, seat: int | None) -> bool:
     return seat is not None and seat in event.visibility
 
 
+def for_viewer(event: Event) -> Event:
+    """``event`` as a player or spectator receives it: without researcher-only payload keys."""
+    hidden = RESEARCHER_ONLY_KEYS.get(event.type)
+    if not hidden or not hidden & event.payload.keys():
+        return event
+    payload = {k: v for k, v in event.payload.items() if k not in hidden}
+    return Event(event.seq, event.type, event.actor, payload, event.visibility)
+
+
+def record_for_viewer(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored event record (``Event.to_dict`` plus store keys) as a viewer receives it; see for_viewer."""
+    hidden = RESEARCHER_ONLY_KEYS.get(record.get("type", ""))
+    payload = record.get("payload")
+    if not hidden or not isinstance(payload, dict) or not hidden & payload.keys():
+        return record
+    return {**record, "payload": {k: v for k, v in payload.items() if k not in hidden}}
+
+
 def viewer_log(events: Iterable[Event], seat: int | None, start: int = 0) -> list[dict[str, Any]]:
     """The events ``seat`` may see (None: a spectator), as dicts numbered ``n`` = position in that
     viewer's own log, without the global ``seq``. ``start`` is the position of the first given event
@@ -134,15 +158,16 @@ def viewer_log(events: Iterable[Event], seat: int | None, start: int = 0) -> lis
     out: list[dict[str, Any]] = []
     for event in events:
         if visible_to(event, seat):
-            record = event.to_dict()
+            record = for_viewer(event).to_dict()
             del record["seq"]
             out.append({"n": start + len(out), **record})
     return out
 
 
 def filter_events(events: Iterable[Event], seat: int | None) -> list[Event]:
-    """The log as ``seat`` may see it (``None``: a spectator's log). Sequence numbers keep their gaps."""
-    return [e for e in events if visible_to(e, seat)]
+    """The log as ``seat`` may see it (``None``: a spectator's log), researcher-only keys dropped
+    (:func:`for_viewer`). Sequence numbers keep their gaps."""
+    return [for_viewer(e) for e in events if visible_to(e, seat)]
 
 
 def as_events(records: Iterable[Event | dict[str, Any]]) -> list[Event]:

@@ -7,7 +7,8 @@ the decision phase a third player sees ``awaiting: []``).
 
 Keys of a player view (the spectator view has the same keys, with the private ones empty):
 
-- ``seat``, ``players``, ``instance_id``, ``ruleset``, ``turn``, ``max_turns``, ``phase``,
+- ``seat``, ``players``, ``instance_id`` (None while the game runs: the id names a public task file holding
+  every target; shown once the game is over), ``ruleset``, ``turn``, ``max_turns``, ``phase``,
   ``proposer``, ``finished``, ``winners``, ``end_reason``, ``log_size`` (how many events the viewer's
   own log holds: see ``viewer_log``; the game's global sequence numbers are never shown to players,
   since their gaps would count other seats' private events)
@@ -144,7 +145,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
     return {
         "seat": viewer,
         "players": n,
-        "instance_id": game.instance.id,
+        "instance_id": game.instance.id if game.finished else None,
         "ruleset": game.rules.name,
         "turn": game.turn,
         "max_turns": game.settings.max_turns,

@@ -1,0 +1,157 @@
+"""Hardening over real sockets: what a curious or hostile client can learn or break on a live server.
+
+One server process serves the module. Its "privacy" hall draws a game from a pool file of many instances, so
+the instance's file name and index are distinctive enough to be searched for in everything a client receives.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+
+POOL_FILE_STEM = "privacy_pool"
+POOL_SIZE = 200
+POOL_INDEX = 173
+POOL_ID = f"minecraft/1p_v_1p/{POOL_FILE_STEM}#{POOL_INDEX}"
+
+
+def write_privacy_hall(config: Path) -> None:
+    """Add hall "privacy": every game gets instance #173 of a 200-instance file."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    root = config.parent / "instances"
+    (root / "minecraft" / "1p_v_1p" / f"{POOL_FILE_STEM}.json").write_text(
+        json.dumps([DUEL] * POOL_SIZE), encoding="utf-8"
+    )
+    data["halls"]["privacy"] = {
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "fixed", "ids": [POOL_ID], "root": str(root)},
+        "game": {"max_turns": 3},
+    }
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    folder = tmp_path_factory.mktemp("hardening")
+    config = write_config(folder)
+    write_privacy_hall(config)
+    proc = ServerProcess(config).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def clients(server: ServerProcess) -> Iterator[list[Client]]:
+    made: list[Client] = []
+    yield made
+    for client in made:
+        client.close()
+
+
+def new_client(server: ServerProcess, made: list[Client], name: str | None = None) -> Client:
+    client = Client(server.url, name)
+    made.append(client)
+    return client.connect()
+
+
+def scalars(value: Any) -> Iterator[Any]:
+    """Every key, string and number inside a JSON value."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from scalars(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            yield from scalars(inner)
+    else:
+        yield value
+
+
+def assert_instance_hidden(received: list[Any], who: str) -> int:
+    """No string names the instance, its file or its index; no number equals the index."""
+    checked = 0
+    for value in scalars(received):
+        checked += 1
+        if isinstance(value, str):
+            for secret in (POOL_ID, POOL_FILE_STEM, f"#{POOL_INDEX}", str(POOL_INDEX)):
+                assert secret not in value, f"{who} received {value!r}, which reveals the instance"
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            assert value != POOL_INDEX, f"{who} received the number {value}, the instance's index"
+    return checked
+
+
+# ------------------------------------------------------------------------------------------- privacy
+def test_players_spectators_and_the_lobby_never_learn_the_instance(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    p0 = new_client(server, clients, f"P0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(server, clients, f"P1-{uuid.uuid4().hex[:4]}")
+    spectator = new_client(server, clients, f"Spec-{uuid.uuid4().hex[:4]}")
+    anonymous = new_client(server, clients)  # no login: reads the lobby, watches, polls REST
+    rest_answers: list[Any] = []
+
+    def rest(client: Client, method: str, path: str, payload: Any = None) -> dict[str, Any]:
+        status, body = client.rest(method, path, payload)
+        assert status < 500, body
+        rest_answers.append(body)
+        return body
+
+    anonymous.call("lobby", {})
+    created = p0.call("create_game", {"hall": "privacy"})
+    assert created["ok"], created
+    game_id = created["game"]["game_id"]
+    for client in (p0, p1):
+        assert client.call("join", {"game_id": game_id})["ok"]
+    p1.wait_log(game_id, 2)
+    assert spectator.call("watch", {"game_id": game_id})["ok"]
+    assert anonymous.call("watch", {"game_id": game_id})["ok"]
+
+    def read_everything() -> None:
+        for client in (p0, p1, spectator, anonymous):
+            client._record("read", client.call("view", {"game_id": game_id}))
+            client._record("read", client.call("events", {"game_id": game_id}))
+            client._record("read", client.call("lobby", {}))
+            for path in (
+                "/api/games",
+                f"/api/games/{game_id}",
+                f"/api/games/{game_id}/view",
+                f"/api/games/{game_id}/events",
+                "/api/halls",
+                "/api/me",
+            ):
+                rest(client, "GET", path)
+
+    # the whole game but the last action: every answer, push and REST read while it runs
+    read_everything()
+    assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]
+    read_everything()
+    assert p1.act(game_id, "decide", accept=True, message="deal")["ok"]
+    for seat, client in ((0, p0), (1, p1)):
+        for craft in DUEL_CRAFTS[seat]:
+            assert client.act(game_id, "craft", **craft)["ok"]
+    read_everything()
+    assert p0.act(game_id, "finish_crafting")["ok"]
+    spectator.wait_log(game_id, 1)
+    read_everything()
+
+    checked = 0
+    readers = (("seat 0", p0), ("seat 1", p1), ("the spectator", spectator), ("anonymous", anonymous))
+    for who, client in readers:
+        checked += assert_instance_hidden(client.messages(), who)
+    checked += assert_instance_hidden(rest_answers, "a REST reader")
+    assert checked > 2000  # the scan really walked the traffic
+    assert all(part not in game_id for part in (POOL_FILE_STEM, str(POOL_INDEX)))
+
+    # once the game is over the instance may be shown
+    assert p1.act(game_id, "finish_crafting")["ok"]
+    p0.wait_status(game_id, "finished")
+    summary = rest(anonymous, "GET", f"/api/games/{game_id}")["game"]
+    assert summary["status"] == "finished" and summary["instance_id"] == POOL_ID
