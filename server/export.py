@@ -37,7 +37,7 @@ from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
 from server.game import Game, GameError, GameSettings
-from server.game.events import Event, visible_to
+from server.game.events import Event, viewer_log, visible_to
 from server.game.gamelog import (
     GameLog,
     GameLogError,
@@ -309,18 +309,14 @@ def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
         "seats": public_seats,
     }
     yield _line(header)
-    # numbered by the seat's own log (``n``), like everything a player sees: global seqs would count, by
-    # their gaps, the private events of other seats
-    seen = 0
-    for event, time, latency in zip(log.events, log.times, log.latencies, strict=True):
-        if visible_to(event, seat):
-            record = event.to_dict()
-            del record["seq"]
-            own = event.actor == seat
-            yield _line(
-                {"record": "event", "n": seen, **record, "time": time, "latency": latency if own else None}
-            )
-            seen += 1
+    # exactly the events the seat received while playing (viewer_log): numbered by its own log (``n``)
+    # since global seqs would count, by their gaps, other seats' private events; researcher-only keys dropped
+    visible = [i for i, event in enumerate(log.events) if visible_to(event, seat)]
+    received = viewer_log([log.events[i] for i in visible], seat)
+    for index, record in zip(visible, received, strict=True):
+        own = log.events[index].actor == seat
+        latency = log.latencies[index] if own else None
+        yield _line({"record": "event", **record, "time": log.times[index], "latency": latency})
     yield _line({"record": "view", **view})
 
 
