@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
-from agents.bots import BOTS, UnknownBotError, make_bot
+from agents.bots.registry import PolicySpecError, describe_policies, make_policy, policy_names
 from agents.local import LocalPlayError, LocalResult, derive_seed, play_local
 from agents.narrator import narrate_events
 from craft_rules.loader import RuleSetError, load_rule_set
@@ -37,17 +37,36 @@ class PlayError(Exception):
         self.message = message
 
 
+def split_players(spec: str) -> list[str]:
+    """Split ``--players`` at the commas between seats: ``"random,llm:x?tom=0,1,random"`` is three seats.
+
+    A comma inside a spec's options (``tom=0,1``) belongs to that option: a piece that is not a policy
+    name and follows a spec with options continues it.
+    """
+    names = set(policy_names())
+    seats: list[str] = []
+    for piece in (p.strip() for p in spec.split(",")):
+        head = piece.split("?", 1)[0].split(":", 1)[0]
+        if seats and "?" in seats[-1] and head not in names:
+            seats[-1] += "," + piece
+        elif piece:
+            seats.append(piece)
+    return seats
+
+
 def parse_players(spec: str) -> list[str]:
-    """``"random,random"`` -> ``["random", "random"]``; every name must be a built-in bot."""
-    names = [name.strip() for name in spec.split(",") if name.strip()]
+    """``"random,random"`` -> ``["random", "random"]``; every entry must be a valid policy spec."""
+    names = split_players(spec)
     if len(names) < 2:
         raise PlayError(
             "wrong_player_count",
             f"--players names {len(names)} bot(s); name one per seat, at least two, e.g. random,random.",
         )
     for name in names:
-        if name not in BOTS:
-            raise PlayError(UnknownBotError.code, UnknownBotError(name).message)
+        try:
+            make_policy(name, 0)  # builds nothing lasting: checks the name and its options now
+        except PolicySpecError as err:
+            raise PlayError(err.code, err.message) from None
     return names
 
 
@@ -132,7 +151,7 @@ def run_play(
         raise PlayError("unknown_ruleset", f"{err}; `tradecraft rules list` shows the rule sets.") from err
     settings = GameSettings(ruleset=instance.ruleset, **({"max_turns": max_turns} if max_turns else {}))
     # each seat's bot gets its own seed, derived from the game seed, so seats do not mirror each other
-    policies = [make_bot(name, derive_seed(seed, "seat", seat)) for seat, name in enumerate(names)]
+    policies = [make_policy(name, derive_seed(seed, "seat", seat)) for seat, name in enumerate(names)]
     try:
         result = play_local(instance, settings, rules, policies, seed, clock=clock)
     except (LocalPlayError, GameError) as err:
@@ -165,6 +184,20 @@ def _text(outcome: dict[str, Any]) -> str:
     )
 
 
+def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    policies = describe_policies()
+    if ctx.params.get("as_json"):
+        json.dump(policies, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for entry in policies:
+            options = f"  options: {', '.join(entry['options'])}" if entry["options"] else ""
+            click.echo(f"{entry['name']:<12} {entry['summary']}{options}")
+    ctx.exit()
+
+
 @click.command("play")
 @click.option(
     "--ruleset", default=None, help=f"rule set (default: the instance's own, else {DEFAULT_RULESET})"
@@ -180,7 +213,8 @@ def _text(outcome: dict[str, Any]) -> str:
     "--players",
     default="random,random",
     show_default=True,
-    help=f"one built-in bot per seat, comma-separated ({', '.join(sorted(BOTS))})",
+    help="one policy spec per seat, comma-separated: a name (`tradecraft play --list-policies`), "
+    "optionally with options, e.g. random,random?accept_probability=0.9",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the game and its bots")
 @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None, help="turn limit (default 10)")
@@ -198,7 +232,14 @@ def _text(outcome: dict[str, Any]) -> str:
     default=None,
     help="also write the game log (the researcher JSONL format the server exports) to this file",
 )
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--json", "as_json", is_flag=True, is_eager=True, help="machine-readable output")
+@click.option(
+    "--list-policies",
+    is_flag=True,
+    expose_value=False,
+    callback=_list_policies,
+    help="list the installed policies (bots) and their options, then exit",
+)
 def play_command(
     ruleset: str | None,
     instance_ref: str | None,

@@ -6,10 +6,11 @@ the game ends.
 The order is fixed (awaited seats in seat order, one action each per round), so the same instance,
 settings, seed and policies always give the same event log and the same ``log_sha256``.
 
-A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots`). A policy that also has
-``observe(events: list[Event]) -> None`` is handed, before each of its moves and once at the end, the
-events its seat may see that are new since its last call: what an LLM agent turns into text with
-:func:`agents.narrator.observation`.
+A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots.base`). A policy that also
+has ``observe(events: list[dict]) -> None`` is handed, before each of its moves and once at the end, the
+events its seat may see that are new since its last call, as viewer-log records numbered ``n`` in the
+seat's own log (:func:`server.game.events.viewer_log`, what a remote client receives): what an LLM agent
+turns into text with :func:`agents.narrator.observation`.
 
 With a ``clock`` (any ``() -> float`` of seconds since the epoch, e.g. ``time.time`` or a fake one in
 tests), every event is stamped when it happens and :meth:`LocalResult.game_log` gives the game in the
@@ -26,7 +27,7 @@ from typing import Any
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
 from craft_rules.tasks import TaskInstance
-from server.game import Event, Game, GameError, GameSettings, Timeout, filter_events
+from server.game import Event, Game, GameError, GameSettings, Timeout, viewer_log
 from server.game.gamelog import (
     GameLog,
     InstanceRecord,
@@ -190,7 +191,8 @@ def play_local(
         times.extend([now] * (len(game.events) - len(times)))
 
     stamp()
-    delivered = [0] * game.players  # per seat: events already handed to its observe hook
+    delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
+    numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
     actions = timeouts = 0
     phase_key: tuple[int, str] = (game.turn, game.phase)
     phase_actions = 0
@@ -198,8 +200,9 @@ def play_local(
     def feed(seat: int) -> None:
         observe = getattr(policies[seat], "observe", None)
         if observe is not None:
-            new = filter_events(game.events[delivered[seat] :], seat)
+            new = viewer_log(game.events[delivered[seat] :], seat, start=numbered[seat])
             delivered[seat] = len(game.events)
+            numbered[seat] += len(new)
             observe(new)
 
     while not game.finished:

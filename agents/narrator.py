@@ -154,15 +154,27 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
         trade += "; messages are turned off."
     trade += " It may also pass instead." if settings.allow_pass else " Passing is not allowed."
     lines.append(trade)
+    accepted = "An accepted trade happens at once and everyone sees it"
+    if settings.trade_messages == "parties":
+        accepted += " (with three or more players, its messages only the two players involved)"
     lines.append(
-        "- The other player accepts or rejects it, with an optional reply. An accepted trade happens at "
-        "once and everyone sees it. A rejected proposal is seen only by the two players involved."
+        f"- The other player accepts or rejects it, with an optional reply. {accepted}. A rejected "
+        "proposal is seen only by the two players involved."
     )
-    lines.append(
-        "- Craft phase: all players craft at the same time, privately, as often as they like, then "
-        "finish crafting. A craft runs a recipe any positive rational number of times and uses and makes "
-        "items in proportion: running '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A and 1/4 B and makes 1 C."
-    )
+    if settings.whole_runs:
+        lines.append(
+            "- Craft phase: all players craft at the same time, privately, as often as they like, then "
+            "finish crafting. A craft runs a recipe a whole number of times (1, 2, 3, ...), never a "
+            "fraction of a run: running '1 A + 1 B -> 4 C' once uses 1 A and 1 B and makes 4 C; to make "
+            "1 C you still run it once."
+        )
+    else:
+        lines.append(
+            "- Craft phase: all players craft at the same time, privately, as often as they like, then "
+            "finish crafting. A craft runs a recipe any positive rational number of times and uses and "
+            "makes items in proportion: running '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A and 1/4 B and "
+            "makes 1 C."
+        )
     if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
         fuels = rules.fuels
         example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
@@ -192,6 +204,8 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
             "every remaining player has won."
         )
     lines.append(f"- The game ends after turn {settings.max_turns} at the latest; nobody wins then.")
+    lines.append("- " + scoring_text(settings))
+    lines.append("- When the game ends, every player's target is revealed to everyone.")
     deadlines = {
         phase: seconds
         for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
@@ -231,6 +245,22 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
     return "\n".join(lines)
 
 
+def scoring_text(settings: GameSettings) -> str:
+    """The scoring rule in one sentence (told up front, as the points are paid at the end)."""
+    scoring = settings.scoring
+    text = (
+        f"Scoring: winning alone earns {_points(scoring.sole_win)}; when several players win in the same "
+        f"craft phase, each earns {_points(scoring.shared_win)}"
+    )
+    if scoring.no_win:
+        return text + f"; every other player earns {_points(scoring.no_win)}."
+    return text + "; everyone else earns nothing."
+
+
+def _points(value: int) -> str:
+    return "1 point" if value == 1 else f"{value} points"
+
+
 def _seconds(value: float) -> str:
     return f"{int(value)} s" if float(value).is_integer() else f"{value} s"
 
@@ -253,8 +283,11 @@ def _action_formats(settings: GameSettings) -> list[str]:
     if settings.allow_pass:
         lines.append('- {"type": "pass"}')
     lines.append('- {"type": "decide", "accept": true|false, "message": "..."}')
+    runs = (
+        '"runs": 2}  (runs: a whole number; optional' if settings.whole_runs else '"runs": "1/4"}  (optional'
+    )
     lines.append(
-        '- {"type": "craft", "recipe": "<recipe id>", "runs": "1/4"}  (optional "choices": '
+        '- {"type": "craft", "recipe": "<recipe id>", ' + runs + ' "choices": '
         '{"<ingredient index>": "<item id>"} and "fuel": "<item id>")'
     )
     lines.append('- {"type": "finish_crafting"}')
@@ -278,6 +311,9 @@ def settings_from_view(view: Mapping[str, Any]) -> GameSettings:
         end_condition=public["end_condition"],
         deadlines=public["deadlines"],
         timeout_policies=public["timeout_policies"],
+        crafting_runs=public.get("crafting_runs", "rational"),
+        scoring=public.get("scoring") or {},
+        trade_messages=public.get("trade_messages", "parties"),
         tom_orders=[orders if s == seat else [] for s in range(view["players"])] if orders else [],
     )
 
@@ -467,7 +503,9 @@ def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None
     ``seat=None`` narrates for a spectator (public events only).
     """
     lines = []
-    for event in as_events(events):  # type: ignore[arg-type]
+    # viewer-log records (what a client and a policy's observe get) number events "n", not "seq"
+    records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
+    for event in as_events(records):  # type: ignore[arg-type]
         if visible_to(event, seat):
             text = narrate_event(event, seat, rules)
             if text:
@@ -530,6 +568,12 @@ def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:
         return f"Player {p['seat']} holds their target and wins."
     if kind == "turn_ended":
         return f"Turn {p['turn']} ended."
+    if kind == "targets_revealed":
+        targets = "; ".join(
+            f"{_owner(seat, me)}: {bundle(rules, target)}" for seat, target in enumerate(p["targets"])
+        )
+        scores = ", ".join(f"{_owner(seat, me)} {points}" for seat, points in enumerate(p["scores"]))
+        return f"Every target is revealed: {targets}. Points: {scores}."
     if kind == "game_ended":
         winners = p["winners"]
         won = f"{_players(winners, me)} won" if winners else "nobody won"

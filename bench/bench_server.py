@@ -41,7 +41,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agents.bots import make_bot  # noqa: E402
+from agents.bots import make_policy  # noqa: E402
 
 ECHO_SERVER = textwrap.dedent(
     """
@@ -222,7 +222,7 @@ class BotClient:
         self.url = url
         self.sio = socketio.AsyncClient(reconnection=False)
         self.sio.on("update", self._on_update)
-        self.bot = make_bot("random", seed)
+        self.bot = make_policy("random", seed)
         self.think = think
         self.stats = stats
         self.game_id: str | None = None

@@ -160,6 +160,19 @@ def _ruleset_option(func: Any) -> Any:
     )
 
 
+def runs_option(func: Any) -> Any:
+    """``--runs rational|whole``: the crafting-runs rule (shared by the craft and tasks commands)."""
+    return click.option(
+        "--runs",
+        "runs",
+        type=click.Choice(["rational", "whole"]),
+        default="rational",
+        show_default=True,
+        help="crafting-runs rule: rational (a recipe may run 1/4 times) or whole (whole runs only, as "
+        "the original game; fuel still burns in proportion)",
+    )(func)
+
+
 def _counts_text(counts: Any) -> str:
     from craft_rules.crafting import fmt_qty
 
@@ -186,8 +199,9 @@ def _steps_text(rules: Any, steps: Any) -> list[str]:
 @click.option("--hand", required=True, help='items held, JSON: \'{"oak_planks": 1, "coal": 1}\'')
 @click.option("--target", required=True, help="the target, JSON: '{\"torch\": 1}'")
 @click.option("--available", default=None, help="items others could give (JSON); default: any item")
+@runs_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def craft_plan(ruleset: str, hand: str, target: str, available: str | None, as_json: bool) -> None:
+def craft_plan(ruleset: str, hand: str, target: str, available: str | None, runs: str, as_json: bool) -> None:
     """Can the hand craft the target within one craft phase? If not, what is missing at least?
 
     Prints the answer, the crafting depth and number of steps, and one valid craft sequence (exact
@@ -202,11 +216,11 @@ def craft_plan(ruleset: str, hand: str, target: str, available: str | None, as_j
         others = None
         if available is not None:
             others = {k: int(v) for k, v in parse_counts(rules, available, integral=True).items()}
-        plan = planner_for(rules).plan(held, need, available=others)
+        plan = planner_for(rules, whole_runs=runs == "whole").plan(held, need, available=others)
     except (PlannerError, RuleSetError) as err:
         _craft_fail(err, as_json)
         return
-    lines = [f"target: {_counts_text(plan.target)}   hand: {_counts_text(plan.hand)}"]
+    lines = [f"target: {_counts_text(plan.target)}   hand: {_counts_text(plan.hand)}   runs: {runs}"]
     if plan.craftable:
         lines.append(f"craftable within one phase: yes (depth {plan.depth}, {plan.craft_steps} craft steps)")
         lines += _steps_text(rules, plan.steps)
@@ -222,21 +236,22 @@ def craft_plan(ruleset: str, hand: str, target: str, available: str | None, as_j
             with_plan = plan.missing_plan
             lines.append(f"with them: depth {with_plan.depth}, {with_plan.craft_steps} craft steps")
             lines += _steps_text(rules, with_plan.steps)
-    emit({"ok": True, "ruleset": rules.name, **plan.as_dict()}, as_json, "\n".join(lines))
+    emit({"ok": True, "ruleset": rules.name, "runs": runs, **plan.as_dict()}, as_json, "\n".join(lines))
 
 
 @craft_group.command("possible")
 @_ruleset_option
 @click.option("--hand", required=True, help='items held, JSON: \'{"oak_planks": 2, "coal": 1}\'')
+@runs_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def craft_possible(ruleset: str, hand: str, as_json: bool) -> None:
+def craft_possible(ruleset: str, hand: str, runs: str, as_json: bool) -> None:
     """Every recipe the hand can run now, with the largest run amount it affords."""
     from craft_rules.crafting import fmt_qty
     from craft_rules.planner import PlannerError, parse_counts, planner_for
 
     try:
         rules = load_rule_set(ruleset)
-        crafts = planner_for(rules).possible_crafts(parse_counts(rules, hand))
+        crafts = planner_for(rules, whole_runs=runs == "whole").possible_crafts(parse_counts(rules, hand))
     except (PlannerError, RuleSetError) as err:
         _craft_fail(err, as_json)
         return
@@ -245,7 +260,7 @@ def craft_possible(ruleset: str, hand: str, as_json: bool) -> None:
         for c in crafts
     ]
     emit(
-        {"ok": True, "ruleset": rules.name, "crafts": [c.as_dict() for c in crafts]},
+        {"ok": True, "ruleset": rules.name, "runs": runs, "crafts": [c.as_dict() for c in crafts]},
         as_json,
         "\n".join(lines) or "nothing can be crafted from this hand",
     )

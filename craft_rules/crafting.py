@@ -4,6 +4,13 @@ A craft runs one recipe ``runs`` times, where ``runs`` is any positive rational:
 "1 coal + 1 stick -> 4 torch" uses 1/4 coal and 1/4 stick and gives 1 torch. Fuel-burning recipes
 (smelting, blasting, smoking) also burn ``runs * smelt_ticks / burn_ticks`` units of one fuel.
 
+The **crafting-runs rule** (:data:`CraftingRuns`) decides which run amounts a game accepts:
+``rational`` (the paper's text: "items can be used in rational numbers") accepts any positive
+rational; ``whole`` (the authors' original server) accepts only whole runs of a recipe, while fuel is
+still burnt in proportion (one smelt burns 1/8 coal). Under ``whole`` a torch needs a whole run of
+"1 coal + 1 stick -> 4 torch", so 1 coal and 1 stick, and a stick needs a whole run of
+"2 planks -> 4 sticks"; the 1/4-run shortcuts are refused with :class:`WholeRunsError`.
+
 Which concrete item fills an ingredient that allows several (a tag, or a list of alternatives):
 - an explicit choice ``choices[i] = item`` for ingredient index ``i`` uses that item only;
 - otherwise the **default rule**: the held options are used in alphabetical order of item id,
@@ -24,6 +31,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from craft_rules.model import Hand, Recipe, RuleSet
 
@@ -50,6 +58,12 @@ class InvalidRunsError(CraftError):
     code = "invalid_runs"
 
 
+class WholeRunsError(InvalidRunsError):
+    """A fractional run amount in a game whose crafting-runs rule is ``whole``."""
+
+    code = "whole_runs_only"
+
+
 class InvalidChoiceError(CraftError):
     code = "invalid_choice"
 
@@ -68,6 +82,12 @@ class NoFuelError(CraftError):
     code = "no_fuel"
 
 
+CraftingRuns = Literal["rational", "whole"]
+"""The crafting-runs rule of a game: ``rational`` run amounts, or ``whole`` runs only."""
+
+CRAFTING_RUNS: tuple[CraftingRuns, ...] = ("rational", "whole")
+
+
 @dataclass(frozen=True, slots=True)
 class CraftResult:
     hand: dict[str, Fraction]
@@ -79,7 +99,10 @@ def fmt_qty(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
-def parse_runs(runs: int | str | Fraction) -> Fraction:
+def parse_runs(runs: int | str | Fraction, *, whole_runs: bool = False) -> Fraction:
+    """A run amount as a Fraction; with ``whole_runs`` only whole numbers (the ``whole`` rule)."""
+    if isinstance(runs, str) and len(runs) > 64:  # bounded as text before any exact arithmetic
+        raise InvalidRunsError("run amount is too long; write it like 1, 0.25 or 1/4")
     try:
         value = Fraction(runs)
     except (ValueError, ZeroDivisionError, TypeError) as exc:
@@ -89,6 +112,11 @@ def parse_runs(runs: int | str | Fraction) -> Fraction:
     if value.denominator > MAX_RUNS or value > MAX_RUNS:
         raise InvalidRunsError(
             f"run amount is too large or too finely divided (at most {MAX_RUNS}, in steps of 1/{MAX_RUNS})"
+        )
+    if whole_runs and value.denominator != 1:
+        raise WholeRunsError(
+            f"this game crafts whole runs only: run the recipe 1, 2, 3, ... times, not {fmt_qty(value)}",
+            runs=fmt_qty(value),
         )
     return value
 
@@ -132,12 +160,16 @@ def craft(
     runs: int | str | Fraction = 1,
     choices: Mapping[int, str] | None = None,
     fuel: str | None = None,
+    *,
+    whole_runs: bool = False,
 ) -> CraftResult:
-    """Run ``recipe_id`` ``runs`` times on ``hand``; returns the new hand (the input is not changed)."""
+    """Run ``recipe_id`` ``runs`` times on ``hand``; returns the new hand (the input is not changed).
+
+    ``whole_runs``: the game's crafting-runs rule is ``whole`` (a fractional ``runs`` is refused)."""
     recipe = rules.recipes.get(recipe_id)
     if recipe is None:
         raise UnknownRecipeError(f"no recipe {recipe_id!r} in rule set {rules.name}", recipe=recipe_id)
-    amount = parse_runs(runs)
+    amount = parse_runs(runs, whole_runs=whole_runs)
     choices = dict(choices or {})
     for index, item in choices.items():
         if not 0 <= index < len(recipe.ingredients):

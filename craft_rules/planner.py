@@ -20,7 +20,13 @@ Missing items come from integer slack variables (a small MILP): the fewest whole
 (from ``available`` if given), then raw materials (:attr:`Planner.obtain_rank`), then the simplest
 plan, then versatile items; the answer is verified the same way.
 
-One :class:`Planner` per rule set (:func:`planner_for`) holds the indexes and caches.
+Under the **whole** crafting-runs rule (``planner_for(rules, whole_runs=True)``, the original game's
+server) every recipe runs a whole number of times: the run variables become integers (a MILP, still
+solved by HiGHS), fuel still burns in proportion (a continuous conversion), and the exact execution
+rounds run amounts to whole numbers before anything is called craftable.
+
+One :class:`Planner` per rule set and crafting-runs rule (:func:`planner_for`) holds the indexes and
+caches.
 """
 
 from __future__ import annotations
@@ -37,14 +43,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any
-
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse import csr_matrix
+from typing import TYPE_CHECKING, Any
 
 from craft_rules.crafting import MAX_RUNS, CraftError, craft, fmt_qty, max_runs, runnable_recipes
 from craft_rules.model import Recipe, RuleSet
+
+if TYPE_CHECKING:  # numpy and scipy load only when an LP is solved (see Planner._solve): cheap CLI start
+    import numpy as np
 
 # --- errors ----------------------------------------------------------------------------------------
 
@@ -260,6 +265,7 @@ MAX_LEVEL_WEIGHT = 8
 FUEL_UNIT_COST = 0.01
 HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
 SEED_RUNS = Fraction(1, 64)
+DEFAULT_RULE = ""  # in a split: no explicit option, crafting's default rule picks (whole runs only)
 ROUNDS_MARGIN = 1e-5  # how much of a cooking run a seed craft makes to start a fuel cycle
 
 
@@ -318,7 +324,7 @@ class _Solution:
     fuels: dict[str, dict[str, float]]  # recipe id -> {fuel: runs it fuels}
     slack: dict[str, float]
     objective: float
-    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    x: np.ndarray | None = None  # the LP's column values
 
 
 @dataclass
@@ -444,10 +450,13 @@ def _ratio(value: float, total: float, precise: bool = False) -> Fraction:
 
 
 class Planner:
-    """Planning queries over one rule set. Build once per rule set (see :func:`planner_for`)."""
+    """Planning queries over one rule set and crafting-runs rule (see :func:`planner_for`).
 
-    def __init__(self, rules: RuleSet):
+    ``whole_runs``: plans run every recipe a whole number of times (the ``whole`` rule)."""
+
+    def __init__(self, rules: RuleSet, whole_runs: bool = False):
         self.rules = rules
+        self.whole_runs = whole_runs
         self.fuel_units: dict[str, Fraction] = {
             fuel: rules.fuels.units_per_run(fuel) for fuel in rules.fuels.burn_ticks
         }
@@ -626,7 +635,7 @@ class Planner:
         held = {self.rules.canonical(item): Fraction(q) for item, q in hand.items() if q > 0}
         out = [
             PossibleCraft(recipe.id, recipe.result, recipe.count, runs)
-            for recipe, runs in runnable_recipes(self.rules, held)
+            for recipe, runs in runnable_recipes(self.rules, held, whole_runs=self.whole_runs)
         ]
         out.sort(key=lambda p: (p.result, p.recipe_id))
         return out
@@ -757,6 +766,13 @@ class Planner:
         if has_fuel_recipe:
             used.update(f for f in self.rules.fuels.burn_ticks if f in reach)
         return frozenset(used)
+
+    def _snap(self, value: Fraction, up: bool) -> Fraction:
+        """A run amount crafting accepts: a whole number under the whole rule (rounded ``up`` or
+        down), else ``value`` on the grid of :func:`_on_grid`."""
+        if self.whole_runs:
+            return Fraction(math.ceil(value) if up else math.floor(value))
+        return _on_grid(value, up)
 
     # --- internals: inputs -------------------------------------------------------------------------
     def _clean_hand(self, hand: Mapping[str, Fraction | int]) -> dict[str, Fraction]:
@@ -923,15 +939,23 @@ class Planner:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
             return None
+        # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
+        import numpy as np
+        from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+        from scipy.sparse import csr_matrix
+
         matrix = csr_matrix((model.vals, (model.rows, model.cols)), shape=(len(model.rhs), n))
         rhs = np.asarray(model.rhs, dtype=float)
         equal = np.zeros(len(model.rhs), dtype=bool)
         equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
-        if integral and model.slack_col:
+        if (integral and model.slack_col) or self.whole_runs:
             integrality = np.zeros(n)
-            integrality[list(model.slack_col.values())] = 1
+            if integral:
+                integrality[list(model.slack_col.values())] = 1
+            if self.whole_runs:  # whole runs of every recipe: integer run variables
+                integrality[list(model.x_col.values())] = 1
             with _quiet_stdout():
                 res = milp(
                     cost,
@@ -1002,6 +1026,11 @@ class Planner:
         segments = self._exact_segments(hand, need, solution)
         if segments is not None:
             done = self._execute(hand, need, segments)
+            if done is None and self.whole_runs:
+                # one option per craft call cannot split a whole run over two items (1 oak + 1 birch
+                # plank for 4 sticks); the default rule pools the held options within one call
+                pooled = [_Segment(seg.recipe, seg.runs, {}, seg.fuel) for seg in segments]
+                done = self._execute(hand, need, pooled)
             if done is not None:
                 return done
         # Cycles in the used sub-graph, or rounding that left an item short: run the LP amounts in
@@ -1049,7 +1078,7 @@ class Planner:
                 sized += 1
                 recipe = rules.recipes[rid]
                 if deficit > 0 and share > 0:
-                    runs = _on_grid(deficit * share / recipe.count, up=True)
+                    runs = self._snap(deficit * share / recipe.count, up=True)
                     segments = self._split(recipe, runs, solution, bounded_left)
                     if segments is None:
                         return None
@@ -1090,16 +1119,19 @@ class Planner:
         """Split ``runs`` of ``recipe`` into craft calls with one option per ingredient and one fuel,
         in the LP's proportions; an option held only in the hand is never asked for more than is left."""
         dims: list[tuple[int | None, list[tuple[str, Fraction]]]] = []
+        # under the whole rule a run may need two options at once (1 oak + 1 birch plank for one run
+        # of sticks): then the ingredient (or fuel) is left to the default rule, which pools them
+        pooled = [(DEFAULT_RULE, runs)] if self.whole_runs else None
         for index, ing in enumerate(recipe.ingredients):
             if not ing.is_choice:
                 continue
             amounts = solution.uses[(recipe.id, index)]
-            lengths = self._portion(runs, amounts, bounded_left, Fraction(ing.count), precise)
+            lengths = self._portion(runs, amounts, bounded_left, Fraction(ing.count), precise) or pooled
             if lengths is None:
                 return None
             dims.append((index, lengths))
         if recipe.burns_fuel:
-            lengths = self._portion(runs, solution.fuels[recipe.id], bounded_left, None, precise)
+            lengths = self._portion(runs, solution.fuels[recipe.id], bounded_left, None, precise) or pooled
             if lengths is None:
                 return None
             dims.append((None, lengths))
@@ -1112,10 +1144,13 @@ class Planner:
             choices: dict[int, str] = {}
             fuel = None
             for d, (index, lengths) in enumerate(dims):
+                option = lengths[pos[d]][0]
+                if option == DEFAULT_RULE:
+                    continue
                 if index is None:
-                    fuel = lengths[pos[d]][0]
+                    fuel = option
                 else:
-                    choices[index] = lengths[pos[d]][0]
+                    choices[index] = option
             segments.append(_Segment(recipe, step, choices, fuel))
             remaining -= step
             for d, (_, lengths) in enumerate(dims):
@@ -1151,12 +1186,12 @@ class Planner:
             if n == len(items) - 1:
                 length = remaining
             else:
-                length = _on_grid(runs * _ratio(amounts[item], total, precise), up=False)
+                length = self._snap(runs * _ratio(amounts[item], total, precise), up=False)
                 length = min(length, remaining)
             if item in bounded_left:
                 cap = max(bounded_left[item], Fraction(0)) / per_run(item)
                 if length > cap:
-                    length = _on_grid(cap, up=False)
+                    length = self._snap(cap, up=False)
             if length > 0:
                 out.append((item, length))
                 remaining -= length
@@ -1167,7 +1202,7 @@ class Planner:
                     if item in bounded_left
                     else remaining
                 )
-                extra = min(_on_grid(room, up=False), remaining)
+                extra = min(self._snap(room, up=False), remaining)
                 if extra > 0:
                     out[n] = (item, length + extra)
                     remaining -= extra
@@ -1193,7 +1228,15 @@ class Planner:
         made_at: dict[str, int] = {}
         for seg in segments:
             try:
-                result = craft(self.rules, current, seg.recipe.id, seg.runs, seg.choices, seg.fuel)
+                result = craft(
+                    self.rules,
+                    current,
+                    seg.recipe.id,
+                    seg.runs,
+                    seg.choices,
+                    seg.fuel,
+                    whole_runs=self.whole_runs,
+                )
             except CraftError:
                 return None
             current = result.hand
@@ -1229,7 +1272,7 @@ class Planner:
         for rid in sorted(solution.runs):
             recipe = rules.recipes[rid]
             runs = Fraction(solution.runs[rid]).limit_denominator(GRID)
-            segments = self._split(recipe, _on_grid(runs, up=True), solution, {}, precise=True)
+            segments = self._split(recipe, self._snap(runs, up=True), solution, {}, precise=True)
             pending[rid] = [[seg, seg.runs] for seg in segments or ()]
         feeds: dict[str, set[str]] = {rid: set() for rid in pending}
         for rid, entries in pending.items():
@@ -1258,7 +1301,8 @@ class Planner:
         burn = self.rules.fuels.burn_ticks
         for fuel in sorted((f for f in hand if f in burn and f != seg.fuel), key=lambda f: (burn[f], f)):
             afford = max_runs(self.rules, hand, seg.recipe, seg.choices, fuel)
-            amount = _on_grid(min(left, afford, SEED_RUNS), up=False)
+            seed = Fraction(1) if self.whole_runs else SEED_RUNS
+            amount = self._snap(min(left, afford, seed), up=False)
             if amount > 0:
                 return fuel, amount
         return seg.fuel, Fraction(0)
@@ -1345,7 +1389,7 @@ class _RoundsRun:
                     continue
                 fuel = seg.fuel
                 afford = max_runs(rules, self.current, seg.recipe, seg.choices, fuel)
-                amount = _on_grid(min(left, afford), up=False)
+                amount = self.planner._snap(min(left, afford), up=False)
                 if amount <= 0 and fuel is not None and seeding:
                     # stuck: its fuel is made by this cycle and none is held yet (charcoal to smelt
                     # logs into charcoal): seed it with a sliver of run on the cheapest other fuel
@@ -1354,7 +1398,15 @@ class _RoundsRun:
                 if amount <= 0:
                     continue
                 try:
-                    result = craft(rules, self.current, seg.recipe.id, amount, seg.choices, fuel)
+                    result = craft(
+                        rules,
+                        self.current,
+                        seg.recipe.id,
+                        amount,
+                        seg.choices,
+                        fuel,
+                        whole_runs=self.planner.whole_runs,
+                    )
                 except CraftError:
                     continue
                 self.current = result.hand
@@ -1379,17 +1431,19 @@ class _RoundsRun:
         return False
 
 
-_PLANNERS: dict[int, tuple[RuleSet, Planner]] = {}
+_PLANNERS: dict[tuple[int, bool], tuple[RuleSet, Planner]] = {}
 _PLANNERS_LOCK = threading.Lock()
 
 
-def planner_for(rules: RuleSet) -> Planner:
-    """The cached :class:`Planner` of a rule set (rule sets are immutable once loaded)."""
+def planner_for(rules: RuleSet, whole_runs: bool = False) -> Planner:
+    """The cached :class:`Planner` of a rule set (immutable once loaded) and crafting-runs rule
+    (``whole_runs``: the ``whole`` rule, whole runs of every recipe)."""
+    key = (id(rules), whole_runs)
     with _PLANNERS_LOCK:
-        entry = _PLANNERS.get(id(rules))
+        entry = _PLANNERS.get(key)
         if entry is None or entry[0] is not rules:
             if len(_PLANNERS) >= 32:
                 _PLANNERS.pop(next(iter(_PLANNERS)))
-            entry = (rules, Planner(rules))
-            _PLANNERS[id(rules)] = entry
+            entry = (rules, Planner(rules, whole_runs))
+            _PLANNERS[key] = entry
         return entry[1]

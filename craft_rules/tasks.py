@@ -4,8 +4,9 @@
 
 An instance's stable id is ``<ruleset>/<mode>/<file stem>#<index>`` (index within the file's list).
 Items may carry the rule set's prefix in the file (``minecraft:stick``); in memory they are canonical.
-Optional per-instance keys the project adds (ignored by other tools): ``"id"`` (a readable name) and
-``"difficulty"`` (recorded by the generator).
+Optional per-instance keys: ``"max_turn"`` (the original game's per-instance turn limit; a game of
+the instance ends after that many turns whatever its settings say), and the project's own (ignored by
+other tools) ``"id"`` (a readable name) and ``"difficulty"`` (recorded by the generator).
 """
 
 from __future__ import annotations
@@ -29,10 +30,15 @@ class TaskInstance:
     hands: tuple[dict[str, int], ...]
     targets: tuple[dict[str, int], ...]
     difficulty: dict[str, Any] = field(default_factory=dict, compare=False)
+    max_turn: int | None = None
 
     @property
     def players(self) -> int:
         return len(self.hands)
+
+    def turn_limit(self, default: int) -> int:
+        """The turns a game of this instance lasts at most: its own ``max_turn``, else ``default``."""
+        return self.max_turn if self.max_turn is not None else default
 
     def to_json(self, prefix: str = "") -> dict[str, Any]:
         def q(d: dict[str, int]) -> dict[str, int]:
@@ -42,6 +48,8 @@ class TaskInstance:
             "hands": [q(h) for h in self.hands],
             "targets": [q(t) for t in self.targets],
         }
+        if self.max_turn is not None:
+            record["max_turn"] = self.max_turn
         if self.difficulty:
             record["difficulty"] = self.difficulty
         return record
@@ -89,6 +97,11 @@ def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -
             raise RuleSetError(where, "'hands' and 'targets' must be lists of the same length")
         if len(hands) < 2:
             raise RuleSetError(where, "an instance needs at least two players")
+        max_turn = record.get("max_turn")
+        if max_turn is not None and (
+            not isinstance(max_turn, int) or isinstance(max_turn, bool) or not 1 <= max_turn <= 10_000
+        ):
+            raise RuleSetError(where, "max_turn must be a whole number of turns from 1 to 10000")
         out.append(
             TaskInstance(
                 id=f"{ruleset}/{mode}/{path.stem}#{index}",
@@ -97,6 +110,7 @@ def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -
                 hands=tuple(_counts(h, where, prefix) for h in hands),
                 targets=tuple(_counts(t, where, prefix) for t in targets),
                 difficulty=dict(record.get("difficulty") or {}),
+                max_turn=max_turn,
             )
         )
     return out

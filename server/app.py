@@ -28,7 +28,7 @@ from flask_socketio import SocketIO
 from craft_rules.loader import load_rule_set
 from server.admin import admin_blueprint
 from server.auth import secret_key
-from server.bots import BotRegistry
+from server.bots import BotRegistry, PolicyFactory
 from server.lobby import Lobby
 from server.protocol import SocketProtocol, api_blueprint
 from server.rooms import Rooms
@@ -73,9 +73,16 @@ def _open_store(settings: Settings) -> Store:
 
 
 def create_app(
-    settings: Settings | None = None, *, config_path: str | None = None, recover: bool = True
+    settings: Settings | None = None,
+    *,
+    config_path: str | None = None,
+    recover: bool = True,
+    policy_factory: PolicyFactory | None = None,
 ) -> Flask:
-    """Build the app. ``settings`` wins over ``config_path``; ``recover`` resumes unfinished games."""
+    """Build the app. ``settings`` wins over ``config_path``; ``recover`` resumes unfinished games.
+
+    ``policy_factory(spec, seed)`` builds the policies of bot seats; by default the installed policy
+    registry (entry point group ``tradecraft.policy_registry``) does: the server imports no bot."""
     settings = settings or load_settings(config_path)
     logging.basicConfig(
         level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -111,7 +118,7 @@ def create_app(
         engineio_logger=False,
     )
     scheduler = DeadlineScheduler()
-    bots = BotRegistry()
+    bots = BotRegistry(policy_factory)
 
     def push(event: str, data: dict[str, Any], room: str, skip_sid: str | None) -> None:
         socketio.emit(event, data, to=room, skip_sid=skip_sid)

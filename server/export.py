@@ -106,7 +106,16 @@ def _instance_for(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
         hands = tuple({str(k): int(v) for k, v in hand.items()} for hand in inline["hands"])
         targets = tuple({str(k): int(v) for k, v in target.items()} for target in inline["targets"])
         mode = str(meta.get("mode") or "_v_".join(["1p"] * len(hands)))
-        return TaskInstance(instance_id, ruleset, mode, hands, targets, dict(inline.get("difficulty") or {}))
+        max_turn = inline.get("max_turn")
+        return TaskInstance(
+            instance_id,
+            ruleset,
+            mode,
+            hands,
+            targets,
+            dict(inline.get("difficulty") or {}),
+            max_turn=int(max_turn) if max_turn is not None else None,
+        )
     root = meta.get("instance_root")
     return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
 

@@ -320,8 +320,11 @@ def test_holding_the_target_after_the_craft_phase_wins():
     craft_torches(game)
     assert not game.finished  # only after the phase
     events = finish_all(game)
-    assert types(events)[-3:] == ["hands_revealed", "player_won", "game_ended"]
+    assert types(events)[-4:] == ["hands_revealed", "player_won", "targets_revealed", "game_ended"]
     assert game.finished and game.winners == [0] and game.end_reason == "target_crafted"
+    reveal = events[-2]
+    assert reveal.is_public and reveal.payload["targets"] == [game.target(0), game.target(1)]
+    assert reveal.payload["scores"] == [3, 0] == game.scores  # a sole win: 3 points
     assert game.phase == "finished" and game.waiting_for() == set()
     expect_error(game, 1, {"type": "pass"}, "game_over")
     expect_error(game, None, {"type": "timeout"}, "game_over")
@@ -335,6 +338,7 @@ def test_several_winners_in_one_phase():
     finish_all(game)
     assert game.winners == [0, 1]
     assert [e.payload["seat"] for e in game.events if e.type == "player_won"] == [0, 1]
+    assert game.scores == [1, 1]  # a shared win: 1 point each by default
 
 
 def test_a_target_held_from_the_start_wins_after_the_first_craft_phase():
@@ -532,11 +536,11 @@ def test_resign_leaving_one_player_ends_the_game_and_checks_the_craft():
     to_craft_phase(game)
     craft_torches(game)
     events = game.apply(1, {"type": "resign"})
-    assert types(events) == ["resigned", "hands_revealed", "player_won", "game_ended"]
+    assert types(events) == ["resigned", "hands_revealed", "player_won", "targets_revealed", "game_ended"]
     assert game.winners == [0] and game.end_reason == "too_few_players"
     game = new_game()
     events = game.apply(0, {"type": "resign"})
-    assert types(events) == ["resigned", "game_ended"] and game.winners == []
+    assert types(events) == ["resigned", "targets_revealed", "game_ended"] and game.winners == []
 
 
 # --- log, replay, atomicity -------------------------------------------------------------------------

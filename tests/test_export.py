@@ -21,7 +21,6 @@ from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rul
 
 from analysis.tables import COLUMNS as CSV_COLUMNS
 from craft_rules.tasks import TaskInstance
-from server.cli import main as cli
 from server.export import (
     PARTICIPANT_SCHEMA_VERSION,
     ExportError,
@@ -33,6 +32,7 @@ from server.game import Game, GameSettings
 from server.game.gamelog import GAME_LOG_SCHEMA_VERSION, decode_log
 from server.game.views import player_view
 from server.store import Store, open_store
+from tradecraft.cli import main as cli
 
 RULES = small_rules()
 SECRET = "tc_THIS-IS-A-SECRET-TOKEN-VALUE"

@@ -21,11 +21,10 @@ from click.testing import CliRunner
 from e2e_helpers import DUEL_ID, Client, ServerProcess, write_config
 from test_engine_support import TWO_PLAYER, small_rules
 
-from agents.bots import RandomBot, make_bot
+from agents.bots import RandomBot, make_policy
 from agents.local import play_local
 from analysis.tables import COLUMNS, table_rows
 from craft_rules.loader import load_rule_set
-from server.cli import main as cli
 from server.game import Game, GameSettings
 from server.game.gamelog import (
     GAME_LOG_SCHEMA_VERSION,
@@ -36,6 +35,7 @@ from server.game.gamelog import (
     encode_log,
     encode_trace,
 )
+from tradecraft.cli import main as cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ADMIN = ("admin", "test-admin-password")
@@ -97,7 +97,7 @@ def test_headless_log_and_server_export_read_back_the_same(server: ServerProcess
 
         rules = load_rule_set("minecraft")
         actions: list[tuple[int, dict[str, Any]]] = []
-        policies = [Recording(seat, make_bot("random", 7 + seat), actions) for seat in range(2)]
+        policies = [Recording(seat, make_policy("random", 7 + seat), actions) for seat in range(2)]
         settings, instance = started.settings(), started.instance()
         result = play_local(instance, settings, rules, policies, started.seed, clock=FakeClock())
         headless = round_trip(result.game_log(game_id="headless", seats=[{"seat": 0}, {"seat": 1}]))

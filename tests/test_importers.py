@@ -25,7 +25,7 @@ from craft_rules.importers import (
 )
 from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RecipeType, RuleSet
-from server.cli import main as tradecraft
+from tradecraft.cli import main as tradecraft
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LA2_REFERENCE = SHARED_DATA / "little-alchemy-2-reference" / "alchemy.json"

@@ -25,7 +25,7 @@ from craft_rules.planner import (
     parse_target,
     planner_for,
 )
-from server.cli import main
+from tradecraft.cli import main
 
 
 @pytest.fixture

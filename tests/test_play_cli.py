@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from agents.local import LocalPlayError, play_local
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
-from server.cli import main
-from server.game import Event, GameSettings, filter_events
+from server.game import GameSettings, viewer_log
+from tradecraft.cli import main
 
 SHIPPED = list(iter_instances())
 
@@ -176,9 +176,9 @@ class Scripted:
 
     def __init__(self, actions: list[dict[str, Any]]):
         self.actions = list(actions)
-        self.observed: list[Event] = []
+        self.observed: list[dict[str, Any]] = []
 
-    def observe(self, events: list[Event]) -> None:
+    def observe(self, events: list[dict[str, Any]]) -> None:
         self.observed += events
 
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
@@ -223,7 +223,7 @@ def test_observers_get_exactly_the_events_their_seat_may_see_once_in_order() -> 
     kinds = {e.type for e in result.events}
     assert {"tom_reported", "proposed", "decided", "crafted"} <= kinds  # private events were there
     for seat, policy in enumerate((seat0, seat1)):
-        assert [e.seq for e in policy.observed] == [e.seq for e in filter_events(result.events, seat)]
+        assert policy.observed == viewer_log(result.events, seat)  # numbered n = 0, 1, ... in its own log
     assert result.end_reason == "max_turns" and result.turns == 3
 
 

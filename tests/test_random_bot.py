@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from agent_support import SMALL_INSTANCES
 
-from agents.bots import BOTS, Policy, RandomBot, UnknownBotError, make_bot
+from agents.bots import Policy, RandomBot, make_policy
 from agents.local import derive_seed, play_local
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
@@ -41,7 +42,7 @@ def needs(ruleset: str) -> None:
 
 
 def bots(n: int, seed: int) -> list[Policy]:
-    return [make_bot("random", derive_seed(seed, "seat", seat)) for seat in range(n)]
+    return [make_policy("random", derive_seed(seed, "seat", seat)) for seat in range(n)]
 
 
 def settings_for(inst: TaskInstance, **extra: Any) -> GameSettings:
@@ -110,7 +111,7 @@ class FreshBotEachMove:
         self.seed, self.seat = seed, seat
 
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
-        return make_bot("random", derive_seed(self.seed, self.seat, view["log_size"])).act(view, legal)
+        return make_policy("random", derive_seed(self.seed, self.seat, view["log_size"])).act(view, legal)
 
 
 @pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])
@@ -178,14 +179,28 @@ def test_a_bot_asked_when_it_has_nothing_to_do_says_so() -> None:
         RandomBot(0).act({"seat": 0}, ["resign"])
 
 
-def test_registry() -> None:
-    assert BOTS["random"] is RandomBot
-    bot = make_bot("random", 3)
-    assert isinstance(bot, RandomBot) and isinstance(bot, Policy)
-    with pytest.raises(UnknownBotError) as info:
-        make_bot("grandmaster", 1)
-    assert info.value.code == "unknown_bot"
-    assert "random" in info.value.message
+def test_the_random_policy_reseeds_each_move_from_its_seed_and_its_place_in_play() -> None:
+    """A policy rebuilt after a restart must play exactly as the lost one would have; and what it does must
+    not depend on the log position, which the simultaneous craft phase interleaves differently each run."""
+    view = {
+        "seat": 0,
+        "ruleset": "alchemy",
+        "hands": [{"water": 3}, {"earth": 2}],
+        "active": [True, True],
+        "phase": "trade_propose",
+    }
+    used = make_policy("random", 7)
+    for _ in range(5):  # moves at other turns do not change what it does at this one
+        used.act({**view, "turn": 1, "log_size": 3}, ["propose", "pass", "resign"])
+    fresh = make_policy("random", 7)
+    for turn in (2, 3, 4):
+        moment = {**view, "turn": turn, "log_size": 4 * turn}
+        expected = fresh.act(moment, ["propose", "pass", "resign"])
+        assert used.act(moment, ["propose", "pass", "resign"]) == expected
+        # another seat finishing its crafting earlier or later shifts log_size, not the move
+        assert used.act({**moment, "log_size": 4 * turn + 1}, ["propose", "pass", "resign"]) == expected
+    moves = {json.dumps(fresh.act({**view, "turn": t}, ["propose", "pass", "resign"])) for t in range(1, 9)}
+    assert len(moves) > 1  # but it does reseed per move
 
 
 @pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])

@@ -15,9 +15,9 @@ from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, write_config
 from flask import Flask
 
 from server.app import create_app
-from server.cli import main as cli
 from server.settings import load_settings
 from server.store import open_store
+from tradecraft.cli import main as cli
 
 PASSWORD = "test-admin-password"
 BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
@@ -105,7 +105,7 @@ def test_exports_and_researcher_view(app: Flask) -> None:
     full = client.get(f"/api/admin/games/{game_id}/export", headers=BASIC)
     assert full.status_code == 200 and full.mimetype == "application/x-ndjson"
     lines = [json.loads(line) for line in full.get_data(as_text=True).splitlines()]
-    assert lines[0]["record"] == "header" and lines[0]["game_id"] == game_id
+    assert lines[0]["kind"] == "header" and lines[0]["game_id"] == game_id
     assert any(line.get("type") == "crafted" and line.get("actor") == 1 for line in lines)
     seat0 = [
         json.loads(line)

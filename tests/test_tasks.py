@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from craft_rules.loader import load_rule_set
 from craft_rules.taskgen import assess_instance, generate_instances, min_trades
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, parse_instance_file
-from server.cli import main as cli
+from tradecraft.cli import main as cli
 
 
 @pytest.fixture(scope="module")

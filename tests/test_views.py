@@ -140,23 +140,26 @@ def test_pending_and_rejected_proposals_are_seen_by_the_parties_only():
     assert "giraffe" in dump(researcher_view(game))
 
 
-def test_accepted_trade_is_public_history():
-    game = new_game(THREE_PLAYER)
+@pytest.mark.parametrize("messages", ["parties", "public"])
+def test_accepted_trade_is_public_history_and_its_messages_as_the_settings_say(messages: str) -> None:
+    game = new_game(THREE_PLAYER, trade_messages=messages)
     game.apply(
-        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "hi"}
+        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": "zebra"}
     )
-    game.apply(1, {"type": "decide", "accept": True, "message": "ok"})
+    game.apply(1, {"type": "decide", "accept": True, "message": "okapi"})
+    trade = {"proposer": 0, "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}}
+    said = {"message": "zebra", "reply": "okapi"}
     entry = player_view(game, 2)["trade_history"][0]
     assert entry["outcome"] == "traded"
-    assert entry["trade"] == {
-        "proposer": 0,
-        "to": 1,
-        "offer": {"coal": 1},
-        "request": {"stick": 1},
-        "message": "hi",
-        "reply": "ok",
-    }
+    assert entry["trade"] == (trade | said if messages == "public" else trade)
+    for seat in (0, 1):  # the traders always read their own messages
+        assert player_view(game, seat)["trade_history"][0]["trade"] == trade | said
     assert spectator_view(game)["trade_history"][0]["outcome"] == "traded"
+    if messages == "parties":  # nothing a third player or a spectator receives carries them
+        for viewer in (2, None):
+            shown = dump(spectator_view(game) if viewer is None else player_view(game, viewer))
+            shown += json.dumps([e.to_dict() for e in filter_events(game.events, viewer)])
+            assert "zebra" not in shown and "okapi" not in shown
 
 
 def test_tom_duty_in_view():

@@ -6,9 +6,13 @@ the view: proposals are random bundles of the two public hands, crafts are the r
 crafting hand affords (:func:`craft_rules.crafting.runnable_recipes`, the same answer the engine's
 legal moves give), each run a random fraction of its largest amount.
 
-Deterministic for a seed: the same seed and the same sequence of views give the same actions. The
-bot keeps no game state between calls (it counts its crafts from ``view["crafts_this_phase"]``), so
-the server may build a fresh bot for every move.
+Deterministic for a seed: each move draws from a generator seeded with the seed and where the seat is in
+its own play (turn, phase, its crafts so far this phase: :func:`own_move_key`), so the same seed and the
+same view give the same action whichever bot object is asked. Not ``view["log_size"]``: in the craft phase
+all seats act at once and the others' ``craft_finished`` events reach the seat's log in whatever order the
+server's threads ran, so the same game seed would play different moves. The bot keeps no game state
+between calls (it counts its crafts from ``view["crafts_this_phase"]``).
+Registered as the policy ``random`` (:func:`random_policy`; options as in ``random?accept_probability=0.9``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ MESSAGES: tuple[str, ...] = (
     "I think this helps us both.",
     "Fair trade?",
 )
+
+
+def own_move_key(view: dict[str, Any]) -> str:
+    """Where the viewing seat is in its own play: turn, phase and its crafts so far in this phase.
+
+    Unlike ``log_size`` it does not depend on how other seats' simultaneous moves interleaved with its own.
+    """
+    return f"{view.get('turn')}:{view.get('phase')}:{len(view.get('crafts_this_phase') or [])}"
 
 
 class RandomBot:
@@ -85,6 +97,8 @@ class RandomBot:
         (:func:`server.game.legal.legal_actions`). Raises ``ValueError`` when nothing but resigning
         is legal: a policy is only asked to act when its action is awaited.
         """
+        if "turn" in view:  # per-move randomness: a rebuilt bot repeats exactly what this one would do
+            self.rng = random.Random(f"{self.seed}:{own_move_key(view)}")
         options = [kind for kind in legal if kind != "resign"]
         if "report_tom" in options:
             return self._report_tom(view)
@@ -162,11 +176,13 @@ class RandomBot:
         if not can_craft or done_enough or rng.random() < self.finish_probability:
             return {"type": "finish_crafting"}
         hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
-        options = runnable_recipes(self._rules_for(view), hand)
+        whole = (view.get("rules") or {}).get("crafting_runs") == "whole"
+        options = runnable_recipes(self._rules_for(view), hand, whole_runs=whole)
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
-        runs = clamp_runs(most * rng.choice(RUN_FRACTIONS))
+        # under the whole rule a share of a single run rounds down to nothing: run it once instead
+        runs = clamp_runs(most * rng.choice(RUN_FRACTIONS), whole_runs=whole) or most
         if runs <= 0:  # a sliver too small to name as a run amount
             return {"type": "finish_crafting"}
         return {"type": "craft", "recipe": recipe.id, "runs": fmt_qty(runs)}
@@ -178,3 +194,39 @@ class RandomBot:
         if self._loaded_rules is None or self._loaded_rules.name != view["ruleset"]:
             self._loaded_rules = load_rule_set(view["ruleset"])
         return self._loaded_rules
+
+
+def _probability(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a number from 0 to 1, not {text!r}") from None
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a number from 0 to 1, not {text!r}")
+    return value
+
+
+def _count(name: str, text: str, low: int, high: int) -> int:
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
+    return int(text)
+
+
+def random_policy(
+    seed: int,
+    *,
+    pass_probability: str = "0.2",
+    accept_probability: str = "0.5",
+    finish_probability: str = "0.3",
+    max_crafts: str = "3",
+    max_units: str = "3",
+) -> RandomBot:
+    """Plays random legal moves: the baseline opponent (options as in RandomBot, given as text)."""
+    return RandomBot(
+        seed,
+        pass_probability=_probability("pass_probability", pass_probability),
+        accept_probability=_probability("accept_probability", accept_probability),
+        finish_probability=_probability("finish_probability", finish_probability),
+        max_crafts=_count("max_crafts", max_crafts, 0, 100),
+        max_units=_count("max_units", max_units, 1, 100),
+    )

@@ -72,9 +72,9 @@ def main() -> int:
 
     policy = simple_policy
     if args.random:
-        from agents.bots import make_bot
+        from agents.bots import make_policy
 
-        bot = make_bot("random", 1)
+        bot = make_policy("random", 1)
 
         def policy(view: dict[str, Any]) -> dict[str, Any]:
             return bot.act(view, view["legal_actions"])

@@ -35,6 +35,7 @@ ERROR_CODES: dict[str, str] = {
     "insufficient_items": "the crafting hand lacks ingredients or fuel for this craft",
     "unknown_recipe": "no such recipe in the rule set",
     "invalid_runs": "the run amount is not a positive rational like 1, 0.25 or 1/4",
+    "whole_runs_only": "the game crafts whole runs only: run a recipe 1, 2, 3, ... times, not a fraction",
     "invalid_choice": "a tag/fuel choice names an item that cannot fill that slot",
     "no_fuel": "the recipe burns fuel and the crafting hand holds none",
 }

@@ -15,7 +15,7 @@ tom_reported           the reporter   seat, turn, v0, v1, v2 (v1/v2 keyed by opp
 tom_skipped            public         seat, turn, reason (timeout | resign)
 proposed               the 2 parties  turn, proposer, to, offer, request, message
 decided                the 2 parties  turn, proposer, seat, accept, message, reason (timeout|resign)
-trade_executed         public         turn, proposer, to, offer, request, message, reply
+trade_executed         public         turn, proposer, to, offer, request[, message, reply] [3]
 proposal_cancelled     the 2 parties  turn, proposer, to, reason (the proposer resigned)
 passed                 the proposer   turn, seat, reason (absent | timeout | resign) [2]
 crafted                the crafter    turn, seat, recipe, runs, choices, fuel, consumed, produced
@@ -24,6 +24,8 @@ craft_finished         public         turn, seat, reason (absent | timeout | res
 hands_revealed         public         turn, hands (floored, one per seat)
 player_won             public         turn, seat (held its target after this craft phase)
 turn_ended             public         turn
+targets_revealed       public         turn, targets (one per seat), winners, scores (points per
+                                      seat by the game's scoring rule); just before game_ended
 game_ended             public         turn, winners, reason (target_crafted | max_turns |
                                       too_few_players)
 timeout                public [1]     turn, phase, seats, policy
@@ -34,6 +36,8 @@ resigned               public         turn, seat
 whom the proposal went to.
 [2] Private so that a third player cannot tell a pass from a rejected proposal: both leave it a turn
 without a trade (a timeout or a resignation that causes the pass is public on its own).
+[3] message and reply only when the settings' ``trade_messages`` is ``public`` or the game has two
+players; otherwise the two traders read them in their private proposed / decided events.
 
 Viewers never see a running game's ``instance_id`` (``game_started`` keeps it for researchers and exports;
 :func:`for_viewer` drops it): the id names a public task file that holds every player's target.
@@ -74,6 +78,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "hands_revealed",
         "player_won",
         "turn_ended",
+        "targets_revealed",
         "game_ended",
         "timeout",
         "resigned",

@@ -141,7 +141,8 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
         return []
     hand = game.crafting_hand(seat) or {}
     found = []
-    for recipe, runs in runnable_recipes(game.rules, hand)[:limit]:
+    whole = game.settings.whole_runs
+    for recipe, runs in runnable_recipes(game.rules, hand, whole_runs=whole)[:limit]:
         found.append(
             {
                 "recipe": recipe.id,
@@ -158,4 +159,5 @@ def _any_craft(game: Game, seat: int) -> bool:
     # lazily: legal_actions runs for every seat's view after every change, and the first runnable
     # recipe settles it (scanning and sorting every candidate dominated the view's cost)
     hand = game.crafting_hand(seat) or {}
-    return next(iter_runnable_recipes(game.rules, hand), None) is not None
+    whole = game.settings.whole_runs
+    return next(iter_runnable_recipes(game.rules, hand, whole_runs=whole), None) is not None

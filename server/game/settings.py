@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from craft_rules.crafting import CraftingRuns
+
 PHASES: tuple[str, ...] = ("tom_report", "trade_propose", "trade_decide", "craft", "finished")
 """Every value of ``Game.phase``, in the order a turn runs through them."""
 
@@ -52,11 +54,49 @@ class TimeoutPolicies(_Settings):
         return str(getattr(self, phase))
 
 
+class Scoring(_Settings):
+    """Points each seat gets when the game ends (told to players up front, paid in targets_revealed).
+
+    The original game's rule: 3 points for winning alone, 1 each when several win in the same craft
+    phase, nothing otherwise (also nothing for anyone when the game ends without a winner)."""
+
+    sole_win: int = Field(3, ge=0, le=1000, description="points of the only winner")
+    shared_win: int = Field(1, ge=0, le=1000, description="points of each winner when several win together")
+    no_win: int = Field(0, ge=0, le=1000, description="points of a seat that did not win")
+
+    def scores(self, players: int, winners: list[int]) -> list[int]:
+        """Points per seat for this set of winners."""
+        prize = self.sole_win if len(winners) == 1 else self.shared_win
+        return [prize if seat in winners else self.no_win for seat in range(players)]
+
+
 class GameSettings(_Settings):
     """How one game is played. All fields have sensible defaults; unknown keys are refused."""
 
     ruleset: str = Field("minecraft", description="name of the rule set the game uses")
-    max_turns: int = Field(10, ge=1, le=10_000, description="turns (trade + craft) before a draw")
+    max_turns: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description="turns (trade + craft) before a draw; a task instance's own max_turn overrides it",
+    )
+    crafting_runs: CraftingRuns = Field(
+        "rational",
+        description=(
+            "rational: a craft may run a recipe any positive rational number of times (1/4 of "
+            "'1 coal + 1 stick -> 4 torches' makes 1 torch); whole: whole runs only, as the original "
+            "server (fuel is still burnt in proportion, 1/8 coal per smelt)"
+        ),
+    )
+    scoring: Scoring = Field(default_factory=Scoring, description="points paid when the game ends")
+    trade_messages: Literal["parties", "public"] = Field(
+        "parties",
+        description=(
+            "who reads the messages of an accepted trade: parties = only its two traders (as the "
+            "original; a message is written to one addressee, and would otherwise become public only "
+            "when accepted), public = everyone; the trade itself is always public"
+        ),
+    )
     tom_orders: list[list[int]] = Field(
         default_factory=list,
         description=(
@@ -98,6 +138,11 @@ class GameSettings(_Settings):
                 raise ValueError(f"seat {seat}: a seat that reports always reports order 0 (V0)")
             normalised.append(sorted(orders))
         return normalised
+
+    @property
+    def whole_runs(self) -> bool:
+        """Whether crafts must run whole numbers of times (``crafting_runs == "whole"``)."""
+        return self.crafting_runs == "whole"
 
     def orders_for(self, seat: int) -> tuple[int, ...]:
         """The ToM orders ``seat`` reports each turn (empty: none)."""

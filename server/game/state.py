@@ -80,6 +80,7 @@ class Game:
         self._tom_reports: list[dict[str, Any]] = []
         self._winners: list[int] = []
         self._end_reason: str | None = None
+        self._scores: list[int] | None = None
         self._idle: list[int] = [0] * n
         self._events: list[Event] = []
         # derived from the log (not state: the digest ignores them)
@@ -112,7 +113,7 @@ class Game:
                 "ruleset": rules.name,
                 "players": instance.players,
                 "hands": [dict(sorted(h.items())) for h in instance.hands],
-                "max_turns": settings.max_turns,
+                "max_turns": instance.turn_limit(settings.max_turns),
                 "first_proposer": first,
             },
         )
@@ -192,12 +193,22 @@ class Game:
         return self._proposer
 
     @property
+    def max_turns(self) -> int:
+        """Turns the game lasts at most: the instance's own ``max_turn``, else the settings'."""
+        return self.instance.turn_limit(self.settings.max_turns)
+
+    @property
     def finished(self) -> bool:
         return self._phase == "finished"
 
     @property
     def winners(self) -> list[int]:
         return sorted(self._winners)
+
+    @property
+    def scores(self) -> list[int] | None:
+        """Points per seat, once the game has ended and its targets were revealed."""
+        return list(self._scores) if self._scores is not None else None
 
     @property
     def end_reason(self) -> str | None:
@@ -309,6 +320,12 @@ class Game:
             return any(self._active[s] for s in range(self._n) if s != seat)
         return any(self._hands[s] for s in range(self._n) if s != seat and self._active[s])
 
+    @property
+    def trade_messages_public(self) -> bool:
+        """Whether everyone reads an accepted trade's message and reply (always so with 2 players,
+        who are both its parties); otherwise only the two traders do, from their private events."""
+        return self.settings.trade_messages == "public" or self._n == 2
+
     def pass_allowed(self) -> bool:
         """Passing is allowed by the settings, or forced because no proposal is possible."""
         return self.settings.allow_pass or not self.proposal_possible()
@@ -352,6 +369,7 @@ class Game:
             "tom_reports": self._tom_reports,
             "winners": self._winners,
             "end_reason": self._end_reason,
+            "scores": self._scores,
             "idle": self._idle,
             "events": len(self._events),
         }
@@ -647,19 +665,16 @@ class Game:
         parties = tuple(sorted((pending["proposer"], seat)))
         self._emit("decided", None if reason else seat, payload, parties)
         if accept:
-            self._emit(
-                "trade_executed",
-                None,
-                {
-                    "turn": self._turn,
-                    "proposer": pending["proposer"],
-                    "to": seat,
-                    "offer": pending["offer"],
-                    "request": pending["request"],
-                    "message": pending["message"],
-                    "reply": message,
-                },
-            )
+            trade: dict[str, Any] = {
+                "turn": self._turn,
+                "proposer": pending["proposer"],
+                "to": seat,
+                "offer": pending["offer"],
+                "request": pending["request"],
+            }
+            if self.trade_messages_public:
+                trade.update(message=pending["message"], reply=message)
+            self._emit("trade_executed", None, trade)
         self._start_craft()
 
     def _do_craft(self, actor: int | None, action: Any) -> None:
@@ -677,9 +692,10 @@ class Game:
             recipe = self.rules.canonical(recipe)
         choices = {i: self._canonical_item(item, f"choices.{i}") for i, item in action.choices.items()}
         fuel = self._canonical_item(action.fuel, "fuel") if action.fuel is not None else None
+        whole = self.settings.whole_runs
         try:
-            runs = parse_runs(action.runs)
-            result = craft(self.rules, self._crafting[seat], recipe, runs, choices, fuel)
+            runs = parse_runs(action.runs, whole_runs=whole)
+            result = craft(self.rules, self._crafting[seat], recipe, runs, choices, fuel, whole_runs=whole)
         except CraftError as err:
             raise GameError.from_craft_error(err) from None
         self._emit(
@@ -875,7 +891,7 @@ class Game:
             self.settings.end_condition == "first_win" or all(s in self._winners for s in active)
         ):
             self._end_game("target_crafted")
-        elif self._turn >= self.settings.max_turns:
+        elif self._turn >= self.max_turns:
             self._end_game("max_turns")
         else:
             self._emit("turn_ended", None, {"turn": self._turn})
@@ -890,6 +906,18 @@ class Game:
         return self._proposer
 
     def _end_game(self, reason: str) -> None:
+        # every target is revealed to everyone at the end, with the points the scoring rule pays
+        winners = sorted(self._winners)
+        self._emit(
+            "targets_revealed",
+            None,
+            {
+                "turn": self._turn,
+                "targets": [dict(sorted(t.items())) for t in self._targets],
+                "winners": winners,
+                "scores": self.settings.scoring.scores(self._n, winners),
+            },
+        )
         self._emit(
             "game_ended", None, {"turn": self._turn, "winners": sorted(self._winners), "reason": reason}
         )
@@ -1015,6 +1043,9 @@ class Game:
     def _on_turn_ended(self, p: dict[str, Any]) -> None:
         self._pending = None
 
+    def _on_targets_revealed(self, p: dict[str, Any]) -> None:
+        self._scores = [int(points) for points in p["scores"]]
+
     def _on_game_ended(self, p: dict[str, Any]) -> None:
         self._phase = "finished"
         self._winners = [int(s) for s in p["winners"]]
@@ -1044,6 +1075,7 @@ class Game:
         "hands_revealed": _on_hands_revealed,
         "player_won": _on_player_won,
         "turn_ended": _on_turn_ended,
+        "targets_revealed": _on_targets_revealed,
         "game_ended": _on_game_ended,
         "timeout": _on_timeout,
         "resigned": _on_resigned,

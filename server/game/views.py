@@ -26,7 +26,10 @@ Keys of a player view (the spectator view has the same keys, with the private on
   no_trade); for turns the viewer took part in, the private outcome
 - ``tom``: the viewer's ToM duty: ``orders``, ``due`` (a report is awaited now), ``items`` to value,
   ``opponents`` (keys of v1/v2)
-- ``rules``: settings every player may know (allow_pass, message_max_chars, end_condition, deadlines)
+- ``rules``: settings every player may know (allow_pass, message_max_chars, end_condition, deadlines,
+  timeout_policies, crafting_runs, scoring, trade_messages)
+- an accepted trade's ``message`` / ``reply`` in ``trade_history`` are shown to a third player only
+  when the game's ``trade_messages`` is ``public`` (always in a two-player game)
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class _Shared:
     """The viewer-independent parts of the current state's views; never handed out, only copied."""
 
     rules: dict[str, Any]
+    messages_public: bool  # whether third players read accepted trades' messages
     # per turn: (turn, proposer, outcome, the public trade if one was made, the turn's proposal's parties)
     history: tuple[tuple[int, int, str | None, dict[str, Any] | None, tuple[int, int] | None], ...]
 
@@ -79,7 +83,9 @@ def _build_shared(game: Game) -> _Shared:
             trade = {k: proposal[k] for k in _TRADE_KEYS}
         parties = (proposal["proposer"], proposal["to"]) if proposal is not None else None
         history.append((record["turn"], record["proposer"], record["outcome"], trade, parties))
-    return _Shared(rules=_public_settings(game), history=tuple(history))
+    return _Shared(
+        rules=_public_settings(game), messages_public=game.trade_messages_public, history=tuple(history)
+    )
 
 
 def _copy_trade(trade: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +97,7 @@ def _copy_rules(rules: dict[str, Any]) -> dict[str, Any]:
         **rules,
         "deadlines": dict(rules["deadlines"]),
         "timeout_policies": dict(rules["timeout_policies"]),
+        "scoring": dict(rules["scoring"]),
     }
 
 
@@ -107,6 +114,8 @@ def _trade_history(shared: _Shared, viewer: int | None) -> list[dict[str, Any]]:
         elif trade is not None:
             entry["outcome"] = "traded"
             entry["trade"] = _copy_trade(trade)
+            if not shared.messages_public and viewer not in (parties or ()):
+                del entry["trade"]["message"], entry["trade"]["reply"]
         elif outcome is None:
             entry["outcome"] = "in_progress"
         elif parties is not None and viewer in parties:
@@ -127,6 +136,9 @@ def _public_settings(game: Game) -> dict[str, Any]:
         "end_condition": s.end_condition,
         "deadlines": s.deadlines.model_dump(),
         "timeout_policies": s.timeout_policies.model_dump(),
+        "crafting_runs": s.crafting_runs,
+        "scoring": s.scoring.model_dump(),
+        "trade_messages": s.trade_messages,
     }
 
 
@@ -148,7 +160,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "instance_id": game.instance.id if game.finished else None,
         "ruleset": game.rules.name,
         "turn": game.turn,
-        "max_turns": game.settings.max_turns,
+        "max_turns": game.max_turns,
         "phase": "trade" if outsider else game.phase,
         "proposer": game.proposer,
         "finished": game.finished,

@@ -1,0 +1,44 @@
+"""What a policy is: the one contract every bot, scripted player and LLM agent implements.
+
+A policy plays one seat. Before each move it may be handed the seat's new events (``observe``, optional);
+then ``act`` gets the seat's player view (:func:`server.game.views.player_view`) and the action types it
+may send now (:func:`server.game.legal.legal_actions`) and returns an action dict in the engine's schema
+(:mod:`server.game.actions`). The events are the seat's viewer-log records, exactly what a remote client
+receives: dicts ``{"n", "type", "actor", "payload", "visibility"}`` numbered ``n`` in the seat's own log
+(plus ``"time"`` when a server played them).
+
+A policy must be deterministic given its seed and what it was shown; randomness that should differ
+between moves comes from ``(seed, view["log_size"])``, so a policy rebuilt after a server restart (and fed
+the whole seat log) plays on exactly as the lost one would have. The server calls ``act`` outside the
+game's lock and validates the answer like any client's action: an illegal action is refused, not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that picks an action for one seat from what that seat may see."""
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ObservingPolicy(Policy, Protocol):
+    """A policy that keeps state between moves (beliefs, a transcript) from the events it is shown."""
+
+    def observe(self, events: list[dict[str, Any]]) -> None: ...
+
+
+PolicyFactory = Callable[..., Policy]
+"""``factory(seed: int, **options: str) -> Policy``: what the ``tradecraft.policies`` entry points name."""
+
+
+def observe(policy: Policy, events: list[dict[str, Any]]) -> None:
+    """Hand ``events`` to ``policy`` if it observes at all (``observe`` is optional)."""
+    hook = getattr(policy, "observe", None)
+    if hook is not None:
+        hook(events)
