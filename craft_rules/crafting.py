@@ -38,6 +38,16 @@ from craft_rules.model import Hand, Recipe, RuleSet
 MAX_RUNS = 10**6
 """The one run limit: a craft runs at most ``MAX_RUNS`` times, in steps of at least ``1/MAX_RUNS``."""
 
+RUNS_TEXT_MAX_CHARS = 40
+"""Longest run-amount text read: checked before any conversion, so no text costs more than a tiny parse."""
+RUNS_TEXT_MAX_EXPONENT = 12
+"""Largest decimal exponent in a run amount ("1e-3"): ``Fraction("1e10000000")`` alone would take seconds."""
+MAX_HAND_DENOMINATOR = 10**18
+"""A craft may not leave any quantity finer than ``1/MAX_HAND_DENOMINATOR`` in the hand: crafts with run
+amounts of distinct denominators multiply the hand's denominators, and unbounded they grow past what a
+view can print. Ordinary play stays far below it (it allows three crafts with coprime six-digit
+denominators in one phase); the craft phase's end floors every quantity, so the bound is per phase."""
+
 
 class CraftError(ValueError):
     """An illegal craft. ``code`` is machine-readable; the message says what to do."""
@@ -99,10 +109,36 @@ def fmt_qty(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
+class TooFinelyDividedError(CraftError):
+    code = "too_finely_divided"
+
+
+def _check_runs_text(runs: str) -> None:
+    """Refuse run-amount text whose exact value would be costly to build, before building it."""
+    if len(runs) > RUNS_TEXT_MAX_CHARS:
+        raise InvalidRunsError(
+            f"run amount text has {len(runs)} characters; write it in at most {RUNS_TEXT_MAX_CHARS}, "
+            "like 2, 0.25 or 1/4"
+        )
+    _, sep, exponent = runs.strip().lower().partition("e")
+    if sep:
+        digits = exponent.lstrip("+-")
+        if not digits.isdigit() or len(digits) > 3 or int(digits) > RUNS_TEXT_MAX_EXPONENT:
+            raise InvalidRunsError(
+                f"run amount {runs!r} has an exponent beyond +-{RUNS_TEXT_MAX_EXPONENT}; "
+                "write it like 2, 0.25 or 1/4"
+            )
+
+
 def parse_runs(runs: int | str | Fraction, *, whole_runs: bool = False) -> Fraction:
-    """A run amount as a Fraction; with ``whole_runs`` only whole numbers (the ``whole`` rule)."""
-    if isinstance(runs, str) and len(runs) > 64:  # bounded as text before any exact arithmetic
-        raise InvalidRunsError("run amount is too long; write it like 1, 0.25 or 1/4")
+    """A run amount from an int, a Fraction or text ("2", "0.25", "1/4", "1e-3"): positive, at most
+    :data:`MAX_RUNS`, in steps of at least ``1/MAX_RUNS``; with ``whole_runs`` only whole numbers (the
+    ``whole`` rule). Text and ints are bounded before the exact value is built, so no input costs more
+    than a tiny parse."""
+    if isinstance(runs, str):
+        _check_runs_text(runs)
+    elif isinstance(runs, int) and not isinstance(runs, bool) and abs(runs) > MAX_RUNS:
+        raise InvalidRunsError(f"run amount is too large (at most {MAX_RUNS})")
     try:
         value = Fraction(runs)
     except (ValueError, ZeroDivisionError, TypeError) as exc:
@@ -207,6 +243,15 @@ def craft(
         new_hand[item] = new_hand[item] - qty
     for item, qty in produced.items():
         new_hand[item] = new_hand.get(item, Fraction(0)) + qty
+    for item in consumed.keys() | produced.keys():
+        if new_hand[item].denominator > MAX_HAND_DENOMINATOR:
+            raise TooFinelyDividedError(
+                f"running {recipe_id} x{fmt_qty(amount)} would leave {item} in parts finer than "
+                f"1/{MAX_HAND_DENOMINATOR}; choose a run amount with a smaller denominator, like one your "
+                "earlier crafts used",
+                item=item,
+                runs=fmt_qty(amount),
+            )
     return CraftResult({k: v for k, v in new_hand.items() if v}, consumed, produced)
 
 

@@ -34,6 +34,8 @@ SECRET_KEY_NAME = "flask_secret_key"
 TOKEN_PRINCIPAL_PREFIX = "token:"
 SCOPES = ("play", "admin")
 NAME_MAX_CHARS = 40
+#: Longest number text (query arguments, limits) read from a client; checked before conversion.
+NUMBER_TEXT_MAX_CHARS = 18
 
 
 class ServerError(Exception):
@@ -48,6 +50,24 @@ class ServerError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
+
+
+def parse_count(raw: Any, name: str) -> int:
+    """An integer from a client (a JSON number or its text), refused as ``invalid_request`` unless it has at
+    most :data:`NUMBER_TEXT_MAX_CHARS` characters: the text is checked before any conversion."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) < 10**NUMBER_TEXT_MAX_CHARS:
+        return raw
+    if isinstance(raw, str) and len(raw) <= NUMBER_TEXT_MAX_CHARS:
+        try:
+            return int(raw)
+        except ValueError:
+            pass
+    shown = raw[:NUMBER_TEXT_MAX_CHARS] if isinstance(raw, str) else type(raw).__name__
+    raise ServerError(
+        "invalid_request",
+        f"{name} must be a whole number of at most {NUMBER_TEXT_MAX_CHARS} digits.",
+        {name: shown},
+    )
 
 
 # Machine-readable codes of the web layer (the engine's are in server.game.errors.ERROR_CODES).
@@ -73,9 +93,11 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "spectator": "spectators can watch but not act",
     "not_started": "the game is still waiting for players",
     "conflict": "the game changed under a concurrent request; retry",
+    "idempotency_conflict": "the client_action_id was already used for another action in this game",
     "unknown_seat": "(admin export) no such seat in the game",
     "replay_failed": "(admin export) the stored log cannot be replayed, so no participant view exists",
-    "internal_error": "the server failed; the error is logged and nothing changed",
+    "answer_failed": "the action was applied and stored but its answer could not be built; read the view",
+    "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }
 
 

@@ -310,7 +310,7 @@ def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
         "status": log.header.status,
         "mode": log.header.instance.mode if log.header.instance is not None else None,
         "ruleset": view["ruleset"],
-        "instance_id": view["instance_id"],
+        "instance_id": game.instance.id,  # exports keep it; views do not
         "players": view["players"],
         "max_turns": view["max_turns"],
         "rules": view["rules"],

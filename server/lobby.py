@@ -23,7 +23,7 @@ from typing import Any
 
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.tasks import TC_GAMES_DIR, iter_instances
-from server.auth import Principal, ServerError
+from server.auth import Principal, ServerError, parse_count
 from server.bots import BotRegistry
 from server.rooms import Rooms, SeatState, load_instance, seat_claim_key
 from server.settings import HallSettings, SeatSpec, Settings
@@ -227,10 +227,7 @@ class Lobby:
     def list_games(self, status: Any = None, limit: Any = 100) -> list[dict[str, Any]]:
         if status is not None and status not in ("waiting", "running", "finished", "aborted"):
             raise ServerError("invalid_request", "status must be waiting, running, finished or aborted.")
-        try:
-            limit = max(1, min(int(limit), 1000))
-        except (TypeError, ValueError):
-            raise ServerError("invalid_request", "limit must be a number from 1 to 1000.") from None
+        limit = max(1, min(parse_count(limit, "limit"), 1000))
         out = []
         for meta in self.store.list_games(status=status, limit=limit):
             seats = [SeatState.from_record(r) for r in meta.get("seats", [])]

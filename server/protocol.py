@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,16 +29,21 @@ from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefu
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from server.auth import (
+    NUMBER_TEXT_MAX_CHARS,
     SERVER_ERROR_CODES,
     Principal,
     ServerError,
     clean_display_name,
+    parse_count,
     require_principal,
     resolve_principal,
 )
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
 from server.game.errors import ERROR_CODES, GameError
+from server.game.queries import QUERY_MODELS
+from server.game.schemas import strict_args_schema
 from server.rooms import LOBBY_ROOM, seat_room, spectator_room
+from server.schemas import schema_catalogue
 from server.store import StoreError
 
 if TYPE_CHECKING:
@@ -52,6 +58,11 @@ for _model in ACTION_MODELS.values():
 
 
 # ------------------------------------------------------------------------------------------ errors
+#: Engine error codes that mean the request itself is malformed (HTTP 400); the others conflict with the
+#: game's state (409).
+BAD_INPUT_CODES = frozenset({"invalid_action", "invalid_query"})
+
+
 def error_body(err: BaseException) -> dict[str, Any]:
     if isinstance(err, GameError | ServerError):
         return err.to_dict()
@@ -60,8 +71,10 @@ def error_body(err: BaseException) -> dict[str, Any]:
         return ServerError(
             "internal_error", "The game store failed; try again shortly.", {"store": err.code}
         ).to_dict()
+    # no claim that nothing changed: a failure after a stored change is answered answer_failed by Rooms,
+    # but only the caller's view can tell what this request did
     return ServerError(
-        "internal_error", "The server failed; the error is logged and nothing changed."
+        "internal_error", "The server failed and logged the error; read the game's view before retrying."
     ).to_dict()
 
 
@@ -69,7 +82,7 @@ def http_status(err: BaseException) -> int:
     if isinstance(err, ServerError):
         return err.status
     if isinstance(err, GameError):
-        return 400 if err.code == "invalid_action" else 409
+        return 400 if err.code in BAD_INPUT_CODES else 409
     return 500
 
 
@@ -93,10 +106,17 @@ def _as_object(data: Any, limit: int) -> dict[str, Any]:
                 "invalid_request",
                 f"The message is not valid JSON ({exc.msg} at position {exc.pos}).",
             ) from None
+        except (ValueError, RecursionError):
+            # undecodable bytes, a number beyond Python's int digit limit, nesting deeper than the parser goes
+            raise ServerError(
+                "invalid_request",
+                "The message is not readable JSON: send UTF-8 text, numbers of at most a few digits and "
+                "objects nested a few levels deep.",
+            ) from None
     elif data is not None:
         try:
             size = len(json.dumps(data))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             raise ServerError("invalid_request", "The message is not JSON.") from None
         if size > limit:
             raise _too_large(size, limit)
@@ -159,6 +179,7 @@ class SocketProtocol:
             "view": self.view,
             "events": self.events,
             "act": lambda conn, data: self.act(conn, data, None),
+            "query": self.query,
         }
         for action_type in PLAYER_ACTION_TYPES:
             handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
@@ -273,6 +294,11 @@ class SocketProtocol:
             raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
         return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
 
+    def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        if "query" not in data:
+            raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
+        return self.services.rooms.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
+
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
         principal = require_principal(conn.principal)
         envelope, action = split_action(data, action_type)
@@ -379,9 +405,11 @@ def api_blueprint(services: Services) -> Blueprint:
         after = _int_arg("after")
         wait = request.args.get("wait", "0")
         try:
-            wait_seconds = float(wait)
+            wait_seconds = float(wait) if len(wait) <= NUMBER_TEXT_MAX_CHARS else math.nan
         except ValueError:
-            raise ServerError("invalid_request", "wait must be a number of seconds.") from None
+            wait_seconds = math.nan
+        if not math.isfinite(wait_seconds):
+            raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
         result = services.rooms.events_since(
             game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
         )
@@ -405,14 +433,45 @@ def api_blueprint(services: Services) -> Blueprint:
             methods=["POST"],
         )
 
+    def query(game_id: str, query_type: str | None) -> tuple[Response, int]:
+        data = body()
+        if query_type is not None:
+            data = {**data, "type": query_type}
+        return ok(services.rooms.query(game_id, caller(), data, _int_arg("seat")))
+
+    api.add_url_rule(
+        "/games/<game_id>/query", "query", lambda game_id: query(game_id, None), methods=["POST"]
+    )
+    for query_type in QUERY_MODELS:
+        api.add_url_rule(
+            f"/games/<game_id>/query/{query_type}",
+            f"query_{query_type}",
+            lambda game_id, _t=query_type: query(game_id, _t),
+            methods=["POST"],
+        )
+
     @api.get("/actions")
     def action_schemas() -> tuple[Response, int]:
         return ok(
             {
                 "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
                 "union": action_json_schema(),
+                "strict": {t: strict_args_schema(ACTION_MODELS[t]) for t in PLAYER_ACTION_TYPES},
             }
         )
+
+    @api.get("/queries")
+    def query_schemas() -> tuple[Response, int]:
+        return ok(
+            {
+                "queries": {t: model.model_json_schema() for t, model in QUERY_MODELS.items()},
+                "strict": {t: strict_args_schema(model) for t, model in QUERY_MODELS.items()},
+            }
+        )
+
+    @api.get("/schemas")
+    def schemas() -> tuple[Response, int]:
+        return ok(schema_catalogue())
 
     @api.get("/errors")
     def error_codes() -> tuple[Response, int]:
@@ -428,10 +487,8 @@ def api_blueprint(services: Services) -> Blueprint:
 
 
 def _int_arg(name: str) -> int | None:
+    """An integer query argument; its text is bounded before conversion (see parse_count)."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ServerError("invalid_request", f"{name} must be an integer.", {name: raw}) from None
+    return parse_count(raw, name)

@@ -17,6 +17,7 @@ server processes sharing one store never fork a game. Seat ownership lives in th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -28,6 +29,8 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
@@ -37,6 +40,7 @@ from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
 from server.game.legal import legal_actions
+from server.game.queries import answer_query, parse_query, query_context
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
@@ -434,27 +438,71 @@ class Rooms:
                     "Timeouts are submitted by the server when a deadline expires, not by players.",
                 )
             idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
+            digest = action_digest(seat_no, parsed) if idempotency_key else ""
             for _ in range(APPLY_ATTEMPTS):
                 self.catch_up(live)
                 if idempotency_key:
                     recalled = self.store.recall_action(live.game_id, idempotency_key)
                     if recalled is not None:
-                        return recalled
+                        if recalled["action_digest"] not in ("", digest):
+                            raise ServerError(
+                                "idempotency_conflict",
+                                f"client_action_id {client_action_id!r} was already used for another action "
+                                "in this game; a retry must repeat the same action, a new action needs a "
+                                "new id.",
+                                {"client_action_id": client_action_id},
+                                status=409,
+                            )
+                        return recalled["response"]
                 self._check_can_act(live, seat_no)
                 assert live.game is not None
                 try:
                     events, records = self._commit(live, seat_no, parsed)
                 except SequenceConflict:
                     continue
-                self._settle(live, events)
-                envelope = self.envelope(live, seat_no)
-                visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat_no)]
-                response = {"ok": True, **envelope, "events": self._numbered(visible, envelope["log_size"])}
-                if idempotency_key:
-                    self.store.remember_action(live.game_id, idempotency_key, response)
-                self._publish(live, events, records, skip=(seat_no, origin))
-                return response
+                remember = (idempotency_key, digest) if idempotency_key else None
+                return self._answer_committed(live, seat_no, events, records, remember, origin)
         raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
+
+    def _answer_committed(
+        self,
+        live: LiveGame,
+        seat: int,
+        events: list[Event],
+        records: list[dict[str, Any]],
+        remember: tuple[str, str] | None,
+        origin: str | None,
+    ) -> dict[str, Any]:
+        """The ack of a stored action. The change is durable, so no failure from here on may be answered as
+        if nothing happened: bookkeeping and pushes are logged and skipped, and an ack that cannot be built
+        is the typed ``answer_failed`` (the action took effect; read the view)."""
+        try:
+            self._settle(live, events)
+        except Exception:
+            log.exception("game %s: bookkeeping after a stored action failed", live.game_id)
+        try:
+            envelope = self.envelope(live, seat)
+            visible = [r for e, r in zip(events, records, strict=True) if visible_to(e, seat)]
+            response = {"ok": True, **envelope, "events": self._numbered(visible, envelope["log_size"])}
+        except Exception:
+            log.exception("game %s: the answer to seat %s's stored action failed", live.game_id, seat)
+            raise ServerError(
+                "answer_failed",
+                "Your action was applied and stored, but the server could not build its answer; read the "
+                "game's view (event view, or GET /api/games/<id>/view) before acting again.",
+                {"game_id": live.game_id, "applied": True},
+                status=500,
+            ) from None
+        try:
+            if remember is not None:
+                self.store.remember_action(live.game_id, remember[0], response, remember[1])
+        except Exception:
+            log.exception("game %s: could not remember the answer of a stored action", live.game_id)
+        try:
+            self._publish(live, events, records, skip=(seat, origin))
+        except Exception:
+            log.exception("game %s: pushing a stored action failed", live.game_id)
+        return response
 
     def abort(self, game_id: Any, reason: str) -> None:
         """Stop a game for good (an admin decision; not a game event): no more actions, timers or bots."""
@@ -823,6 +871,29 @@ class Rooms:
         visible = [r for e, r in zip(live.game.events, live.records, strict=True) if visible_to(e, seat)]
         return self._numbered(visible, len(visible))
 
+    def query(
+        self, game_id: Any, principal: Principal | None, query: Any, seat: Any = None
+    ) -> dict[str, Any]:
+        """Answer an in-phase query (server.game.queries) for the caller's seat, or as a spectator when it
+        holds none. What the query needs is copied under the game's lock; the answer (which may run the
+        planner) is computed outside it, so a query never holds up the game's actions."""
+        parsed = parse_query(query)
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            if live.game is None:
+                raise ServerError(
+                    "not_started",
+                    "The game has not started yet: queries answer once every seat is taken.",
+                    status=409,
+                )
+            own = live.seats_of(principal) if principal else []
+            chosen = (
+                self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
+            )
+            context = query_context(live.game, chosen, parsed)
+        return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
+
     def researcher(self, game_id: Any) -> dict[str, Any]:
         live = self.get(game_id)
         with live.lock:
@@ -851,6 +922,15 @@ class Rooms:
 
     def close(self) -> None:
         self.scheduler.close()
+
+
+def action_digest(seat: int, action: BaseModel) -> str:
+    """sha256 of the seat and the validated action: equal for a retry of the same request, whatever its
+    spelling (field order, a run amount sent as 0.5 or "0.5")."""
+    canonical = json.dumps(
+        {"seat": seat, "action": action.model_dump(mode="json")}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def idle_counters(game: Game) -> dict[int, int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
 
@@ -155,3 +156,61 @@ def test_players_spectators_and_the_lobby_never_learn_the_instance(
     p0.wait_status(game_id, "finished")
     summary = rest(anonymous, "GET", f"/api/games/{game_id}")["game"]
     assert summary["status"] == "finished" and summary["instance_id"] == POOL_ID
+
+
+# ---------------------------------------------------------------------------------------- REST bodies
+UNREADABLE_BODIES = {
+    "invalid UTF-8": b'{"name": "\xff\xfe"}',
+    "nesting 5,000 deep": b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    "a 5,000-digit number": b'{"hall": "duel", "seed": ' + b"9" * 5000 + b"}",
+    "a lone surrogate": b'{"name": "\\ud800"}',
+    "not JSON": b"{'hall': 'duel'}",
+}
+
+
+@pytest.mark.parametrize("body", list(UNREADABLE_BODIES.values()), ids=list(UNREADABLE_BODIES))
+def test_bodies_the_json_parser_rejects_are_invalid_request(
+    server: ServerProcess, clients: list[Client], body: bytes
+) -> None:
+    player = Client(server.url, f"Body-{uuid.uuid4().hex[:4]}")
+    clients.append(player)
+    game_id = player.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
+    log_before = server.log()
+    for path in (
+        "/api/login",
+        "/api/games",
+        f"/api/games/{game_id}/actions/craft",
+        f"/api/games/{game_id}/join",
+    ):
+        answer = player.http.post(
+            server.url + path, data=body, headers={"Content-Type": "application/json"}, timeout=10
+        )
+        assert answer.status_code < 500, (path, answer.status_code, answer.text[:200])
+        if body != UNREADABLE_BODIES["a lone surrogate"]:  # valid JSON: the endpoint judges its fields
+            assert answer.status_code == 400, (path, answer.status_code, answer.text[:200])
+            assert answer.json()["error"]["code"] == "invalid_request", answer.text[:200]
+    assert "Traceback" not in server.log()[len(log_before) :]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["limit=" + "9" * 5000, "limit=1e999", "limit=-5", "status=done"],
+)
+def test_query_numbers_are_bounded_as_text(server: ServerProcess, query: str) -> None:
+    answer = requests.get(f"{server.url}/api/games?{query}", timeout=10)
+    assert answer.status_code in (200, 400), answer.text[:200]
+    if answer.status_code == 400:
+        assert answer.json()["error"]["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("query", ["after=" + "9" * 5000, "wait=nan", "wait=1e999", "wait=" + "1" * 400])
+def test_event_query_arguments_are_bounded_as_text(
+    server: ServerProcess, clients: list[Client], query: str
+) -> None:
+    player = Client(server.url, f"Q-{uuid.uuid4().hex[:4]}")
+    clients.append(player)
+    game_id = player.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
+    answer = player.http.get(f"{server.url}/api/games/{game_id}/events?{query}", timeout=10)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", answer.text[
+        :200
+    ]

@@ -600,12 +600,21 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
     from server.auth import SERVER_ERROR_CODES
     from server.game.actions import ACTION_MODELS
     from server.game.errors import ERROR_CODES
+    from server.game.queries import QUERY_MODELS
+    from server.game.views import VIEW_HISTORY_TURNS
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text(encoding="utf-8")
     for action_type, model in ACTION_MODELS.items():
         assert f"`{action_type}`" in doc, action_type
         for field in model.model_fields:
             assert f"`{field}`" in doc, (action_type, field)
+    for query_type, model in QUERY_MODELS.items():
+        assert f"| `{query_type}` |" in doc, query_type
+        for field in model.model_fields:
+            assert f"`{field}`" in doc, (query_type, field)
+    assert f"**{VIEW_HISTORY_TURNS} turns**" in doc
+    for endpoint in ("GET /api/queries", "GET /api/schemas", "POST /api/games/<id>/query"):
+        assert f"`{endpoint}" in doc, endpoint
     for code in [*ERROR_CODES, *SERVER_ERROR_CODES]:
         assert f"| `{code}` |" in doc, code
     for event in (
@@ -618,6 +627,7 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
         "view",
         "events",
         "act",
+        "query",
         "update",
         "seats",
         "presence",

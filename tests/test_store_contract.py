@@ -292,7 +292,7 @@ def test_concurrent_remember_action_and_set_value(store: Store) -> None:
     results = _race(8, lambda w: store.remember_action(game_id, "act-1", {"ok": True, "worker": w}))
     assert results.count(True) == 1 and results.count(False) == 7
     recalled = store.recall_action(game_id, "act-1")
-    assert recalled == {"ok": True, "worker": results.index(True)}
+    assert recalled == {"response": {"ok": True, "worker": results.index(True)}, "action_digest": ""}
 
     values = _race(8, lambda w: store.set_value_if_absent("secret_key", f"key-{w}"))
     assert len(set(values)) == 1
@@ -405,11 +405,14 @@ def test_participants(store: Store) -> None:
 
 def test_remember_and_recall_actions(store: Store) -> None:
     assert store.recall_action("g", "a1") is None
-    assert store.remember_action("g", "a1", {"ok": True, "view": {"turn": 0}}) is True
-    assert store.remember_action("g", "a1", {"ok": False}) is False
-    assert store.recall_action("g", "a1") == {"ok": True, "view": {"turn": 0}}
+    assert store.remember_action("g", "a1", {"ok": True, "view": {"turn": 0}}, "digest-1") is True
+    assert store.remember_action("g", "a1", {"ok": False}, "digest-2") is False
+    assert store.recall_action("g", "a1") == {
+        "response": {"ok": True, "view": {"turn": 0}},
+        "action_digest": "digest-1",  # the request the answer belongs to, to tell a retry from a reuse
+    }
     assert store.remember_action("other-game", "a1", {"ok": False}) is True  # ids are per game
-    assert store.recall_action("other-game", "a1") == {"ok": False}
+    assert store.recall_action("other-game", "a1") == {"response": {"ok": False}, "action_digest": ""}
 
 
 def test_values(store: Store) -> None:

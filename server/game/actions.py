@@ -12,6 +12,7 @@ turn, hands, rule set, settings) live in :mod:`server.game.state`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -144,17 +145,69 @@ def action_json_schema() -> dict[str, Any]:
     return _ACTION_ADAPTER.json_schema()
 
 
-def _describe(err: ValidationError) -> tuple[str, list[dict[str, Any]]]:
+def _describe(err: ValidationError, tags: Mapping[str, Any], noun: str) -> tuple[str, list[dict[str, Any]]]:
     problems = []
     for item in err.errors(include_url=False, include_context=False):
         loc = [str(p) for p in item["loc"]]
         # the union tag ("propose", ...) is noise in a field path
-        if loc and loc[0] in ACTION_MODELS:
+        if loc and loc[0] in tags:
             loc = loc[1:]
         problems.append({"field": ".".join(loc), "problem": item["msg"], "kind": item["type"]})
     first = problems[0]
-    where = f"field '{first['field']}'" if first["field"] else "the action"
-    return f"Invalid action: {where}: {first['problem']}.", problems
+    where = f"field '{first['field']}'" if first["field"] else f"the {noun}"
+    return f"Invalid {noun}: {where}: {first['problem']}.", problems
+
+
+def parse_tagged(
+    obj: dict[str, Any] | str | bytes | BaseModel,
+    models: Mapping[str, type[BaseModel]],
+    code: str,
+    noun: str,
+) -> BaseModel:
+    """Validate JSON (a dict, or a JSON string) into the model its ``type`` field names.
+
+    The one parser of every ``type``-tagged request (actions, queries). Raises ``GameError(code)``
+    whose message names the first bad field and whose details list every problem as
+    ``{"field", "problem", "kind"}``.
+    """
+    if isinstance(obj, BaseModel):
+        if type(obj) not in models.values():
+            raise GameError(code, f"Invalid {noun}: {type(obj).__name__} is not an {noun}.")
+        return obj
+    if isinstance(obj, str | bytes):
+        try:
+            obj = json.loads(obj)
+        except json.JSONDecodeError as exc:
+            raise GameError(
+                code,
+                f"Invalid {noun}: not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object.",
+                {"problems": [{"field": "", "problem": exc.msg, "kind": "json_invalid"}]},
+            ) from None
+        except (ValueError, RecursionError) as exc:  # undecodable bytes, absurd nesting
+            raise GameError(
+                code,
+                f"Invalid {noun}: not readable JSON text; send a UTF-8 JSON object.",
+                {"problems": [{"field": "", "problem": type(exc).__name__, "kind": "json_invalid"}]},
+            ) from None
+    if not isinstance(obj, dict):
+        raise GameError(
+            code,
+            f"Invalid {noun}: send a JSON object with a 'type' field.",
+            {"problems": [{"field": "", "problem": "not an object", "kind": "model_type"}]},
+        )
+    kind = obj.get("type")
+    if not isinstance(kind, str) or kind not in models:
+        known = ", ".join(models)
+        raise GameError(
+            code,
+            f"Invalid {noun}: field 'type' must be one of {known}, got {kind!r}.",
+            {"problems": [{"field": "type", "problem": f"unknown {noun} type {kind!r}", "kind": "tag"}]},
+        )
+    try:
+        return models[kind].model_validate(obj)
+    except ValidationError as err:
+        message, problems = _describe(err, models, noun)
+        raise GameError(code, message, {noun: kind, "problems": problems}) from None
 
 
 def parse_action(obj: dict[str, Any] | str | bytes | BaseModel) -> Action:
@@ -163,41 +216,4 @@ def parse_action(obj: dict[str, Any] | str | bytes | BaseModel) -> Action:
     Raises ``GameError("invalid_action")`` whose message names the first bad field and whose
     details list every problem as ``{"field", "problem", "kind"}``.
     """
-    if isinstance(obj, BaseModel):
-        if type(obj) not in ACTION_MODELS.values():
-            raise GameError("invalid_action", f"Invalid action: {type(obj).__name__} is not an action.")
-        return obj  # type: ignore[return-value]
-    if isinstance(obj, str | bytes):
-        try:
-            obj = json.loads(obj)
-        except json.JSONDecodeError as exc:
-            raise GameError(
-                "invalid_action",
-                f"Invalid action: not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object.",
-                {"problems": [{"field": "", "problem": exc.msg, "kind": "json_invalid"}]},
-            ) from None
-        except (ValueError, RecursionError) as exc:  # undecodable bytes, absurd nesting
-            raise GameError(
-                "invalid_action",
-                "Invalid action: not readable JSON text; send a UTF-8 JSON object.",
-                {"problems": [{"field": "", "problem": type(exc).__name__, "kind": "json_invalid"}]},
-            ) from None
-    if not isinstance(obj, dict):
-        raise GameError(
-            "invalid_action",
-            "Invalid action: send a JSON object with a 'type' field.",
-            {"problems": [{"field": "", "problem": "not an object", "kind": "model_type"}]},
-        )
-    kind = obj.get("type")
-    if kind not in ACTION_MODELS:
-        known = ", ".join(ACTION_MODELS)
-        raise GameError(
-            "invalid_action",
-            f"Invalid action: field 'type' must be one of {known}, got {kind!r}.",
-            {"problems": [{"field": "type", "problem": f"unknown action type {kind!r}", "kind": "tag"}]},
-        )
-    try:
-        return ACTION_MODELS[kind].model_validate(obj)  # type: ignore[return-value]
-    except ValidationError as err:
-        message, problems = _describe(err)
-        raise GameError("invalid_action", message, {"action": kind, "problems": problems}) from None
+    return parse_tagged(obj, ACTION_MODELS, "invalid_action", "action")  # type: ignore[return-value]

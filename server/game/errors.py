@@ -13,6 +13,7 @@ from craft_rules.crafting import CraftError
 # Every code the engine raises, with what it means. Clients may switch on these strings.
 ERROR_CODES: dict[str, str] = {
     "invalid_action": "the action is not valid JSON or does not match its schema",
+    "invalid_query": "the query is not valid JSON or does not match its schema",
     "invalid_settings": "the game settings or task instance cannot start a game",
     "invalid_log": "an event log cannot be replayed (gap, unknown event type, wrong game)",
     "wrong_phase": "this action is not allowed in the current phase",
@@ -34,7 +35,9 @@ ERROR_CODES: dict[str, str] = {
     "not_allowed": "the action is disabled by the game settings or reserved for the system",
     "insufficient_items": "the crafting hand lacks ingredients or fuel for this craft",
     "unknown_recipe": "no such recipe in the rule set",
-    "invalid_runs": "the run amount is not a positive rational like 1, 0.25 or 1/4",
+    "invalid_runs": "the run amount is not a positive rational like 1, 0.25 or 1/4 (at most 10^6, in steps "
+    "of at least 1/10^6, written in at most 40 characters)",
+    "too_finely_divided": "the craft would leave a quantity finer than 1/10^18 in the crafting hand",
     "whole_runs_only": "the game crafts whole runs only: run a recipe 1, 2, 3, ... times, not a fraction",
     "invalid_choice": "a tag/fuel choice names an item that cannot fill that slot",
     "no_fuel": "the recipe burns fuel and the crafting hand holds none",

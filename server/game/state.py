@@ -268,6 +268,25 @@ class Game:
         """Per turn: proposer and outcome (passed/proposed/traded/rejected/cancelled); private detail."""
         return [dict(r) for r in self._turn_records]
 
+    def recent_turn_records(self, turns: int) -> list[dict[str, Any]]:
+        """:attr:`turn_records` of the last ``turns`` turns only (fresh copies): a view's bounded window,
+        whose cost does not grow with the game."""
+        return [dict(r) for r in self._turn_records[-turns:]] if turns > 0 else []
+
+    def recent_proposals(self, turns: int) -> list[dict[str, Any]]:
+        """:attr:`proposals` made in the last ``turns`` turns only (fresh copies, oldest first). There is
+        at most one proposal per turn, so this reads at most ``turns`` records."""
+        if turns <= 0 or not self._turn_records:
+            return []
+        first = self._turn_records[-min(turns, len(self._turn_records))]["turn"]
+        out = []
+        for record in reversed(self._proposals):
+            if record["turn"] < first:
+                break
+            out.append(_copy_proposal(record))
+        out.reverse()
+        return out
+
     def tom_orders(self, seat: int) -> tuple[int, ...]:
         return self.settings.orders_for(seat)
 

@@ -3,7 +3,8 @@
 All views are fresh JSON-safe dicts (Fractions as strings like ``"3/4"``); changing one never changes
 the game. What a player never sees: other players' targets, their crafting in progress, their ToM
 reports, and any proposal it was not party to — not even whom a pending proposal is addressed to (in
-the decision phase a third player sees ``awaiting: []``).
+the decision phase a third player sees ``awaiting: []``), nor, while the game runs, the task
+instance's id (the shipped instance files hold the targets; researcher views and exports keep it).
 
 Keys of a player view (the spectator view has the same keys, with the private ones empty):
 
@@ -21,9 +22,12 @@ Keys of a player view (the spectator view has the same keys, with the private on
 - ``crafting_hand``: own private hand during the craft phase, else None; ``crafts_this_phase``: own crafts
 - ``crafting_finished``: seats that declared they are done crafting (public)
 - ``pending_proposal``: the proposal awaiting a decision, only if the viewer is party to it
-- ``proposals``: every proposal the viewer was party to, with status and reply
-- ``trade_history``: per turn, the proposer and the public outcome (passed / traded with the trade /
-  no_trade); for turns the viewer took part in, the private outcome
+- ``proposals``: the proposals the viewer was party to in the last :data:`VIEW_HISTORY_TURNS` turns,
+  with status and reply
+- ``trade_history``: per turn of the last :data:`VIEW_HISTORY_TURNS` turns, the proposer and the public
+  outcome (passed / traded with the trade / no_trade); for turns the viewer took part in, the private
+  outcome. Older turns are in the viewer's events (clients keep them; the ``history`` query pages them),
+  so a view costs the same at turn 500 as at turn 5.
 - ``tom``: the viewer's ToM duty: ``orders``, ``due`` (a report is awaited now), ``items`` to value,
   ``opponents`` (keys of v1/v2)
 - ``rules``: settings every player may know (allow_pass, message_max_chars, end_condition, deadlines,
@@ -44,7 +48,14 @@ from server.game.events import filter_events, viewer_log
 from server.game.legal import legal_actions
 from server.game.state import Game
 
-__all__ = ["filter_events", "player_view", "researcher_view", "spectator_view", "viewer_log"]
+__all__ = [
+    "VIEW_HISTORY_TURNS",
+    "filter_events",
+    "player_view",
+    "researcher_view",
+    "spectator_view",
+    "viewer_log",
+]
 
 # Views are built on the server's hot path (each seat's view after every change), so they are made of
 # fresh dicts and lists rather than copy.deepcopy, and the parts every viewer shares are computed once
@@ -52,6 +63,11 @@ __all__ = ["filter_events", "player_view", "researcher_view", "spectator_view", 
 # the game, another view or a later one.
 
 TRADE_PHASES = ("trade_propose", "trade_decide")
+
+VIEW_HISTORY_TURNS = 20
+"""How many of the latest turns a view's ``trade_history`` and ``proposals`` cover. A view's cost must
+not grow with the game's length (the server builds every seat's view after every change), and clients
+already receive the whole history as events; 20 turns covers a whole game of the usual lengths."""
 _TRADE_KEYS = ("proposer", "to", "offer", "request", "message", "reply")
 
 
@@ -74,9 +90,9 @@ def _shared(game: Game) -> _Shared:
 
 
 def _build_shared(game: Game) -> _Shared:
-    by_turn = {p["turn"]: p for p in game.proposals}
+    by_turn = {p["turn"]: p for p in game.recent_proposals(VIEW_HISTORY_TURNS)}
     history = []
-    for record in game.turn_records:
+    for record in game.recent_turn_records(VIEW_HISTORY_TURNS):
         proposal = by_turn.get(record["turn"])
         trade = None
         if record["outcome"] == "traded" and proposal is not None:
@@ -202,8 +218,9 @@ def player_view(game: Game, seat: int) -> dict[str, Any]:
         view["crafts_this_phase"] = game.crafts_this_phase(seat)  # fresh copies
     if _party(game.pending_parties, seat):
         view["pending_proposal"] = game.pending_proposal  # a fresh copy
-    # fresh copies; a seat's proposals are the ones it made or was made
-    view["proposals"] = [p for p in game.proposals if seat in (p["proposer"], p["to"])]
+    # fresh copies; a seat's proposals are the ones it made or was made, in the recent window
+    recent = game.recent_proposals(VIEW_HISTORY_TURNS)
+    view["proposals"] = [p for p in recent if seat in (p["proposer"], p["to"])]
     orders = game.tom_orders(seat)
     if orders:
         due = seat in game.tom_awaiting()

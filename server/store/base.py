@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 #: Version of the on-disk layout; backends record it and migrate forward on open.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 GameStatus = Literal["waiting", "running", "finished", "aborted"]
 GAME_STATUSES: frozenset[str] = frozenset({"waiting", "running", "finished", "aborted"})
@@ -36,6 +36,14 @@ TOKEN_PREFIX = "tc_"
 
 
 # --------------------------------------------------------------------------------------------- record shapes
+class RecalledAction(TypedDict):
+    """What :meth:`Store.recall_action` returns: the recorded answer and the digest of its request
+    (``""`` for answers recorded before digests were kept)."""
+
+    response: dict[str, Any]
+    action_digest: str
+
+
 class SeatRecord(TypedDict, total=False):
     """One seat of a game as stored in the game's ``seats`` list."""
 
@@ -363,12 +371,15 @@ class Store(ABC):
 
     # ---- idempotency of client actions
     @abstractmethod
-    def remember_action(self, game_id: str, client_action_id: str, response: Mapping[str, Any]) -> bool:
-        """Record the response given to a client action id; False (and nothing changes) if already known."""
+    def remember_action(
+        self, game_id: str, client_action_id: str, response: Mapping[str, Any], action_digest: str = ""
+    ) -> bool:
+        """Record the response given to a client action id, with a digest of the request it answered (so a
+        reused id with another request can be told from a retry); False (nothing changes) if already known."""
 
     @abstractmethod
-    def recall_action(self, game_id: str, client_action_id: str) -> dict[str, Any] | None:
-        """The response recorded for a client action id, or None."""
+    def recall_action(self, game_id: str, client_action_id: str) -> RecalledAction | None:
+        """The response and request digest recorded for a client action id, or None."""
 
     # ---- small settings
     @abstractmethod

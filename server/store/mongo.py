@@ -40,6 +40,7 @@ from server.store.base import (
     EventRecord,
     GameRecord,
     ParticipantRecord,
+    RecalledAction,
     SequenceConflict,
     Store,
     StoreError,
@@ -197,6 +198,12 @@ class MongoStore(Store):
                 f"the MongoDB database {self.database_name!r} has schema version {version} but this "
                 f"TradeCraft knows only up to {SCHEMA_VERSION}; upgrade TradeCraft",
                 {"found": version, "supported": SCHEMA_VERSION},
+            )
+        if version < SCHEMA_VERSION:
+            # 1 -> 2: remembered actions gain action_digest; older documents read as "" (no digest kept)
+            collection.update_one(
+                {"_id": "schema", "version": {"$lt": SCHEMA_VERSION}},
+                {"$set": {"version": SCHEMA_VERSION, "applied_at": now()}},
             )
 
     def close(self) -> None:
@@ -375,13 +382,16 @@ class MongoStore(Store):
             return [cast(ParticipantRecord, doc["data"]) for doc in docs]
 
     # ------------------------------------------------------------------------------------------ idempotency
-    def remember_action(self, game_id: str, client_action_id: str, response: Mapping[str, Any]) -> bool:
+    def remember_action(
+        self, game_id: str, client_action_id: str, response: Mapping[str, Any], action_digest: str = ""
+    ) -> bool:
         stored = json_normalise(dict(response), "action response")
         doc = {
             "game_id": game_id,
             "client_action_id": str(client_action_id),
             "created_at": now(),
             "response": stored,
+            "action_digest": str(action_digest),
         }
         with self._errors("remember_action"), self._write_guard():
             try:
@@ -390,10 +400,13 @@ class MongoStore(Store):
                 return False
         return True
 
-    def recall_action(self, game_id: str, client_action_id: str) -> dict[str, Any] | None:
+    def recall_action(self, game_id: str, client_action_id: str) -> RecalledAction | None:
         with self._errors("recall_action"):
             doc = self.actions.find_one({"game_id": game_id, "client_action_id": str(client_action_id)})
-        return cast(dict[str, Any], doc["response"]) if doc else None
+        if doc is None:
+            return None
+        response = cast(dict[str, Any], doc["response"])
+        return RecalledAction(response=response, action_digest=str(doc.get("action_digest", "")))
 
     # --------------------------------------------------------------------------------------------------- kv
     def get_value(self, key: str) -> str | None:

@@ -32,6 +32,7 @@ from server.store.base import (
     EventRecord,
     GameRecord,
     ParticipantRecord,
+    RecalledAction,
     SequenceConflict,
     Store,
     StoreError,
@@ -99,6 +100,8 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (game_id, client_action_id)) WITHOUT ROWID""",
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
     ],
+    # 2: the digest of the request a remembered answer belongs to (a reused id with another request)
+    ["ALTER TABLE actions ADD COLUMN action_digest TEXT NOT NULL DEFAULT ''"],
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -524,23 +527,25 @@ class SQLiteStore(Store):
         return [cast(ParticipantRecord, json.loads(row[0])) for row in rows]
 
     # ------------------------------------------------------------------------------------------ idempotency
-    def remember_action(self, game_id: str, client_action_id: str, response: Mapping[str, Any]) -> bool:
+    def remember_action(
+        self, game_id: str, client_action_id: str, response: Mapping[str, Any], action_digest: str = ""
+    ) -> bool:
         data = json_dumps(json_normalise(dict(response), "action response"))
         with self._write() as conn:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO actions (game_id, client_action_id, created_at, response) "
-                "VALUES (?, ?, ?, ?)",
-                (game_id, str(client_action_id), now(), data),
+                "INSERT OR IGNORE INTO actions "
+                "(game_id, client_action_id, created_at, response, action_digest) VALUES (?, ?, ?, ?, ?)",
+                (game_id, str(client_action_id), now(), data, str(action_digest)),
             )
             return cursor.rowcount == 1
 
-    def recall_action(self, game_id: str, client_action_id: str) -> dict[str, Any] | None:
+    def recall_action(self, game_id: str, client_action_id: str) -> RecalledAction | None:
         with self._read() as conn:
             row = conn.execute(
-                "SELECT response FROM actions WHERE game_id = ? AND client_action_id = ?",
+                "SELECT response, action_digest FROM actions WHERE game_id = ? AND client_action_id = ?",
                 (game_id, str(client_action_id)),
             ).fetchone()
-        return json.loads(row[0]) if row else None
+        return RecalledAction(response=json.loads(row[0]), action_digest=row[1]) if row else None
 
     # ------------------------------------------------------------------------------------------------- kv
     def get_value(self, key: str) -> str | None:

@@ -1,0 +1,485 @@
+"""In-phase queries, declared once: what a participant may ask about the game besides acting.
+
+Each query is a pydantic model with a ``type`` literal (:data:`QUERY_MODELS`, like
+:data:`~server.game.actions.ACTION_MODELS`); the server derives its Socket.IO event ``query``, the REST
+route ``POST /api/games/<id>/query`` and the JSON schemas at ``GET /api/queries`` from them, and the
+language tools derive their arguments from them too.
+
+A query answers only from what its viewer may see (:func:`run_query`): the rule set, the public hands,
+the viewer's own target and own crafting hand, and the viewer's own log. A spectator has no hand and no
+target, so the queries about "my hand" are refused (``not_a_player``); no query ever reads another
+seat's crafting hand, target, ToM report or a proposal the viewer was not party to.
+
+Every query's cost is bounded before the work starts: text and counts have limits in the models, result
+lists are cut at ``limit`` (the answer says how many there were), and the crafting tree stops at a depth
+and a node budget. The answers reuse the planner (:mod:`craft_rules.planner`): possible crafts, item
+details, and plans with what is missing.
+
+The work is split in two so a server can read the game under its lock and answer outside it:
+:func:`query_context` copies what the query needs from the game (cheap), :func:`answer_query` computes
+the answer from that copy alone (the planner may take milliseconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from craft_rules.crafting import fmt_qty
+from craft_rules.model import Recipe, RuleSet
+from craft_rules.planner import PlannerError, UnknownItemError, planner_for
+from server.game.actions import parse_tagged
+from server.game.errors import GameError
+from server.game.events import for_viewer, visible_to
+from server.game.state import Game
+
+MAX_ITEM_CHARS = 100
+"""Longest item id a query accepts (rule set ids are far shorter)."""
+MAX_SEARCH_CHARS = 64
+"""Longest recipe search text."""
+MAX_TARGET_COUNT = 64
+"""Most units of an item a crafting tree or a craftable query may ask for."""
+MAX_TREE_DEPTH = 8
+"""Deepest crafting tree a query may ask for."""
+MAX_TREE_NODES = 200
+"""A crafting tree stops expanding after this many nodes (the answer says it was cut)."""
+MAX_RECIPES_PER_ITEM = 3
+"""A crafting tree shows at most this many ways to make each item (the simplest first)."""
+MAX_HISTORY_EVENTS = 200
+"""Most events one history query returns."""
+
+ItemId = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=MAX_ITEM_CHARS, description="an item id of the game's rule set, e.g. torch"
+    ),
+]
+Units = Annotated[
+    int, Field(strict=True, ge=1, le=MAX_TARGET_COUNT, description=f"how many units, 1 to {MAX_TARGET_COUNT}")
+]
+
+
+class _QueryModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ItemInfo(_QueryModel):
+    """Details of one item: its name, the recipes that make it and use it, its tags, its value as fuel."""
+
+    type: Literal["item_info"] = "item_info"
+    item: ItemId
+
+
+class RecipeSearch(_QueryModel):
+    """Find recipes whose id, result or result name contains the text (case-insensitive)."""
+
+    type: Literal["recipe_search"] = "recipe_search"
+    text: str = Field(
+        min_length=1, max_length=MAX_SEARCH_CHARS, description="text to look for, e.g. 'pickaxe' or 'iron'"
+    )
+    limit: int = Field(10, strict=True, ge=1, le=50, description="most recipes to return, 1 to 50")
+
+
+class PossibleCrafts(_QueryModel):
+    """Every recipe your hand can run now, with its largest run amount: in the craft phase your private
+    crafting hand, otherwise your public hand (what you could craft if the craft phase started now)."""
+
+    type: Literal["possible_crafts"] = "possible_crafts"
+    limit: int = Field(50, strict=True, ge=1, le=500, description="most recipes to return, 1 to 500")
+
+
+class CraftingTree(_QueryModel):
+    """How an item is made, recipe by recipe, down to items some hand holds or that no recipe makes."""
+
+    type: Literal["crafting_tree"] = "crafting_tree"
+    item: ItemId
+    count: Units = 1
+    depth: int = Field(
+        4,
+        strict=True,
+        ge=1,
+        le=MAX_TREE_DEPTH,
+        description=f"how many crafting levels to show, 1 to {MAX_TREE_DEPTH}",
+    )
+
+
+class Craftable(_QueryModel):
+    """Whether your hand can craft an item now (default: your target) and, if not, the fewest items to
+    obtain, from what the other players' public hands hold and from anywhere."""
+
+    type: Literal["craftable"] = "craftable"
+    item: ItemId | None = Field(None, description="the item to craft; null = your own target")
+    count: Units | None = Field(None, description="how many units; null = 1 (or your target's counts)")
+
+
+class History(_QueryModel):
+    """Events of your own log (the numbering ``n`` of the events you receive), oldest first."""
+
+    type: Literal["history"] = "history"
+    since_n: int = Field(0, strict=True, ge=0, description="the first event number n to return")
+    limit: int = Field(
+        50,
+        strict=True,
+        ge=1,
+        le=MAX_HISTORY_EVENTS,
+        description=f"most events to return, 1 to {MAX_HISTORY_EVENTS}",
+    )
+
+
+Query = ItemInfo | RecipeSearch | PossibleCrafts | CraftingTree | Craftable | History
+
+QUERY_MODELS: dict[str, type[BaseModel]] = {
+    "item_info": ItemInfo,
+    "recipe_search": RecipeSearch,
+    "possible_crafts": PossibleCrafts,
+    "crafting_tree": CraftingTree,
+    "craftable": Craftable,
+    "history": History,
+}
+"""Query type -> model, in a stable order."""
+
+
+def parse_query(obj: dict[str, Any] | str | bytes | BaseModel) -> Query:
+    """Validate JSON into one of the query models, or raise ``GameError("invalid_query")`` naming the
+    first bad field (details list every problem as ``{"field", "problem", "kind"}``)."""
+    return parse_tagged(obj, QUERY_MODELS, "invalid_query", "query")  # type: ignore[return-value]
+
+
+# ====================================================================================== context
+@dataclass(frozen=True)
+class QueryContext:
+    """What one viewer may see that a query needs, copied out of the game (no reference into it)."""
+
+    rules: RuleSet
+    seat: int | None
+    players: int
+    public_hands: tuple[Mapping[str, int], ...]
+    own_hand: Mapping[str, Fraction] | None = None  # crafting hand in the craft phase, else public hand
+    own_hand_kind: Literal["crafting", "public"] | None = None
+    target: Mapping[str, int] | None = None
+    events: tuple[dict[str, Any], ...] = ()  # history queries: the requested slice of the viewer's log
+    log_size: int = 0
+
+
+def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
+    """Copy what ``query`` needs and ``viewer`` (a seat, or None for a spectator) may see."""
+    if viewer is not None and (isinstance(viewer, bool) or not 0 <= viewer < game.players):
+        raise GameError(
+            "not_a_player",
+            f"Seat {viewer!r} is not a player of this game; seats are 0..{game.players - 1}.",
+            {"seat": viewer if isinstance(viewer, int) else str(viewer)},
+        )
+    hands = tuple(game.hands)
+    own_hand: dict[str, Fraction] | None = None
+    kind: Literal["crafting", "public"] | None = None
+    target = None
+    if viewer is not None:
+        crafting = game.crafting_hand(viewer)
+        if crafting is not None:
+            own_hand, kind = crafting, "crafting"
+        else:
+            own_hand, kind = {k: Fraction(v) for k, v in hands[viewer].items()}, "public"
+        target = game.target(viewer)
+    events: tuple[dict[str, Any], ...] = ()
+    if isinstance(query, History):
+        events = tuple(_log_slice(game, viewer, query.since_n, query.limit))
+    return QueryContext(
+        rules=game.rules,
+        seat=viewer,
+        players=game.players,
+        public_hands=hands,
+        own_hand=own_hand,
+        own_hand_kind=kind,
+        target=target,
+        events=events,
+        log_size=game.log_size(viewer),
+    )
+
+
+def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list[dict[str, Any]]:
+    """Events ``since_n`` .. ``since_n + limit - 1`` of the viewer's log, numbered like ``viewer_log``;
+    only the returned ones are copied."""
+    out: list[dict[str, Any]] = []
+    n = 0
+    for event in game.events:
+        if not visible_to(event, viewer):
+            continue
+        if n >= since_n:
+            record = for_viewer(event).to_dict()
+            del record["seq"]
+            out.append({"n": n, **record, "payload": _copy_json(record["payload"])})
+            if len(out) >= limit:
+                break
+        n += 1
+    return out
+
+
+def _copy_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+# ===================================================================================== answers
+def run_query(
+    game: Game, viewer: int | None, query: dict[str, Any] | str | bytes | BaseModel
+) -> dict[str, Any]:
+    """Answer ``query`` for ``viewer`` (a seat, or None for a spectator) from what it may see.
+
+    Raises ``GameError``: ``invalid_query`` (bad input), ``unknown_item``, ``not_a_player`` (a
+    spectator asking about its own hand or target). The answer is JSON-safe and starts with ``type``.
+    """
+    parsed = parse_query(query)
+    return answer_query(query_context(game, viewer, parsed), parsed)
+
+
+def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
+    """The answer to ``query`` from the copied context alone."""
+    handler = _ANSWERS[query.type]
+    return {"type": query.type, **handler(ctx, query)}
+
+
+def _item(ctx: QueryContext, raw: str, field_name: str) -> str:
+    item = ctx.rules.canonical(raw.strip())
+    if item not in ctx.rules.items:
+        raise GameError(
+            "unknown_item",
+            f"{raw!r} is not an item of rule set {ctx.rules.name}; use recipe_search to find item ids "
+            "(they look like 'oak_planks').",
+            {"field": field_name, "item": raw},
+        )
+    return item
+
+
+def _need_hand(ctx: QueryContext, what: str) -> tuple[Mapping[str, Fraction], str]:
+    if ctx.own_hand is None or ctx.own_hand_kind is None:
+        raise GameError(
+            "not_a_player",
+            f"Spectators hold no hand and no target, so they cannot ask {what}; ask about an item instead.",
+            {"query": what},
+        )
+    return ctx.own_hand, ctx.own_hand_kind
+
+
+def recipe_summary(rules: RuleSet, recipe: Recipe) -> dict[str, Any]:
+    """A recipe as a query answer shows it."""
+    return {
+        "recipe": recipe.id,
+        "type": recipe.type.value,
+        "result": recipe.result,
+        "count": recipe.count,
+        "ingredients": [{"options": list(ing.options), "count": ing.count} for ing in recipe.ingredients],
+        "burns_fuel": recipe.burns_fuel,
+        "text": recipe.describe(),
+    }
+
+
+def _answer_item_info(ctx: QueryContext, query: ItemInfo) -> dict[str, Any]:
+    item = _item(ctx, query.item, "item")
+    details = planner_for(ctx.rules).item_info(item).as_dict()
+    made_by = [ctx.rules.recipes[r] for r in details["made_by"][: MAX_RECIPES_PER_ITEM * 3]]
+    return {**details, "recipes": [recipe_summary(ctx.rules, r) for r in made_by]}
+
+
+def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, Any]:
+    rules = ctx.rules
+    text = rules.canonical(query.text.strip().lower()).replace(" ", "_")
+    if not text:
+        raise GameError(
+            "invalid_query", "Invalid query: field 'text' is blank; give some letters to look for."
+        )
+    phrase = text.replace("_", " ")
+    found = []
+    for recipe in rules.recipes.values():
+        name = rules.display_name(recipe.result).lower()
+        if text in recipe.id.lower() or text in recipe.result or phrase in name:
+            rank = 0 if recipe.result == text else 1 if recipe.result.startswith(text) else 2
+            found.append((rank, recipe.result, recipe.id, recipe))
+    found.sort(key=lambda entry: entry[:3])
+    shown = [recipe_summary(rules, entry[3]) for entry in found[: query.limit]]
+    return {"text": query.text, "recipes": shown, "total": len(found), "truncated": len(found) > len(shown)}
+
+
+def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
+    hand, kind = _need_hand(ctx, "what their hand can craft")
+    crafts = planner_for(ctx.rules).possible_crafts(hand)
+    shown = [c.as_dict() for c in crafts[: query.limit]]
+    return {
+        "hand": kind,
+        "crafts": shown,
+        "total": len(crafts),
+        "truncated": len(crafts) > len(shown),
+    }
+
+
+def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
+    hand, kind = _need_hand(ctx, "what their hand can craft")
+    if query.item is None:
+        if query.count is not None:
+            raise GameError(
+                "invalid_query",
+                "Invalid query: give 'item' with 'count' (without both, your target is used).",
+            )
+        assert ctx.target is not None
+        target = dict(ctx.target)
+    else:
+        target = {_item(ctx, query.item, "item"): query.count or 1}
+    others: dict[str, int] = {}
+    for seat, public in enumerate(ctx.public_hands):
+        if seat != ctx.seat:
+            for item, count in public.items():
+                others[item] = others.get(item, 0) + count
+    planner = planner_for(ctx.rules)
+    try:
+        plan = planner.plan(hand, target, available=others)
+        anywhere = {} if plan.craftable else planner.missing(hand, target)
+    except PlannerError as err:  # the models bound the input, so this is a rule set problem
+        code = "unknown_item" if isinstance(err, UnknownItemError) else "invalid_query"
+        raise GameError(code, err.message[0].upper() + err.message[1:] + ".", {"target": target}) from None
+    return {
+        "hand": kind,
+        "target": dict(sorted(target.items())),
+        "craftable": plan.craftable,
+        "steps": [s.as_dict() for s in plan.steps],
+        "missing_from_others": None if plan.missing is None else dict(sorted(plan.missing.items())),
+        "missing": None if anywhere is None else dict(sorted(anywhere.items())),
+        "with_missing_steps": [s.as_dict() for s in plan.missing_plan.steps] if plan.missing_plan else [],
+    }
+
+
+# --- the crafting tree -------------------------------------------------------------------------------
+class _Budget:
+    def __init__(self, nodes: int) -> None:
+        self.left = nodes
+        self.cut = False
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            self.cut = True
+            return False
+        self.left -= 1
+        return True
+
+
+def _answer_crafting_tree(ctx: QueryContext, query: CraftingTree) -> dict[str, Any]:
+    item = _item(ctx, query.item, "item")
+    budget = _Budget(MAX_TREE_NODES)
+    held: dict[str, Fraction] = {}
+    for public in ctx.public_hands:
+        for name, count in public.items():
+            held[name] = held.get(name, Fraction(0)) + count
+    if ctx.own_hand_kind == "crafting" and ctx.own_hand is not None and ctx.seat is not None:
+        # during crafting the viewer's own items are its crafting hand, not its public one
+        for name, count in ctx.public_hands[ctx.seat].items():
+            held[name] -= count
+        for name, qty in ctx.own_hand.items():
+            held[name] = held.get(name, Fraction(0)) + qty
+    budget.take()
+    tree = _tree_node(ctx, item, Fraction(query.count), query.depth, held, budget, (item,))
+    return {"tree": tree, "nodes": MAX_TREE_NODES - budget.left, "truncated": budget.cut}
+
+
+def _holders(ctx: QueryContext, item: str) -> list[int]:
+    return [seat for seat, hand in enumerate(ctx.public_hands) if hand.get(item, 0) > 0]
+
+
+def _tree_node(
+    ctx: QueryContext,
+    item: str,
+    need: Fraction,
+    depth: int,
+    held: Mapping[str, Fraction],
+    budget: _Budget,
+    path: tuple[str, ...],
+) -> dict[str, Any]:
+    rules = ctx.rules
+    node: dict[str, Any] = {"item": item, "need": fmt_qty(need), "held_by": _holders(ctx, item)}
+    if ctx.own_hand is not None:
+        node["you_hold"] = fmt_qty(ctx.own_hand.get(item, Fraction(0)))
+    recipes = rules.recipes_by_result.get(item, ())
+    node["recipes_total"] = len(recipes)
+    if held.get(item, 0) >= need:
+        node["stop"] = "held"
+        return node
+    if not recipes:
+        node["stop"] = "raw"
+        return node
+    if depth <= 0:
+        node["stop"] = "depth"
+        return node
+    levels = planner_for(rules).item_levels
+
+    def simplicity(recipe: Recipe) -> tuple[int, int, str]:
+        deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
+        return (deepest, len(recipe.ingredients), recipe.id)
+
+    node["recipes"] = []
+    for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
+        runs = need / recipe.count
+        way: dict[str, Any] = {
+            "recipe": recipe.id,
+            "runs": fmt_qty(runs),
+            "text": recipe.describe(),
+            "inputs": [],
+        }
+        for index, ing in enumerate(recipe.ingredients):
+            option = _pick_option(ing.options, held, levels)
+            amount = ing.count * runs
+            if option in path or not budget.take():
+                child = {
+                    "item": option,
+                    "need": fmt_qty(amount),
+                    "held_by": _holders(ctx, option),
+                    "stop": "cycle",
+                }
+                if option not in path:
+                    child["stop"] = "budget"
+            else:
+                child = _tree_node(ctx, option, amount, depth - 1, held, budget, (*path, option))
+            child["ingredient"] = index
+            if ing.is_choice:
+                child["options"] = list(ing.options[:20])
+            way["inputs"].append(child)
+        if recipe.burns_fuel:
+            way["fuel"] = {
+                "options_held": sorted(f for f in rules.fuels.burn_ticks if held.get(f, 0) > 0)[:20],
+                "coal_units": fmt_qty(runs * rules.fuels.units_per_run("coal"))
+                if "coal" in rules.fuels.burn_ticks
+                else None,
+            }
+        node["recipes"].append(way)
+    return node
+
+
+def _pick_option(options: tuple[str, ...], held: Mapping[str, Fraction], levels: Mapping[str, int]) -> str:
+    """The option a tree expands: one some hand holds (the most held), else the simplest to make."""
+    holding = [o for o in options if held.get(o, 0) > 0]
+    if holding:
+        return max(holding, key=lambda o: (held[o], o))
+    return min(options, key=lambda o: (levels.get(o, 0), o))
+
+
+def _answer_history(ctx: QueryContext, query: History) -> dict[str, Any]:
+    return {
+        "since_n": query.since_n,
+        "events": [dict(e) for e in ctx.events],
+        "log_size": ctx.log_size,
+        "more": bool(ctx.events) and ctx.events[-1]["n"] + 1 < ctx.log_size,
+    }
+
+
+_ANSWERS: dict[str, Any] = {
+    "item_info": _answer_item_info,
+    "recipe_search": _answer_recipe_search,
+    "possible_crafts": _answer_possible_crafts,
+    "crafting_tree": _answer_crafting_tree,
+    "craftable": _answer_craftable,
+    "history": _answer_history,
+}
+assert set(_ANSWERS) == set(QUERY_MODELS)

@@ -1,0 +1,243 @@
+"""In-phase queries (server/game/queries.py): answers agree with the planner, bad input gets a typed error,
+every cost is bounded, and no answer depends on anything the viewer may not see."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from craft_rules.loader import load_rule_set
+from craft_rules.planner import planner_for
+from craft_rules.tasks import TaskInstance
+from server.game import Game, GameError, GameSettings
+from server.game.events import viewer_log
+from server.game.queries import (
+    MAX_HISTORY_EVENTS,
+    MAX_TREE_NODES,
+    QUERY_MODELS,
+    parse_query,
+    run_query,
+)
+
+RULES = load_rule_set("minecraft")
+PLANNER = planner_for(RULES)
+DUEL = TaskInstance(
+    "q/1p_v_1p/duel#0",
+    "minecraft",
+    "1p_v_1p",
+    ({"oak_planks": 2, "iron_ingot": 1, "cobblestone": 1}, {"coal": 1, "iron_ingot": 1, "stick": 1}),
+    ({"torch": 1}, {"shears": 1}),
+)
+TRIO = TaskInstance(
+    "q/1p_v_1p_v_1p/trio#0",
+    "minecraft",
+    "1p_v_1p_v_1p",
+    (
+        {"oak_planks": 2, "iron_ingot": 1},
+        {"coal": 1, "iron_ingot": 1, "oak_planks": 2},
+        {"cobblestone": 2, "stick": 1},
+    ),
+    ({"torch": 1}, {"shears": 1}, {"crafting_table": 1}),
+)
+ALL_QUERIES: list[dict[str, Any]] = [
+    {"type": "item_info", "item": "torch"},
+    {"type": "recipe_search", "text": "torch", "limit": 5},
+    {"type": "possible_crafts"},
+    {"type": "crafting_tree", "item": "shears", "count": 2, "depth": 3},
+    {"type": "craftable"},
+    {"type": "craftable", "item": "crafting_table", "count": 1},
+    {"type": "history", "since_n": 0, "limit": 200},
+]
+
+
+def new(inst: TaskInstance = DUEL, **settings: Any) -> Game:
+    return Game.new(inst, GameSettings(**settings), RULES, 0)
+
+
+def to_craft_phase(game: Game) -> None:
+    game.apply(game.proposer, {"type": "pass"})
+    assert game.phase == "craft"
+
+
+def test_every_query_model_is_exercised() -> None:
+    assert {q["type"] for q in ALL_QUERIES} == set(QUERY_MODELS)
+
+
+def test_answers_agree_with_the_planner() -> None:
+    game = new()
+    info = run_query(game, 0, {"type": "item_info", "item": "minecraft:torch"})
+    assert {k: v for k, v in info.items() if k not in ("type", "recipes")} == PLANNER.item_info(
+        "torch"
+    ).as_dict()
+    assert [r["recipe"] for r in info["recipes"]] == info["made_by"]
+
+    crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
+    hand0 = {k: Fraction(v) for k, v in DUEL.hands[0].items()}
+    assert crafts["hand"] == "public"
+    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(hand0)]
+
+    craftable = run_query(game, 0, {"type": "craftable"})
+    plan = PLANNER.plan(hand0, {"torch": 1}, available={"coal": 1, "iron_ingot": 1, "stick": 1})
+    assert craftable["target"] == {"torch": 1} and craftable["craftable"] is False
+    assert craftable["missing_from_others"] == plan.missing == {"coal": 1}
+    assert craftable["missing"] == PLANNER.missing(hand0, {"torch": 1})
+    assert craftable["with_missing_steps"] == [s.as_dict() for s in plan.missing_plan.steps]  # type: ignore[union-attr]
+
+    # in the craft phase the seat's own crafting hand answers, and follows its crafts
+    to_craft_phase(game)
+    game.apply(0, {"type": "craft", "recipe": "stick", "runs": "1/2"})
+    crafting = {k: Fraction(v) for k, v in game.crafting_hand(0).items()}  # type: ignore[union-attr]
+    crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
+    assert crafts["hand"] == "crafting"
+    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(crafting)]
+    shears = run_query(game, 1, {"type": "craftable", "item": "shears"})
+    assert shears["craftable"] is False and shears["missing_from_others"] == {"iron_ingot": 1}
+    game.apply(1, {"type": "finish_crafting"})
+    # a target the hand can craft: the steps are the planner's and really run
+    game2 = new(
+        TaskInstance(
+            "q/1p_v_1p/rich#0", "minecraft", "1p_v_1p", ({"coal": 1, "stick": 1}, {"stick": 1}), DUEL.targets
+        )
+    )
+    yes = run_query(game2, 0, {"type": "craftable"})
+    assert yes["craftable"] is True and yes["missing"] == {} and yes["steps"]
+    assert yes["steps"] == [s.as_dict() for s in PLANNER.plan({"coal": 1, "stick": 1}, {"torch": 1}).steps]
+
+
+def test_recipe_search_and_tree_answers() -> None:
+    game = new()
+    found = run_query(game, None, {"type": "recipe_search", "text": "Iron Pickaxe", "limit": 3})
+    assert found["recipes"][0]["result"] == "iron_pickaxe"
+    many = run_query(game, None, {"type": "recipe_search", "text": "a", "limit": 50})
+    assert len(many["recipes"]) == 50 and many["truncated"] and many["total"] > 50
+    assert run_query(game, None, {"type": "recipe_search", "text": "zzzqqq"})["recipes"] == []
+
+    tree = run_query(game, 0, {"type": "crafting_tree", "item": "torch", "count": 4})["tree"]
+    assert tree["item"] == "torch" and tree["need"] == "4" and tree["you_hold"] == "0"
+    way = tree["recipes"][0]
+    assert way["recipe"] == "torch" and way["runs"] == "1"
+    inputs = {child["item"]: child for child in way["inputs"]}
+    # coal and a stick are held by seat 1: the tree stops there and says who holds them
+    assert inputs["coal"]["stop"] == "held" and inputs["coal"]["held_by"] == [1]
+    assert inputs["stick"]["stop"] == "held" and inputs["stick"]["held_by"] == [1]
+
+
+def test_costs_are_bounded() -> None:
+    game = new()
+    deep = run_query(game, 0, {"type": "crafting_tree", "item": "beacon", "count": 64, "depth": 8})
+    assert deep["nodes"] <= MAX_TREE_NODES
+    for item in ("beacon", "diamond_pickaxe", "piston", "enchanting_table"):
+        answer = run_query(game, 0, {"type": "crafting_tree", "item": item, "count": 64, "depth": 8})
+        assert answer["nodes"] <= MAX_TREE_NODES and len(json.dumps(answer)) < 400_000
+    too_much = [
+        {"type": "crafting_tree", "item": "torch", "count": 65},
+        {"type": "crafting_tree", "item": "torch", "depth": 9},
+        {"type": "recipe_search", "text": "x" * 65},
+        {"type": "recipe_search", "text": "x", "limit": 51},
+        {"type": "history", "limit": MAX_HISTORY_EVENTS + 1},
+        {"type": "item_info", "item": "x" * 101},
+        {"type": "craftable", "item": "torch", "count": 10**9},
+    ]
+    for query in too_much:
+        with pytest.raises(GameError) as caught:
+            run_query(game, 0, query)
+        assert caught.value.code == "invalid_query", query
+
+
+@pytest.mark.parametrize(
+    ("query", "code", "field"),
+    [
+        ({"type": "item_info"}, "invalid_query", "item"),
+        ({"type": "item_info", "item": "torch", "extra": 1}, "invalid_query", "extra"),
+        ({"type": "crafting_tree", "item": "torch", "count": "4"}, "invalid_query", "count"),
+        ({"type": "history", "since_n": -1}, "invalid_query", "since_n"),
+        ({"type": "teleport"}, "invalid_query", "type"),
+        ({"type": ["item_info"]}, "invalid_query", "type"),
+        ({"type": "item_info", "item": "unobtainium"}, "unknown_item", "item"),
+        ({"type": "craftable", "item": "unobtainium"}, "unknown_item", "item"),
+        ({"type": "craftable", "count": 2}, "invalid_query", None),
+        ({"type": "recipe_search", "text": "   "}, "invalid_query", None),
+    ],
+)
+def test_bad_queries_get_typed_errors(query: dict[str, Any], code: str, field: str | None) -> None:
+    game = new()
+    before = game.state_digest()
+    with pytest.raises(GameError) as caught:
+        run_query(game, 0, query)
+    assert caught.value.code == code, caught.value.to_dict()
+    assert caught.value.message.endswith(".")
+    if field is not None:
+        assert field in json.dumps(caught.value.to_dict())
+    assert game.state_digest() == before
+    with pytest.raises(GameError) as not_json:
+        parse_query("{not json")
+    assert not_json.value.code == "invalid_query"
+
+
+def test_spectators_have_no_hand_and_no_target() -> None:
+    game = new()
+    for query in ({"type": "possible_crafts"}, {"type": "craftable"}, {"type": "craftable", "item": "torch"}):
+        with pytest.raises(GameError) as caught:
+            run_query(game, None, query)
+        assert caught.value.code == "not_a_player"
+    tree = run_query(game, None, {"type": "crafting_tree", "item": "torch"})
+    assert "you_hold" not in json.dumps(tree)
+    assert run_query(game, None, {"type": "history"})["events"] == viewer_log(game.events, None)
+    with pytest.raises(GameError) as caught:
+        run_query(game, 5, {"type": "history"})
+    assert caught.value.code == "not_a_player"
+
+
+def test_history_pages_through_the_viewers_own_log() -> None:
+    game = new(TRIO, max_turns=6)
+    game.apply(0, {"type": "propose", "to": 1, "offer": {"iron_ingot": 1}, "request": {"coal": 1}})
+    game.apply(1, {"type": "decide", "accept": False, "message": "no"})
+    for seat in range(3):
+        game.apply(seat, {"type": "finish_crafting"})
+    for seat in (0, 1, 2):
+        whole = viewer_log(game.events, seat)
+        pages: list[dict[str, Any]] = []
+        since = 0
+        while True:
+            page = run_query(game, seat, {"type": "history", "since_n": since, "limit": 3})
+            pages += page["events"]
+            assert page["log_size"] == len(whole)
+            if not page["more"]:
+                break
+            since = page["events"][-1]["n"] + 1
+        assert pages == whole
+    assert not any(e["type"] == "proposed" for e in run_query(game, 2, {"type": "history"})["events"])
+
+
+def _answers(game: Game, viewer: int | None) -> str:
+    out = []
+    for query in ALL_QUERIES:
+        try:
+            out.append(run_query(game, viewer, query))
+        except GameError as err:
+            out.append(err.to_dict())
+    return json.dumps(out, sort_keys=True)
+
+
+def test_answers_never_depend_on_what_the_viewer_may_not_see() -> None:
+    """Two games that differ only in seat 0's private moves (a rejected proposal to seat 1, crafts,
+    a ToM report) give seat 2 and a spectator byte-identical answers to every query."""
+    quiet = new(TRIO, tom_orders=[[0], [], []])
+    busy = new(TRIO, tom_orders=[[0], [], []])
+    items = quiet.tom_items
+    quiet.apply(0, {"type": "report_tom", "v0": {i: 0 for i in items}})
+    busy.apply(0, {"type": "report_tom", "v0": {i: 10 for i in items}})
+    quiet.apply(0, {"type": "pass"})
+    busy.apply(0, {"type": "propose", "to": 1, "offer": {"iron_ingot": 1}, "request": {"coal": 1}})
+    busy.apply(1, {"type": "decide", "accept": False, "message": "a private no"})
+    assert quiet.phase == busy.phase == "craft"
+    busy.apply(0, {"type": "craft", "recipe": "stick", "runs": "1/2"})
+    busy.apply(1, {"type": "craft", "recipe": "crafting_table", "runs": "1/4"})
+    for viewer in (2, None):
+        assert _answers(quiet, viewer) == _answers(busy, viewer), viewer
+    # the parties' own answers do differ (so the comparison above could fail)
+    assert _answers(quiet, 0) != _answers(busy, 0)
+    assert _answers(quiet, 1) != _answers(busy, 1)
