@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,6 +23,7 @@ from craft_rules.tasks import (
     parse_instance_file,
 )
 from server.game import GameError, GameSettings
+from server.game.gamelog import encode_log
 
 DEFAULT_RULESET = "minecraft"
 
@@ -138,8 +141,9 @@ def run_play(
     names: list[str],
     seed: int,
     max_turns: int | None,
+    clock: Callable[[], float] | None = None,
 ) -> LocalResult:
-    """Play one game between the bots ``names`` (one per seat)."""
+    """Play one game between the bots ``names`` (one per seat); ``clock`` stamps its events."""
     instance = resolve_instance(ruleset, instance_ref, len(names))
     try:
         rules = load_rule_set(instance.ruleset)
@@ -149,7 +153,7 @@ def run_play(
     # each seat's bot gets its own seed, derived from the game seed, so seats do not mirror each other
     policies = [make_policy(name, derive_seed(seed, "seat", seat)) for seat, name in enumerate(names)]
     try:
-        result = play_local(instance, settings, rules, policies, seed)
+        result = play_local(instance, settings, rules, policies, seed, clock=clock)
     except (LocalPlayError, GameError) as err:
         raise PlayError(err.code, err.message) from err
     return result
@@ -175,6 +179,7 @@ def _text(outcome: dict[str, Any]) -> str:
             f"events      {outcome['events']} "
             f"({outcome['actions']} player actions, {outcome['timeouts']} timeouts)",
             f"log sha256  {outcome['log_sha256']}",
+            *([f"game log    {outcome['log']}"] if "log" in outcome else []),
         ]
     )
 
@@ -220,6 +225,13 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     default=None,
     help="also print the game as the narrator tells it to this seat",
 )
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="also write the game log (the researcher JSONL format the server exports) to this file",
+)
 @click.option("--json", "as_json", is_flag=True, is_eager=True, help="machine-readable output")
 @click.option(
     "--list-policies",
@@ -235,12 +247,13 @@ def play_command(
     seed: int,
     max_turns: int | None,
     narrate_seat: int | None,
+    log_path: Path | None,
     as_json: bool,
 ) -> None:
     """Play a headless local game between built-in bots and print the outcome.
 
     The outcome: winners, turns, number of events and the sha256 of the canonical event log (the same
-    arguments always give the same hash).
+    arguments always give the same hash). With --log, the game log also records when each event happened.
     """
     try:
         names = parse_players(players)
@@ -249,10 +262,22 @@ def play_command(
                 "unknown_player",
                 f"--narrate {narrate_seat} is not a seat; seats are 0..{len(names) - 1}.",
             )
-        result = run_play(ruleset, instance_ref, names, seed, max_turns)
+        if log_path is not None and log_path.parent and not log_path.parent.is_dir():
+            raise PlayError(
+                "invalid_log_path",
+                f"--log {log_path}: the folder {log_path.parent} does not exist; create it.",
+            )
+        result = run_play(ruleset, instance_ref, names, seed, max_turns, time.time if log_path else None)
     except PlayError as err:
         _fail(err, as_json)
     outcome: dict[str, Any] = {"ok": True, **result.summary(), "bots": names}
+    if log_path is not None:
+        seats = [{"seat": seat, "kind": "bot", "name": name, "bot": name} for seat, name in enumerate(names)]
+        bot_seeds = {f"seat{seat}": derive_seed(seed, "seat", seat) for seat in range(len(names))}
+        log = result.game_log(game_id=f"local-{result.game.instance.id}-{seed}", seats=seats, seeds=bot_seeds)
+        with log_path.open("w", encoding="utf-8") as handle:
+            handle.writelines(encode_log(log))
+        outcome["log"] = str(log_path)
     narration = None
     if narrate_seat is not None:
         narration = narrate_events(result.events, narrate_seat, result.game.rules)

@@ -1,7 +1,8 @@
 """Headless local games: drive :mod:`server.game` directly with one policy per seat.
 
-No server, no network, no clock: :func:`play_local` asks each awaited seat's policy for an action
-(with that seat's player view and legal action types), applies it, and repeats until the game ends.
+No server, no network and no clock unless one is injected: :func:`play_local` asks each awaited seat's
+policy for an action (with that seat's player view and legal action types), applies it, and repeats until
+the game ends.
 The order is fixed (awaited seats in seat order, one action each per round), so the same instance,
 settings, seed and policies always give the same event log and the same ``log_sha256``.
 
@@ -10,18 +11,31 @@ has ``observe(events: list[dict]) -> None`` is handed, before each of its moves 
 events its seat may see that are new since its last call, as viewer-log records numbered ``n`` in the
 seat's own log (:func:`server.game.events.viewer_log`, what a remote client receives): what an LLM agent
 turns into text with :func:`agents.narrator.observation`.
+
+With a ``clock`` (any ``() -> float`` of seconds since the epoch, e.g. ``time.time`` or a fake one in
+tests), every event is stamped when it happens and :meth:`LocalResult.game_log` gives the game in the
+researcher game-log format the server exports (:mod:`server.game.gamelog`), latencies included.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from craft_rules.model import RuleSet
+from craft_rules.provenance import package_versions
 from craft_rules.tasks import TaskInstance
 from server.game import Event, Game, GameError, GameSettings, Timeout, viewer_log
+from server.game.gamelog import (
+    GameLog,
+    InstanceRecord,
+    LogHeader,
+    LogSummary,
+    RuleSetRef,
+    replay_with_latencies,
+)
 from server.game.legal import legal_actions
 from server.game.views import player_view
 
@@ -78,6 +92,9 @@ class LocalResult:
     """Actions the policies sent (system timeouts not counted)."""
     timeouts: int
     game: Game = field(repr=False, compare=False)
+    times: list[float | None] = field(default_factory=list, repr=False, compare=False)
+    """When each event happened, by the injected clock (None without one)."""
+    created_at: float | None = field(default=None, compare=False)
 
     def summary(self) -> dict[str, Any]:
         """The JSON-safe outcome ``tradecraft play --json`` prints."""
@@ -95,6 +112,43 @@ class LocalResult:
             "log_sha256": self.log_sha256,
         }
 
+    def game_log(
+        self,
+        *,
+        game_id: str | None = None,
+        seats: Sequence[Mapping[str, Any]] = (),
+        seeds: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> GameLog:
+        """The game as a researcher game log (``source: local``), the same format the server exports.
+
+        ``seats`` describe who played each seat (``{"seat", "kind", "name", "bot" | "model", ...}``);
+        ``seeds`` adds e.g. the policies' seeds to the game's own (``"game"``).
+        """
+        game = self.game
+        times = self.times or [None] * len(self.events)
+        _, latencies = replay_with_latencies(
+            game.instance, game.settings, game.rules, game.seed, self.events, times
+        )
+        header = LogHeader(
+            game_id=game_id or f"local-{game.seed}",
+            source="local",
+            status="finished" if game.finished else "running",
+            created_at=self.created_at,
+            finished_at=times[-1] if game.finished and times else None,
+            settings=game.settings.model_dump(mode="json"),
+            ruleset=RuleSetRef(name=game.rules.name, content_hash=game.rules.content_hash),
+            instance=InstanceRecord.of(game.instance),
+            seeds={"game": game.seed, **(seeds or {})},
+            versions=package_versions(),
+            seats=[dict(seat) for seat in seats],
+            models=[
+                {"seat": seat.get("seat"), "model": seat["model"]} for seat in seats if seat.get("model")
+            ],
+            meta=dict(meta or {}),
+        )
+        return GameLog(header, list(self.events), list(times), latencies, summary=LogSummary.of(game))
+
 
 def derive_seed(seed: int, *parts: object) -> int:
     """A stable 63-bit seed for a part of a seeded run (e.g. one seat's bot), independent of hashing salt."""
@@ -110,13 +164,15 @@ def play_local(
     seed: int = 0,
     *,
     max_actions_per_phase: int = DEFAULT_MAX_ACTIONS_PER_PHASE,
+    clock: Callable[[], float] | None = None,
 ) -> LocalResult:
     """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
 
     ``seed`` seeds the game's own generator (e.g. a drawn first proposer); policies bring their own
     seeds. A policy's illegal action raises :class:`LocalPlayError` (the game as it was is
     ``error.game``); a phase that takes more than ``max_actions_per_phase`` actions is ended
-    by a system timeout with the game's configured policy.
+    by a system timeout with the game's configured policy. ``clock`` (seconds since the epoch) stamps
+    each event as it happens; the times are in ``result.times`` and the game log.
     """
     if len(policies) != instance.players:
         raise LocalPlayError(
@@ -125,7 +181,16 @@ def play_local(
             "give exactly one policy per seat.",
             details={"seats": instance.players, "policies": len(policies)},
         )
+    created_at = clock() if clock is not None else None
     game = Game.new(instance, settings, rules, seed)
+    times: list[float | None] = []
+
+    def stamp() -> None:
+        # the events since the last stamp happened now (one action's events share its time)
+        now = clock() if clock is not None else None
+        times.extend([now] * (len(game.events) - len(times)))
+
+    stamp()
     delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
     numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
     actions = timeouts = 0
@@ -159,6 +224,7 @@ def play_local(
                     details=err.details,
                     game=game,
                 ) from err
+            stamp()
             actions += 1
             if (game.turn, game.phase) != phase_key:
                 phase_key, phase_actions = (game.turn, game.phase), 0
@@ -166,6 +232,7 @@ def play_local(
                 phase_actions += 1
             if phase_actions >= max_actions_per_phase and not game.finished:
                 game.apply(None, Timeout(phase=game.phase, turn=game.turn))
+                stamp()
                 timeouts += 1
                 phase_key, phase_actions = (game.turn, game.phase), 0
     for seat in range(game.players):
@@ -179,4 +246,6 @@ def play_local(
         actions=actions,
         timeouts=timeouts,
         game=game,
+        times=times,
+        created_at=created_at,
     )

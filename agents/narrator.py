@@ -378,7 +378,13 @@ def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
         lines.append(_pending_text(pending, me, rules))
     history = _history_lines(view, rules)
     if history:
-        lines.append("Trade history:")
+        records = view["trade_history"]
+        if records and records[0]["turn"] > 1:  # views carry a bounded window of the latest turns
+            lines.append(
+                f"Trade history (turns {records[0]['turn']} onwards; earlier turns were told before):"
+            )
+        else:
+            lines.append("Trade history:")
         lines += history
     tom = view["tom"]
     if tom and tom["due"]:

@@ -10,7 +10,12 @@ What it measures (targets from issue 3: >= 20,000 actions/s; a 1,000-event game 
 - full games/s with the random bot (:class:`agents.bots.random_bot.RandomBot`, policy included);
 - replay speed: events/s over every recorded game, and ms to replay one game of >= 1,000 events;
 - views: us per player/spectator view, each seat's and the spectator's after every recorded action
-  (what the server builds after every change).
+  (what the server builds after every change);
+- view cost by game length: one long game (targets nobody can reach, so it never ends early) is
+  replayed to its state after 1,000, 5,000 and 20,000 events, and a round of views (every seat's and
+  the spectator's, from a cold per-state cache, as after a change) is timed there; flat within 1.5x
+  means a view's cost does not grow with the game. For comparison the same is timed with the history
+  window lifted (``VIEW_HISTORY_TURNS`` unbounded: what views cost when they carried the whole history).
 
 Instances: the shipped task instances of the rule set when there are any, else instances this script
 draws from the rule set's recipes (each player holds part of what some recipe needs).
@@ -33,9 +38,11 @@ from agents.bots.random_bot import RandomBot
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
-from server.game import Game, GameSettings, parse_action
+from server.game import Game, GameSettings, parse_action, views
 from server.game.legal import legal_actions
 from server.game.views import player_view, spectator_view
+
+VIEW_COST_LENGTHS = (1_000, 5_000, 20_000)
 
 
 def drawn_instances(rules: RuleSet, players: int, count: int, rng: random.Random) -> list[TaskInstance]:
@@ -71,11 +78,17 @@ def pick_instances(
     return drawn_instances(rules, players, count, rng), "drawn from recipes"
 
 
-def record_game(inst: TaskInstance, rules: RuleSet, settings: GameSettings, seed: int) -> tuple[Game, list]:
+def record_game(
+    inst: TaskInstance,
+    rules: RuleSet,
+    settings: GameSettings,
+    seed: int,
+    stop_after_events: int | None = None,
+) -> tuple[Game, list]:
     game = Game.new(inst, settings, rules, seed)
     rng = random.Random(seed)
     actions: list[tuple[int | None, dict[str, Any]]] = []
-    while not game.finished:
+    while not game.finished and (stop_after_events is None or len(game.events) < stop_after_events):
         seat = rng.choice(sorted(game.waiting_for()))
         # one random policy for the whole project: the bot, fed what a remote player sees
         bot = RandomBot(rng.getrandbits(63), rules=rules)
@@ -83,6 +96,53 @@ def record_game(inst: TaskInstance, rules: RuleSet, settings: GameSettings, seed
         game.apply(seat, action)
         actions.append((seat, action))
     return game, actions
+
+
+def endless_instance(inst: TaskInstance, rules: RuleSet) -> TaskInstance:
+    """``inst`` with every target replaced by an item no recipe makes and no hand holds: a game that only
+    ends at max_turns, however long."""
+    held = {item for hand in inst.hands for item in hand}
+    made = set(rules.recipes_by_result)
+    unreachable = sorted(item for item in rules.items if item not in made and item not in held)[0]
+    targets = tuple({unreachable: 1} for _ in inst.hands)
+    return TaskInstance(inst.id + "-endless", inst.ruleset, inst.mode, inst.hands, targets)
+
+
+def view_round_us(game: Game, rounds: int) -> float:
+    """Median us per view of one round (every seat + the spectator) from a cold per-state cache."""
+    samples = []
+    for _ in range(rounds):
+        game.state_cache().clear()  # as after a change: the shared parts are rebuilt once per state
+        t0 = time.perf_counter()
+        for viewer in range(game.players):
+            player_view(game, viewer)
+        spectator_view(game)
+        samples.append((time.perf_counter() - t0) / (game.players + 1))
+    return statistics.median(samples) * 1e6
+
+
+def view_cost_by_length(
+    rules: RuleSet, inst: TaskInstance, settings: GameSettings, seed: int
+) -> dict[str, Any]:
+    """us per view at each of VIEW_COST_LENGTHS events, with the history window and without it."""
+    longest = max(VIEW_COST_LENGTHS)
+    endless = endless_instance(inst, rules)
+    long_settings = settings.model_copy(update={"max_turns": 10_000})
+    game, _ = record_game(endless, rules, long_settings, seed, stop_after_events=longest)
+    log = [e.to_dict() for e in game.events]
+    if len(log) < longest:
+        raise SystemExit(f"the endless game ended after {len(log)} events; raise max_turns")
+    windowed, unbounded = {}, {}
+    window = views.VIEW_HISTORY_TURNS
+    for length in VIEW_COST_LENGTHS:
+        state = Game.replay(endless, long_settings, rules, seed, log[:length])
+        windowed[length] = round(view_round_us(state, 200), 1)
+        views.VIEW_HISTORY_TURNS = 10**9  # what views cost when they carried the whole history
+        try:
+            unbounded[length] = round(view_round_us(state, 20), 1)
+        finally:
+            views.VIEW_HISTORY_TURNS = window
+    return {"window_turns": window, "view_us_by_events": windowed, "unbounded_view_us_by_events": unbounded}
 
 
 def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
@@ -148,6 +208,7 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         Game.replay(long_game.instance, long_settings, rules, long_game.seed, long_log[:1000])
         first_thousand.append(time.perf_counter() - t0)
+    by_length = view_cost_by_length(rules, instances[0], settings, seed)
     outcomes = {}
     for game, _ in recorded:
         outcomes[game.end_reason] = outcomes.get(game.end_reason, 0) + 1
@@ -165,6 +226,7 @@ def run(rules: RuleSet, games: int, players: int, seed: int) -> dict[str, Any]:
         "games_per_s_random_policy": round(games / policy_seconds, 1),
         "actions_per_s_random_policy": round(n_actions / policy_seconds),
         "view_us": round(view_seconds / n_views * 1e6, 1),
+        **by_length,
         "replay_events_per_s": round(n_events / replay_seconds),
         "replay_1000_events_ms_median": round(statistics.median(first_thousand) * 1000, 2),
         "long_game_events": len(long_log),
@@ -206,6 +268,18 @@ def main() -> None:
             f"   {r['actions_per_s_random_policy']:>10,} actions/s (policy included)"
         )
         print(f"  views              {r['view_us']:>10} us per view (every seat + spectator, every action)")
+        costs, unbounded = r["view_us_by_events"], r["unbounded_view_us_by_events"]
+        figures = "   ".join(f"{costs[n]} us at {n:,}" for n in VIEW_COST_LENGTHS)
+        spread = max(costs.values()) / min(costs.values())
+        print(
+            f"  view by length     {figures} events   max/min {spread:.2f}x (target <= 1.5x; "
+            f"history window {r['window_turns']} turns)"
+        )
+        print(
+            "  without window     "
+            + "   ".join(f"{unbounded[n]} us at {n:,}" for n in VIEW_COST_LENGTHS)
+            + " events (the whole history in every view)"
+        )
         print(
             f"  replay             {r['replay_events_per_s']:>10,} events/s"
             f"   {r['replay_1000_events_ms_median']} ms for 1,000 events (target <= 50 ms)"

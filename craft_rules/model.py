@@ -7,6 +7,8 @@ written ``#planks`` wherever an item or a tag may stand.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -185,6 +187,38 @@ class RuleSet:
 
     def recipe(self, recipe_id: str) -> Recipe:
         return self.recipes[recipe_id]
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of everything that decides play (items, recipes, tags, fuels), not where it came from.
+
+        Game logs record it next to the rule set's name, so a replay can tell whether the rule set it
+        loads is the one the game was played with. Description and metadata are left out: they do not
+        change any craft.
+        """
+        recipes = [
+            {
+                "id": r.id,
+                "type": r.type.value,
+                "ingredients": [[list(i.options), i.count] for i in r.ingredients],
+                "result": r.result,
+                "count": r.count,
+                "cooking_time": r.cooking_time,
+            }
+            for r in sorted(self.recipes.values(), key=lambda r: r.id)
+        ]
+        content = {
+            "name": self.name,
+            "prefix": self.prefix,
+            "items": sorted(self.items),
+            "recipes": recipes,
+            "tags": {tag: sorted(items) for tag, items in sorted(self.tags.items())},
+            "fuels": [sorted(self.fuels.burn_ticks.items()), sorted(self.fuels.remainders.items())],
+            "smelt_ticks": self.fuels.smelt_ticks,
+            "starting_items": list(self.starting_items),
+        }
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def summary(self) -> dict[str, object]:
         by_type: dict[str, int] = {}

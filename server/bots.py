@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from server.auth import ServerError
+from server.game import Game
 
 POLICY_REGISTRY_GROUP = "tradecraft.policy_registry"
 
@@ -34,8 +35,19 @@ PolicyFactory = Callable[[str, int], SeatPolicy]
 (with ``code`` and ``message`` where it can) for a spec it does not know."""
 
 
-def bot_seed(game_seed: int, seat: int, seq: int = 0, attempt: int = 0) -> int:
-    """A stable 63-bit seed for the policy of ``seat`` (``seq``/``attempt`` > 0: a rebuilt policy)."""
+def bot_move_key(game: Game, seat: int) -> str:
+    """Where ``seat`` is in its own play: the turn, the phase and its crafts so far in this phase.
+
+    A seed keyed by this (not by the log position) gives the same moves for the same game seed: in the
+    craft phase every seat acts at once, so the log position of a seat's move depends on how the server's
+    threads interleaved the seats.
+    """
+    return f"{game.turn}:{game.phase}:{len(game.crafts_this_phase(seat))}"
+
+
+def bot_seed(game_seed: int, seat: int, seq: int | str = 0, attempt: int = 0) -> int:
+    """A stable 63-bit seed for the policy of ``seat`` (``seq``/``attempt`` > 0: a rebuilt policy; ``seq`` may
+    be a :func:`bot_move_key`)."""
     key = f"{game_seed}:{seat}:{seq}" + (f":{attempt}" if attempt else "")
     digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1

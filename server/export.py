@@ -1,33 +1,17 @@
-"""Exports of stored games: researcher JSONL per game, flat CSV tables across games, participant-safe JSONL.
+"""Exports of stored games: the researcher game log per game, tidy CSV tables, participant-safe JSONL.
 
-Functions the admin area calls (each reads the store and replays the log with ``server.game``):
+Functions the admin area and ``tradecraft export`` call (each reads the store and replays the game with
+``server.game``):
 
-- :func:`export_game_jsonl` — everything about one game: a header record, one record per event (with the
-  server time and the actor's response latency), and a summary record with the final researcher view.
-- :func:`export_csv_tables` — flat tables across games: games, turns, proposals, decisions, crafts,
-  tom_reports (one row per item value per order).
+- :func:`export_game_jsonl` — everything about one game in the researcher game-log format of
+  :mod:`server.game.gamelog` (the same format headless games write): header, events with server times and
+  response latencies, a summary with the final researcher view.
+- :func:`export_csv_tables` — the tidy tables of :mod:`analysis.tables` across games, built from those logs.
 - :func:`export_participant` — one game as one seat saw it: only events visible to that seat, its own target,
   no other seat's model, prompt, user id or latency, no seeds; ends with that seat's final view.
 
-The ``tradecraft export`` command writes them to a directory. Exports never carry credentials: keys that look
-like tokens, passwords, secrets or cookies are dropped from any stored metadata before it is written.
-
-Response latency (``latency``, seconds) is defined on the replayed game: a seat starts waiting when it enters
-``Game.waiting_for()`` (or right after its own previous action while it stays awaited, e.g. between crafts);
-the first event of the seat's next action gets ``latency = time(event) - time(start of waiting)``. Follow-up
-events of the same action (same actor, same stored time), system events and events a seat causes while not
-awaited (e.g. resigning) have ``latency: null``.
-
-Researcher JSONL records (one JSON object per line, ``record`` says which):
-
-- ``header``: export ("researcher"), schema_version, exported_at (ISO 8601 UTC), tradecraft_version, game_id,
-  status, mode, hall, ruleset, instance_id, created_at/started_at/finished_at/updated_at, settings (the
-  GameSettings snapshot), seeds ({"game": seed, plus any ``<name>_seed`` metadata}), seats (as stored, minus
-  credentials), models ([{seat, model, prompt_version, ...}] for seats that carry them), instance ({hands,
-  targets}), events (count), replay ({ok, error}), meta (any other stored metadata).
-- ``event``: the stored event (seq, type, actor, payload, visibility, time) plus ``latency``.
-- ``summary``: phase, turn, finished, winners, end_reason, log_digest, state_digest and final_state (the
-  engine's researcher view) — only the counts when the game could not be replayed.
+Exports never carry credentials: keys that look like tokens, passwords, secrets or cookies are dropped from
+any stored metadata before it is written.
 
 Participant JSONL: a ``header`` (game, seat, rule set, instance id, public rules, ``your_target``, the seats'
 public names and kinds), the ``event`` records visible to the seat (latency only on its own actions) and a
@@ -36,29 +20,40 @@ final ``view`` record: exactly ``server.game.views.player_view(game, seat)``.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
+from analysis.tables import csv_tables
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.model import RuleSet
+from craft_rules.provenance import package_versions
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
 from server.game import Game, GameError, GameSettings
-from server.game.views import player_view, researcher_view
+from server.game.events import Event, viewer_log, visible_to
+from server.game.gamelog import (
+    GameLog,
+    GameLogError,
+    InstanceRecord,
+    LogHeader,
+    LogSummary,
+    RuleSetRef,
+    encode_log,
+    replay_with_latencies,
+)
+from server.game.views import player_view
 from server.store import Store, StoreError
 
-#: Version of the export format. Bump on any change a reader would notice.
-EXPORT_SCHEMA_VERSION = 1
+#: Version of the participant export format. Bump on any change a reader would notice. (The researcher
+#: export is the game log: ``server.game.gamelog.GAME_LOG_SCHEMA_VERSION``.)
+PARTICIPANT_SCHEMA_VERSION = 1
 
 #: Metadata keys whose values are never exported (matched anywhere in the key, case-insensitively).
 CREDENTIAL_KEY = re.compile(r"token|passw|secret|api_?key|auth|cookie|session|credential|hash", re.IGNORECASE)
@@ -74,33 +69,6 @@ MODEL_KEYS = (
     "reasoning",
     "agent",
 )
-
-#: Columns of every CSV table, declared once.
-CSV_COLUMNS: dict[str, tuple[str, ...]] = {
-    "games": (
-        "game_id", "status", "mode", "hall", "ruleset", "instance_id", "seed", "players", "seat_kinds",
-        "seat_names", "seat_models", "created_at", "finished_at", "turns", "winners", "end_reason", "events",
-        "replay_ok",
-    ),
-    "turns": (
-        "game_id", "turn", "proposer", "outcome", "partner", "started_at", "ended_at", "duration_s",
-        "hands_after",
-    ),
-    "proposals": (
-        "game_id", "turn", "seq", "time", "proposer", "to", "offer", "request", "offer_units",
-        "request_units", "message", "status", "reply", "decision_reason", "latency_s",
-    ),
-    "decisions": (
-        "game_id", "turn", "seq", "time", "proposer", "seat", "accept", "message", "reason", "latency_s",
-    ),
-    "crafts": (
-        "game_id", "turn", "seq", "time", "seat", "recipe", "runs", "choices", "fuel", "consumed", "produced",
-        "latency_s",
-    ),
-    "tom_reports": (
-        "game_id", "turn", "seq", "time", "seat", "order", "opponent_seat", "item", "value", "latency_s",
-    ),
-}  # fmt: skip
 
 
 class ExportError(Exception):
@@ -118,22 +86,16 @@ class ExportError(Exception):
 
 # ------------------------------------------------------------------------------------------ loading a game
 @dataclass
-class GameLog:
-    """One stored game, replayed: metadata, event records, the replayed Game (None if replay failed)."""
+class StoredGame:
+    """One stored game as a game log, and the replayed Game (None if replay failed, with the reason)."""
 
-    game_id: str
-    meta: dict[str, Any]
-    events: list[dict[str, Any]]
-    game: Game | None = None
-    instance: TaskInstance | None = None
-    replay_error: dict[str, Any] | None = None
-    latencies: dict[int, float | None] = field(default_factory=dict)
+    log: GameLog
+    game: Game | None
+    replay_error: dict[str, Any] | None
 
     @property
-    def players(self) -> int:
-        if self.instance is not None:
-            return self.instance.players
-        return len(self.meta.get("seats") or [])
+    def game_id(self) -> str:
+        return self.log.game_id
 
 
 def _instance_for(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
@@ -158,14 +120,32 @@ def _instance_for(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
     return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
 
 
+#: Stored metadata with a place of its own in the log header (the rest goes under ``meta``).
+_HEADER_OWN_META = frozenset(
+    ("game_id", "status", "created_at", "finished_at", "settings", "ruleset", "ruleset_hash", "instance",
+     "instance_id", "instance_root", "seed", "seats")
+)  # fmt: skip
+
+_REPLAY_ERRORS = (
+    GameError,
+    GameLogError,
+    RuleSetError,
+    ValidationError,
+    KeyError,
+    ValueError,
+    TypeError,
+    OSError,
+)
+
+
 def load_game_log(
     store: Store, game_id: str, *, rules: RuleSet | Callable[[str], RuleSet] | None = None
-) -> GameLog:
-    """Read a game and its events and replay them, computing response latencies.
+) -> StoredGame:
+    """Read a game and its events, replay them and build its game log (with response latencies).
 
     ``rules`` overrides how the rule set is found (a RuleSet, or a function of its name); by default it is
     ``craft_rules.loader.load_rule_set``. A game that cannot be replayed (missing instance or rule set, a log
-    from another version) still exports its events; ``replay_error`` then says why.
+    from another version) still gets a log with its events; ``replay_error`` then says why.
     """
     meta = store.get_game(game_id)
     if meta is None:
@@ -174,52 +154,55 @@ def load_game_log(
             f"there is no game {game_id!r} in the store; list them with --status",
             {"game_id": game_id},
         )
-    log = GameLog(game_id, dict(meta), list(store.load_events(game_id)))
+    ruleset_hash = meta.get("ruleset_hash")  # before scrubbing: "hash" looks like a credential key
+    meta = _scrub(dict(meta))
+    records = list(store.load_events(game_id))
+    events = [Event.from_dict(record) for record in records]
+    times = [_stamp(record.get("time")) for record in records]
+    latencies: list[float | None] = [None] * len(events)
+    game: Game | None = None
+    replay_error: dict[str, Any] | None = None
+    instance: TaskInstance | None = None
+    rule_set: RuleSet | None = None
+    raw_settings = meta.get("settings") or {}
+    ruleset = str(raw_settings.get("ruleset") or meta.get("ruleset") or "")
     try:
-        settings = GameSettings.model_validate(meta.get("settings") or {})
-        ruleset = settings.ruleset or str(meta.get("ruleset") or "")
+        settings = GameSettings.model_validate(raw_settings)
+        ruleset = settings.ruleset or ruleset
+        instance = _instance_for(meta, ruleset)
         rule_set = rules if isinstance(rules, RuleSet) else (rules or load_rule_set)(ruleset)
-        log.instance = _instance_for(meta, ruleset)
-        log.game, log.latencies = _replay_with_latencies(
-            log.instance, settings, rule_set, int(meta.get("seed") or 0), log.events
-        )
-    except (GameError, RuleSetError, ValidationError, KeyError, ValueError, TypeError, OSError) as exc:
-        code = exc.code if isinstance(exc, GameError) else type(exc).__name__
-        log.replay_error = {"code": code, "message": str(exc)}
-    return log
-
-
-def _replay_with_latencies(
-    instance: TaskInstance,
-    settings: GameSettings,
-    rules: RuleSet,
-    seed: int,
-    events: Sequence[Mapping[str, Any]],
-) -> tuple[Game, dict[int, float | None]]:
-    """Replay event by event, noting when each seat started waiting (see the module docstring)."""
-    game = Game(instance, settings, rules, seed)
-    waiting_since: dict[int, float] = {}
-    latencies: dict[int, float | None] = {}
-    previous: Mapping[str, Any] | None = None
-    for record in events:
-        waiting_before = game.waiting_for()
-        actor, stamp = record.get("actor"), record.get("time")
-        same_action = (
-            previous is not None and previous.get("actor") == actor and previous.get("time") == stamp
-        )
-        latency = None
-        responding = actor is not None and actor in waiting_before and actor in waiting_since
-        if responding and not same_action and isinstance(stamp, int | float):
-            latency = round(max(0.0, stamp - waiting_since[actor]), 6)
-        latencies[int(record["seq"])] = latency
-        game.apply_events([record])
-        waiting_after = game.waiting_for()
-        if isinstance(stamp, int | float):
-            for seat in waiting_after:
-                if seat not in waiting_before or seat == actor:
-                    waiting_since[seat] = float(stamp)
-        previous = record
-    return game, latencies
+        game, latencies = replay_with_latencies(instance, settings, rule_set, _game_seed(meta), events, times)
+    except _REPLAY_ERRORS as exc:
+        code = exc.code if isinstance(exc, GameError | GameLogError) else type(exc).__name__
+        replay_error = {"code": code, "message": str(exc)}
+        latencies = [None] * len(events)
+        game = None
+    seats = [s for s in meta.get("seats") or [] if isinstance(s, Mapping)]
+    header = LogHeader(
+        game_id=game_id,
+        source="server",
+        status=meta.get("status"),
+        created_at=meta.get("created_at"),
+        finished_at=meta.get("finished_at"),
+        exported_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        settings=raw_settings,
+        ruleset=RuleSetRef(
+            name=ruleset,
+            # recorded when the game was created; else the rule set it replays with now
+            content_hash=ruleset_hash or (rule_set.content_hash if game is not None else None),
+        ),
+        instance=InstanceRecord.of(instance) if instance is not None else None,
+        seeds=_seeds(meta),
+        versions=package_versions(),
+        seats=seats,
+        models=_models(seats),
+        meta={k: v for k, v in meta.items() if k not in _HEADER_OWN_META},
+    )
+    summary = (
+        LogSummary.of(game) if game is not None else LogSummary.unreplayable(len(events), replay_error or {})
+    )
+    log = GameLog(header, events, times, latencies, summary=summary)
+    return StoredGame(log, game, replay_error)
 
 
 # -------------------------------------------------------------------------------------------------- helpers
@@ -232,8 +215,13 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def _line(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+def _stamp(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _game_seed(meta: Mapping[str, Any]) -> int:
+    seed = meta.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
 
 
 def _now_iso() -> str:
@@ -241,10 +229,7 @@ def _now_iso() -> str:
 
 
 def tradecraft_version() -> str:
-    try:
-        return metadata.version("tradecraft")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return package_versions().get("tradecraft", "unknown")
 
 
 def _seeds(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -266,67 +251,15 @@ def _models(seats: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return models
 
 
-_HEADER_META_KEYS = (
-    "status", "mode", "hall", "ruleset", "instance_id", "created_at", "started_at", "finished_at",
-    "updated_at",
-)  # fmt: skip
-
-
-#: Metadata already in the header under its own key (the rest is carried under "meta").
-_HEADER_EXCLUDED_META = frozenset((*_HEADER_META_KEYS, "game_id", "seed", "settings", "seats", "instance"))
-
-
 # --------------------------------------------------------------------------------------- researcher JSONL
 def export_game_jsonl(
     store: Store, game_id: str, *, rules: RuleSet | Callable[[str], RuleSet] | None = None
 ) -> Iterator[str]:
-    """Everything about one game as JSON lines (each ending in a newline): header, events, summary.
+    """Everything about one game as game-log lines (each ending in a newline): header, events, summary.
 
     Raises :class:`ExportError` ``unknown_game`` before yielding anything.
     """
-    log = load_game_log(store, game_id, rules=rules)
-    return _researcher_lines(log)
-
-
-def _researcher_lines(log: GameLog) -> Iterator[str]:
-    meta = _scrub(log.meta)
-    seats = meta.get("seats") or []
-    header: dict[str, Any] = {
-        "record": "header",
-        "export": "researcher",
-        "schema_version": EXPORT_SCHEMA_VERSION,
-        "exported_at": _now_iso(),
-        "tradecraft_version": tradecraft_version(),
-        "game_id": log.game_id,
-        **{key: meta.get(key) for key in _HEADER_META_KEYS},
-        "settings": meta.get("settings"),
-        "seeds": _seeds(meta),
-        "seats": seats,
-        "models": _models(seats),
-        "instance": log.instance.to_json() if log.instance is not None else meta.get("instance"),
-        "events": len(log.events),
-        "replay": {"ok": log.replay_error is None, "error": log.replay_error},
-        "meta": {k: v for k, v in meta.items() if k not in _HEADER_EXCLUDED_META},
-    }
-    yield _line(header)
-    for record in log.events:
-        yield _line({"record": "event", **record, "latency": log.latencies.get(int(record["seq"]))})
-    summary: dict[str, Any] = {"record": "summary", "game_id": log.game_id, "events": len(log.events)}
-    if log.game is not None:
-        game = log.game
-        summary.update(
-            {
-                "phase": game.phase,
-                "turn": game.turn,
-                "finished": game.finished,
-                "winners": game.winners,
-                "end_reason": game.end_reason,
-                "log_digest": game.log_digest(),
-                "state_digest": game.state_digest(),
-                "final_state": researcher_view(game),
-            }
-        )
-    yield _line(summary)
+    return encode_log(load_game_log(store, game_id, rules=rules).log)
 
 
 # ------------------------------------------------------------------------------------------ participant
@@ -338,30 +271,24 @@ def export_participant(
     Raises :class:`ExportError` ``unknown_game`` / ``unknown_seat`` / ``replay_failed`` before yielding
     anything: a participant export is built from the seat's view, so it needs a game that replays.
     """
-    log = load_game_log(store, game_id, rules=rules)
-    if log.game is None:
+    stored = load_game_log(store, game_id, rules=rules)
+    if stored.game is None:
         raise ExportError(
             "replay_failed",
-            f"game {game_id!r} cannot be replayed ({(log.replay_error or {}).get('message')}), so no "
+            f"game {game_id!r} cannot be replayed ({(stored.replay_error or {}).get('message')}), so no "
             "participant view can be built; export it for researchers instead",
-            {"game_id": game_id, "error": log.replay_error},
+            {"game_id": game_id, "error": stored.replay_error},
         )
-    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < log.game.players:
+    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < stored.game.players:
         raise ExportError(
             "unknown_seat",
-            f"seat {seat!r} is not a player of game {game_id!r}; seats are 0..{log.game.players - 1}",
+            f"seat {seat!r} is not a player of game {game_id!r}; seats are 0..{stored.game.players - 1}",
             {"game_id": game_id, "seat": seat},
         )
-    return _participant_lines(log, log.game, seat)
-
-
-def _visible(record: Mapping[str, Any], seat: int) -> bool:
-    visibility = record.get("visibility", "public")
-    return visibility == "public" or (isinstance(visibility, list) and seat in visibility)
+    return _participant_lines(stored.log, stored.game, seat)
 
 
 def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
-    seats = log.meta.get("seats") or []
     public_seats = [
         {
             "seat": s.get("seat"),
@@ -369,20 +296,19 @@ def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
             "name": s.get("name"),
             "bot": s.get("bot") or s.get("takeover"),
         }
-        for s in seats
-        if isinstance(s, Mapping)
+        for s in log.header.seats
     ]
     view = player_view(game, seat)
     header = {
         "record": "header",
         "export": "participant",
-        "schema_version": EXPORT_SCHEMA_VERSION,
+        "schema_version": PARTICIPANT_SCHEMA_VERSION,
         "exported_at": _now_iso(),
         "tradecraft_version": tradecraft_version(),
         "game_id": log.game_id,
         "seat": seat,
-        "status": log.meta.get("status"),
-        "mode": log.meta.get("mode"),
+        "status": log.header.status,
+        "mode": log.header.instance.mode if log.header.instance is not None else None,
         "ruleset": view["ruleset"],
         "instance_id": game.instance.id,  # exports keep it; views do not
         "players": view["players"],
@@ -392,195 +318,22 @@ def _participant_lines(log: GameLog, game: Game, seat: int) -> Iterator[str]:
         "seats": public_seats,
     }
     yield _line(header)
-    for record in log.events:
-        if _visible(record, seat):
-            own = record.get("actor") == seat
-            yield _line(
-                {
-                    "record": "event",
-                    **{
-                        k: record[k]
-                        for k in ("seq", "type", "actor", "payload", "visibility", "time")
-                        if k in record
-                    },
-                    "latency": log.latencies.get(int(record["seq"])) if own else None,
-                }
-            )
+    # exactly the events the seat received while playing (viewer_log): numbered by its own log (``n``)
+    # since global seqs would count, by their gaps, other seats' private events; researcher-only keys dropped
+    visible = [i for i, event in enumerate(log.events) if visible_to(event, seat)]
+    received = viewer_log([log.events[i] for i in visible], seat)
+    for index, record in zip(visible, received, strict=True):
+        own = log.events[index].actor == seat
+        latency = log.latencies[index] if own else None
+        yield _line({"record": "event", **record, "time": log.times[index], "latency": latency})
     yield _line({"record": "view", **view})
 
 
+def _line(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 # ------------------------------------------------------------------------------------------------- CSV
-def _units(counts: Mapping[str, Any]) -> int:
-    return sum(int(v) for v in counts.values())
-
-
-def _json_cell(value: Any) -> str:
-    return (
-        "" if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    )
-
-
-def csv_rows(log: GameLog) -> dict[str, list[dict[str, Any]]]:
-    """One game's rows for every table of :data:`CSV_COLUMNS` (values not yet stringified)."""
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in CSV_COLUMNS}
-    gid = log.game_id
-    turn = 0
-    turn_rows: dict[int, dict[str, Any]] = {}
-    proposal_rows: dict[int, dict[str, Any]] = {}  # by turn (one proposal per turn at most)
-    last_time: float | None = None
-    for record in log.events:
-        kind, payload = record["type"], record.get("payload") or {}
-        seq, stamp = record["seq"], record.get("time")
-        latency = log.latencies.get(int(seq))
-        common = {"game_id": gid, "seq": seq, "time": stamp}
-        if "turn" in payload and isinstance(payload["turn"], int):
-            turn = payload["turn"]
-        if kind == "phase_started" and turn not in turn_rows:
-            turn_rows[turn] = {
-                "game_id": gid,
-                "turn": turn,
-                "proposer": payload.get("proposer"),
-                "outcome": "in_progress",
-                "partner": None,
-                "started_at": stamp,
-                "ended_at": None,
-                "duration_s": None,
-                "hands_after": None,
-            }
-            rows["turns"].append(turn_rows[turn])
-        current_turn = turn_rows.get(turn)
-        if kind == "passed" and current_turn is not None:
-            current_turn["outcome"] = "passed"
-        elif kind == "proposed":
-            row = {
-                **common,
-                "turn": turn,
-                "proposer": payload.get("proposer"),
-                "to": payload.get("to"),
-                "offer": _json_cell(payload.get("offer")),
-                "request": _json_cell(payload.get("request")),
-                "offer_units": _units(payload.get("offer") or {}),
-                "request_units": _units(payload.get("request") or {}),
-                "message": payload.get("message", ""),
-                "status": "pending",
-                "reply": None,
-                "decision_reason": None,
-                "latency_s": latency,
-            }
-            proposal_rows[turn] = row
-            rows["proposals"].append(row)
-            if current_turn is not None:
-                current_turn.update(outcome="proposed", partner=payload.get("to"))
-        elif kind == "decided":
-            accept = bool(payload.get("accept"))
-            rows["decisions"].append(
-                {
-                    **common,
-                    "turn": turn,
-                    "proposer": payload.get("proposer"),
-                    "seat": payload.get("seat"),
-                    "accept": accept,
-                    "message": payload.get("message", ""),
-                    "reason": payload.get("reason"),
-                    "latency_s": latency,
-                }
-            )
-            if turn in proposal_rows:
-                proposal_rows[turn].update(
-                    status="accepted" if accept else "rejected",
-                    reply=payload.get("message", ""),
-                    decision_reason=payload.get("reason"),
-                )
-            if current_turn is not None:
-                current_turn["outcome"] = "traded" if accept else "rejected"
-        elif kind == "proposal_cancelled":
-            if turn in proposal_rows:
-                proposal_rows[turn].update(status="cancelled", decision_reason=payload.get("reason"))
-            if current_turn is not None:
-                current_turn["outcome"] = "cancelled"
-        elif kind == "crafted":
-            rows["crafts"].append(
-                {
-                    **common,
-                    "turn": turn,
-                    "seat": payload.get("seat"),
-                    "recipe": payload.get("recipe"),
-                    "runs": payload.get("runs"),
-                    "choices": _json_cell(payload.get("choices")),
-                    "fuel": payload.get("fuel"),
-                    "consumed": _json_cell(payload.get("consumed")),
-                    "produced": _json_cell(payload.get("produced")),
-                    "latency_s": latency,
-                }
-            )
-        elif kind == "tom_reported":
-            rows["tom_reports"].extend(_tom_rows(common, turn, payload, latency))
-        elif kind == "hands_revealed" and current_turn is not None:
-            current_turn["hands_after"] = _json_cell(payload.get("hands"))
-        elif (
-            kind in ("turn_ended", "game_ended")
-            and current_turn is not None
-            and current_turn["ended_at"] is None
-        ):
-            current_turn["ended_at"] = stamp
-            if isinstance(stamp, int | float) and isinstance(current_turn["started_at"], int | float):
-                current_turn["duration_s"] = round(stamp - current_turn["started_at"], 6)
-        if isinstance(stamp, int | float):
-            last_time = stamp
-    rows["games"].append(_game_row(log, len(turn_rows), last_time))
-    return rows
-
-
-def _tom_rows(
-    common: Mapping[str, Any], turn: int, payload: Mapping[str, Any], latency: float | None
-) -> Iterator[dict[str, Any]]:
-    seat = payload.get("seat")
-    base = {**common, "turn": turn, "seat": seat, "latency_s": latency}
-    for item, value in sorted((payload.get("v0") or {}).items()):
-        yield {**base, "order": 0, "opponent_seat": None, "item": item, "value": value}
-    for order, key in ((1, "v1"), (2, "v2")):
-        for opponent, values in sorted((payload.get(key) or {}).items(), key=lambda kv: int(kv[0])):
-            for item, value in sorted(values.items()):
-                yield {**base, "order": order, "opponent_seat": int(opponent), "item": item, "value": value}
-
-
-def _game_row(log: GameLog, turns: int, last_time: float | None) -> dict[str, Any]:
-    meta = log.meta
-    seats = [s for s in meta.get("seats") or [] if isinstance(s, Mapping)]
-    game = log.game
-    settings = meta.get("settings") or {}
-    return {
-        "game_id": log.game_id,
-        "status": meta.get("status"),
-        "mode": meta.get("mode"),
-        "hall": meta.get("hall"),
-        "ruleset": meta.get("ruleset") or settings.get("ruleset"),
-        "instance_id": meta.get("instance_id"),
-        "seed": meta.get("seed"),
-        "players": log.players,
-        "seat_kinds": ";".join(str(s.get("kind") or "") for s in seats),
-        "seat_names": ";".join(str(s.get("name") or "") for s in seats),
-        "seat_models": ";".join(str(s.get("model") or s.get("bot") or "") for s in seats),
-        "created_at": meta.get("created_at"),
-        "finished_at": meta.get("finished_at") or (last_time if game is not None and game.finished else None),
-        "turns": turns,
-        "winners": ";".join(str(s) for s in game.winners) if game is not None else None,
-        "end_reason": game.end_reason if game is not None else None,
-        "events": len(log.events),
-        "replay_ok": log.replay_error is None,
-    }
-
-
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list):
-        return _json_cell(value)
-    return value
-
-
 def export_csv_tables(
     store: Store,
     game_ids: Iterable[str],
@@ -588,25 +341,14 @@ def export_csv_tables(
     rules: RuleSet | Callable[[str], RuleSet] | None = None,
     progress: Callable[[Iterable[str]], Iterable[str]] | None = None,
 ) -> dict[str, str]:
-    """CSV text per table name (see :data:`CSV_COLUMNS`), rows of every game in ``game_ids`` in that order.
+    """CSV text per table of :mod:`analysis.tables`, rows of every game in ``game_ids`` in that order.
 
-    JSON-valued cells (offers, hands, choices) hold compact JSON; booleans are ``true``/``false``; missing
-    values are empty. ``progress`` may wrap the game ids (e.g. ``tqdm``).
+    ``progress`` may wrap the game ids (e.g. ``tqdm``).
     """
-    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in CSV_COLUMNS}
     ids = list(game_ids)
-    for game_id in progress(ids) if progress else ids:
-        for name, rows in csv_rows(load_game_log(store, game_id, rules=rules)).items():
-            tables[name].extend(rows)
-    out: dict[str, str] = {}
-    for name, columns in CSV_COLUMNS.items():
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        for row in tables[name]:
-            writer.writerow({column: _cell(row.get(column)) for column in columns})
-        out[name] = buffer.getvalue()
-    return out
+    return csv_tables(
+        load_game_log(store, game_id, rules=rules).log for game_id in (progress(ids) if progress else ids)
+    )
 
 
 # ------------------------------------------------------------------------------------------------- CLI

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.tasks import TC_GAMES_DIR, instance_set_ids, iter_instances
 from server.auth import Principal, ServerError, parse_count
 from server.bots import BotRegistry
@@ -142,6 +143,8 @@ class Lobby:
             "title": hall.title or hall_name,
             "mode": hall.mode_name,
             "ruleset": hall.ruleset,
+            # game logs record it, so a replay can tell whether the rule set has changed since
+            "ruleset_hash": _ruleset_hash(hall.ruleset),
             "instance_id": instance.id,
             "instance_root": str(root) if root else None,
             "instance_choice": choice,
@@ -358,3 +361,11 @@ def summarize(meta: dict[str, Any], seats: list[SeatState]) -> dict[str, Any]:
         "winners": meta.get("winners"),
         "created_at": meta.get("created_at"),
     }
+
+
+def _ruleset_hash(name: str) -> str | None:
+    """The content hash of a hall's rule set (None if it cannot be loaded: starting the game says why)."""
+    try:
+        return load_rule_set(name).content_hash
+    except RuleSetError:
+        return None

@@ -35,7 +35,7 @@ from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
 from server.auth import Principal, ServerError
-from server.bots import BotRegistry, bot_seed
+from server.bots import BotRegistry, bot_move_key, bot_seed
 from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
@@ -757,7 +757,8 @@ class Rooms:
             name = holder.takeover or holder.bot or self.settings.bots.default
             try:
                 # a retry after an illegal move gets another seed, or it would repeat the same move
-                seed = bot_seed(live.seed, seat, live.last_seq, live.bot_failures.get(seat, 0))
+                move = bot_move_key(game, seat)
+                seed = bot_seed(live.seed, seat, move, live.bot_failures.get(seat, 0))
                 bot = self.bots.make(name, seed)
                 action = bot.act(player_view(game, seat), legal_actions(game, seat))
                 events, records = self._commit(live, seat, action)
@@ -890,7 +891,8 @@ class Rooms:
             chosen = (
                 self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
             )
-            context = query_context(live.game, chosen, parsed)
+            records = live.records  # parallel to game.events; the store added each event's time
+            context = query_context(live.game, chosen, parsed, lambda seq: records[seq].get("time"))
         return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
 
     def researcher(self, game_id: Any) -> dict[str, Any]:

@@ -13,21 +13,23 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from click.testing import CliRunner
 from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
 
+from analysis.tables import COLUMNS as CSV_COLUMNS
 from craft_rules.tasks import TaskInstance
 from server.export import (
-    CSV_COLUMNS,
-    EXPORT_SCHEMA_VERSION,
+    PARTICIPANT_SCHEMA_VERSION,
     ExportError,
     export_csv_tables,
     export_game_jsonl,
     export_participant,
 )
 from server.game import Game, GameSettings
+from server.game.gamelog import GAME_LOG_SCHEMA_VERSION, decode_log
 from server.game.views import player_view
 from server.store import Store, open_store
 from tradecraft.cli import main as cli
@@ -127,23 +129,24 @@ def test_researcher_export_header_events_and_summary(store: Store) -> None:
     records = lines(export_game_jsonl(store, "two", rules=RULES))
     header, events, summary = records[0], records[1:-1], records[-1]
 
-    assert header["record"] == "header" and header["export"] == "researcher"
-    assert header["schema_version"] == EXPORT_SCHEMA_VERSION
+    assert header["kind"] == "header" and header["source"] == "server"
+    assert header["schema_version"] == GAME_LOG_SCHEMA_VERSION
     assert header["game_id"] == "two" and header["status"] == "running"
     assert header["settings"] == rec.settings.model_dump()
-    assert header["instance_id"] == TWO_PLAYER.id
+    assert header["instance"]["id"] == TWO_PLAYER.id
     assert header["instance"]["targets"] == [{"torch": 4}, {"shears": 1}]
+    assert header["ruleset"] == {"name": "small", "content_hash": RULES.content_hash}
     assert header["seeds"] == {"game": 1, "bot": 99}
-    assert header["meta"] == {"bot_seed": 99}  # everything else has its own key; the password is gone
+    # everything else has its own key; the password is gone
+    assert header["meta"] == {"bot_seed": 99, "hall": "lab", "mode": TWO_PLAYER.mode, "updated_at": ANY}
     assert header["models"] == [{"seat": 0, "model": "gpt-x-2025", "prompt_version": "p3"}]
-    assert header["tradecraft_version"] and header["exported_at"]
-    assert header["replay"] == {"ok": True, "error": None}
+    assert header["versions"]["tradecraft"] and header["versions"]["python"] and header["exported_at"]
 
     assert [e["seq"] for e in events] == list(range(len(rec.game.events)))
-    assert all(e["record"] == "event" and isinstance(e["time"], float) for e in events)
+    assert all(e["kind"] == "event" and isinstance(e["time"], float) for e in events)
     assert [e["type"] for e in events] == [e.type for e in rec.game.events]
 
-    assert summary["record"] == "summary"
+    assert summary["kind"] == "summary" and summary["replay"] == {"ok": True, "error": None}
     assert summary["log_digest"] == rec.game.log_digest()
     assert summary["state_digest"] == rec.game.state_digest()
     assert summary["final_state"]["targets"] == [{"torch": 4}, {"shears": 1}]
@@ -179,11 +182,13 @@ def test_response_latencies(store: Store) -> None:
 def test_unreplayable_game_still_exports_its_events(store: Store) -> None:
     scripted_two_player(store)
     records = lines(export_game_jsonl(store, "two"))  # the "small" rule set is not installed
-    header = records[0]
-    assert header["replay"]["ok"] is False and header["replay"]["error"]["message"]
+    summary = records[-1]
+    assert summary["replay"]["ok"] is False and summary["replay"]["error"]["message"]
     assert len(records) == 2 + store.last_seq("two") + 1
     assert all(r["latency"] is None for r in records[1:-1])
-    assert "log_digest" not in records[-1]
+    assert summary["log_digest"] is None and summary["events"] == store.last_seq("two") + 1
+    # and it still reads back as a game log
+    assert len(decode_log(export_game_jsonl(store, "two")).events) == store.last_seq("two") + 1
     with pytest.raises(ExportError) as error:
         export_participant(store, "two", 0)
     assert error.value.code == "replay_failed"
@@ -292,6 +297,7 @@ def test_participant_export_is_filtered_like_the_seat_view(store: Store) -> None
         header, events, view = records[0], records[1:-1], records[-1]
         text = json.dumps(records)
         assert header["export"] == "participant" and header["seat"] == seat
+        assert header["schema_version"] == PARTICIPANT_SCHEMA_VERSION
         assert header["your_target"] == THREE_PLAYER.targets[seat]
         assert "seed" not in header and "seeds" not in header and "models" not in header
         assert "gpt-x-2025" not in text and "user_id" not in text and "u0" not in json.dumps(header)
@@ -313,9 +319,12 @@ def test_participant_export_is_filtered_like_the_seat_view(store: Store) -> None
         other_targets = [t for s, t in enumerate(THREE_PLAYER.targets) if s != seat]
         for target in other_targets:
             assert json.dumps({"target": target})[1:-1] not in text
-        # every event the seat may see is there, in order
-        expected = [e.seq for e in game.events if e.visibility == "public" or seat in e.visibility]
-        assert [e["seq"] for e in events] == expected
+        # every event the seat may see is there, in order, numbered by the seat's own log: global seqs
+        # would count other seats' private events by their gaps
+        expected = [e.type for e in game.events if e.visibility == "public" or seat in e.visibility]
+        assert [e["type"] for e in events] == expected
+        assert [e["n"] for e in events] == list(range(len(events)))
+        assert all("seq" not in e for e in events)
 
 
 # --------------------------------------------------------------------------------------------------- CLI

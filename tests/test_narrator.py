@@ -455,3 +455,29 @@ def test_seats_share_the_preamble_up_to_their_own_value_reports() -> None:
     with_duty, without = rules_preamble(rules, same, 0), rules_preamble(rules, same, 2)
     assert with_duty.startswith(without + "\n\n# Your value reports")
     assert "Player 0" not in with_duty.split("# Your value reports")[0].replace("Player 0, Player 1", "")
+
+
+def test_long_games_tell_the_latest_turns_of_the_history() -> None:
+    """Views carry only the latest VIEW_HISTORY_TURNS turns; the narration says where its history starts."""
+    import random
+    import re
+
+    from test_engine_support import TWO_PLAYER, new_game, play_random
+
+    from server.game.views import VIEW_HISTORY_TURNS, player_view
+
+    endless = type(TWO_PLAYER)(
+        TWO_PLAYER.id,
+        TWO_PLAYER.ruleset,
+        TWO_PLAYER.mode,
+        TWO_PLAYER.hands,
+        ({"diamond": 99}, {"diamond": 99}),
+    )
+    game = new_game(endless, max_turns=VIEW_HISTORY_TURNS * 2)
+    for _ in play_random(game, random.Random(5)):
+        pass
+    text = describe_view(player_view(game, 0), game.rules)
+    first = game.turn - VIEW_HISTORY_TURNS + 1
+    assert f"Trade history (turns {first} onwards; earlier turns were told before):" in text
+    told = [int(t) for t in re.findall(r"^- Turn (\d+):", text, re.M)]
+    assert told and min(told) >= first

@@ -241,3 +241,28 @@ def test_answers_never_depend_on_what_the_viewer_may_not_see() -> None:
     # the parties' own answers do differ (so the comparison above could fail)
     assert _answers(quiet, 0) != _answers(busy, 0)
     assert _answers(quiet, 1) != _answers(busy, 1)
+
+
+def test_a_whole_runs_game_answers_under_its_rule() -> None:
+    """Under the 'whole' crafting-runs rule 1 plank + 1 coal cannot make a torch (a stick needs a whole run
+    of 2 planks); the queries plan with that rule, not the rational one."""
+    inst = TaskInstance(
+        "q/1p_v_1p/whole#0",
+        "minecraft",
+        "1p_v_1p",
+        ({"oak_planks": 1, "coal": 1}, {"stick": 1}),
+        DUEL.targets,
+    )
+    whole = new(inst, crafting_runs="whole")
+    rational = new(inst)
+    assert run_query(rational, 0, {"type": "craftable"})["craftable"] is True
+    answer = run_query(whole, 0, {"type": "craftable"})
+    whole_planner = planner_for(RULES, whole_runs=True)
+    hand = {"oak_planks": Fraction(1), "coal": Fraction(1)}
+    assert answer["craftable"] is False and answer["missing"] == whole_planner.missing(hand, {"torch": 1})
+    assert sum(answer["missing"].values()) == 1  # one more plank or log
+    crafts = run_query(whole, 0, {"type": "possible_crafts", "limit": 500})["crafts"]
+    assert crafts == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
+    assert all(Fraction(c["max_runs"]).denominator == 1 for c in crafts)
+    tree = run_query(whole, 0, {"type": "crafting_tree", "item": "torch", "count": 1})["tree"]
+    assert tree["recipes"][0]["runs"] == "1"  # one whole run (4 torches), not 1/4

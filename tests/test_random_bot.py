@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -178,18 +179,28 @@ def test_a_bot_asked_when_it_has_nothing_to_do_says_so() -> None:
         RandomBot(0).act({"seat": 0}, ["resign"])
 
 
-def test_the_random_policy_reseeds_each_move_from_its_seed_and_the_log_size() -> None:
-    """A policy rebuilt after a restart must play exactly as the lost one would have."""
-    view = {"seat": 0, "ruleset": "alchemy", "hands": [{"water": 3}, {"earth": 2}], "active": [True, True]}
+def test_the_random_policy_reseeds_each_move_from_its_seed_and_its_place_in_play() -> None:
+    """A policy rebuilt after a restart must play exactly as the lost one would have; and what it does must
+    not depend on the log position, which the simultaneous craft phase interleaves differently each run."""
+    view = {
+        "seat": 0,
+        "ruleset": "alchemy",
+        "hands": [{"water": 3}, {"earth": 2}],
+        "active": [True, True],
+        "phase": "trade_propose",
+    }
     used = make_policy("random", 7)
-    for _ in range(5):  # moves at other log positions do not change what it does at this one
-        used.act({**view, "log_size": 3}, ["propose", "pass", "resign"])
+    for _ in range(5):  # moves at other turns do not change what it does at this one
+        used.act({**view, "turn": 1, "log_size": 3}, ["propose", "pass", "resign"])
     fresh = make_policy("random", 7)
-    for log_size in (4, 9, 12):
-        moment = {**view, "log_size": log_size}
-        assert used.act(moment, ["propose", "pass", "resign"]) == fresh.act(
-            moment, ["propose", "pass", "resign"]
-        )
+    for turn in (2, 3, 4):
+        moment = {**view, "turn": turn, "log_size": 4 * turn}
+        expected = fresh.act(moment, ["propose", "pass", "resign"])
+        assert used.act(moment, ["propose", "pass", "resign"]) == expected
+        # another seat finishing its crafting earlier or later shifts log_size, not the move
+        assert used.act({**moment, "log_size": 4 * turn + 1}, ["propose", "pass", "resign"]) == expected
+    moves = {json.dumps(fresh.act({**view, "turn": t}, ["propose", "pass", "resign"])) for t in range(1, 9)}
+    assert len(moves) > 1  # but it does reseed per move
 
 
 @pytest.mark.parametrize("ruleset", ["minecraft", "alchemy"])

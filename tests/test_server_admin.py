@@ -105,7 +105,7 @@ def test_exports_and_researcher_view(app: Flask) -> None:
     full = client.get(f"/api/admin/games/{game_id}/export", headers=BASIC)
     assert full.status_code == 200 and full.mimetype == "application/x-ndjson"
     lines = [json.loads(line) for line in full.get_data(as_text=True).splitlines()]
-    assert lines[0]["record"] == "header" and lines[0]["game_id"] == game_id
+    assert lines[0]["kind"] == "header" and lines[0]["game_id"] == game_id
     assert any(line.get("type") == "crafted" and line.get("actor") == 1 for line in lines)
     seat0 = [
         json.loads(line)

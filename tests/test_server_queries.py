@@ -162,3 +162,48 @@ def test_schema_endpoints(server: ServerProcess) -> None:
     offer = actions["strict"]["propose"]["properties"]["offer"]
     # strict mode: a list of pairs (null = none), not a free-key object
     assert [option["type"] for option in offer["anyOf"]] == ["array", "null"]
+
+
+def test_every_message_of_a_tom_game_validates(server: ServerProcess, clients: list[Client]) -> None:
+    """Every envelope, pushed event and history answer of a game with ToM reports, a rejection, a trade,
+    crafts and the end-of-game reveal validates against the typed models."""
+    from pydantic import TypeAdapter
+
+    from server.game.schemas import ViewerEvent
+
+    players = [_client(server, clients, f"T{i}-{uuid.uuid4().hex[:4]}") for i in range(2)]
+    watcher = _client(server, clients, None)
+    game_id = players[0].call("create_game", {"hall": "tom"})["game"]["game_id"]
+    for seat, client in enumerate(players):
+        assert client.call("join", {"game_id": game_id})["seat"] == seat
+    assert watcher.call("watch", {"game_id": game_id})["ok"]
+    p0, p1 = players
+    p1.wait_log(game_id, 2)
+    items = p0.call("view", {"game_id": game_id})["view"]["tom"]["items"]
+    report = {
+        "v0": dict.fromkeys(items, 7),
+        "v1": {"1": dict.fromkeys(items, 3)},
+        "v2": {"1": dict.fromkeys(items, 9)},
+    }
+    assert p0.act(game_id, "report_tom", **report)["ok"]
+    assert p1.act(game_id, "report_tom", v0=dict.fromkeys(items, 5))["ok"]
+    assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]
+    assert p1.act(game_id, "decide", accept=True, message="deal")["ok"]
+    assert p0.act(game_id, "craft", recipe="stick", runs="1/2")["ok"]
+    assert p0.act(game_id, "craft", recipe="torch", runs="1/4")["ok"]
+    assert p1.act(game_id, "craft", recipe="shears", runs=1)["ok"]
+    assert p0.act(game_id, "finish_crafting")["ok"]
+    assert p1.act(game_id, "finish_crafting")["ok"]
+    watcher.wait_status(game_id, "finished")
+    events = TypeAdapter(list[ViewerEvent])
+    types_seen: set[str] = set()
+    for client in (p0, p1, watcher):
+        for name, data in client.received:
+            if name in ("update", "ack") and isinstance(data, dict) and data.get("ok", True):
+                envelope = Envelope.model_validate(data)
+                types_seen |= {e.type for e in envelope.events or []}
+        log = client.call("events", {"game_id": game_id, "after": -1})["events"]
+        assert len(events.validate_python(log)) == len(log)
+        ack = client.call("query", {"game_id": game_id, "query": {"type": "history", "limit": 200}})
+        assert ack["answer"]["events"] == log  # the same events, numbered and timed alike
+    assert {"tom_reported", "trade_executed", "crafted", "hands_revealed", "targets_revealed"} <= types_seen

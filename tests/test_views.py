@@ -294,3 +294,48 @@ def test_viewer_logs_are_numbered_per_viewer_and_hide_private_event_counts():
     assert len(viewer_log(game.events, 0)) == start + 3 + 1  # its own pass and crafts
     tail = viewer_log(game.events[-2:], 0, start=7)
     assert [r["n"] for r in tail] == [7, 8]
+
+
+# --------------------------------------------------------------------------- the history window
+def _long_game(players: int, turns: int):  # type: ignore[no-untyped-def]
+    """A game of ``turns`` turns (targets nobody can reach) with proposals, rejections, trades and passes."""
+    import random
+
+    from test_engine_support import play_random
+
+    inst = THREE_PLAYER if players == 3 else TWO_PLAYER
+    endless = type(inst)(
+        inst.id, inst.ruleset, inst.mode, inst.hands, tuple({"diamond": 99} for _ in inst.hands)
+    )
+    game = new_game(endless, max_turns=turns)
+    for _ in play_random(game, random.Random(players)):
+        pass
+    assert game.finished and game.turn == turns
+    return game
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_views_carry_a_bounded_window_of_the_latest_turns(
+    players: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.game import views
+
+    window = views.VIEW_HISTORY_TURNS
+    game = _long_game(players, window * 3)
+    windowed = [player_view(game, s) for s in range(players)] + [spectator_view(game)]
+    monkeypatch.setattr(views, "VIEW_HISTORY_TURNS", 10**9)  # the unbounded history, for reference
+    game.state_cache().clear()
+    whole = [player_view(game, s) for s in range(players)] + [spectator_view(game)]
+    outcomes = set()
+    for short, full in zip(windowed, whole, strict=True):
+        assert len(full["trade_history"]) == 3 * window
+        # the window is exactly the latest turns of the whole history, and their proposals
+        assert short["trade_history"] == full["trade_history"][-window:]
+        first_turn = short["trade_history"][0]["turn"]
+        assert first_turn == game.turn - window + 1
+        assert short["proposals"] == [p for p in full["proposals"] if p["turn"] >= first_turn]
+        assert {k: v for k, v in short.items() if k not in ("trade_history", "proposals")} == {
+            k: v for k, v in full.items() if k not in ("trade_history", "proposals")
+        }
+        outcomes |= {entry["outcome"] for entry in full["trade_history"]}
+    assert {"traded", "no_trade"} <= outcomes  # the random game exercised the history

@@ -22,7 +22,8 @@ the answer from that copy alone (the planner may take milliseconds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, Literal
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.crafting import fmt_qty
 from craft_rules.model import Recipe, RuleSet
-from craft_rules.planner import PlannerError, UnknownItemError, planner_for
+from craft_rules.planner import Planner, PlannerError, UnknownItemError, planner_for
 from server.game.actions import parse_tagged
 from server.game.errors import GameError
 from server.game.events import for_viewer, visible_to
@@ -163,11 +164,16 @@ class QueryContext:
     target: Mapping[str, int] | None = None
     events: tuple[dict[str, Any], ...] = ()  # history queries: the requested slice of the viewer's log
     log_size: int = 0
-    whole_runs: bool = False  # the game's crafting-runs rule is whole: plan and list whole runs only
+    whole_runs: bool = False  # the game's crafting-runs rule is "whole"
 
 
-def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
-    """Copy what ``query`` needs and ``viewer`` (a seat, or None for a spectator) may see."""
+def query_context(
+    game: Game, viewer: int | None, query: Query, time_of: Callable[[int], float | None] | None = None
+) -> QueryContext:
+    """Copy what ``query`` needs and ``viewer`` (a seat, or None for a spectator) may see.
+
+    ``time_of(seq)``: the stored time of event ``seq`` (the server's store keeps it; the engine has no
+    clock), so history answers carry ``time`` like the events a client receives."""
     if viewer is not None and (isinstance(viewer, bool) or not 0 <= viewer < game.players):
         raise GameError(
             "not_a_player",
@@ -187,10 +193,9 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
         target = game.target(viewer)
     events: tuple[dict[str, Any], ...] = ()
     if isinstance(query, History):
-        events = tuple(_log_slice(game, viewer, query.since_n, query.limit))
+        events = tuple(_log_slice(game, viewer, query.since_n, query.limit, time_of))
     return QueryContext(
         rules=game.rules,
-        whole_runs=game.settings.whole_runs,
         seat=viewer,
         players=game.players,
         public_hands=hands,
@@ -199,10 +204,13 @@ def query_context(game: Game, viewer: int | None, query: Query) -> QueryContext:
         target=target,
         events=events,
         log_size=game.log_size(viewer),
+        whole_runs=game.settings.crafting_runs == "whole",
     )
 
 
-def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list[dict[str, Any]]:
+def _log_slice(
+    game: Game, viewer: int | None, since_n: int, limit: int, time_of: Callable[[int], float | None] | None
+) -> list[dict[str, Any]]:
     """Events ``since_n`` .. ``since_n + limit - 1`` of the viewer's log, numbered like ``viewer_log``;
     only the returned ones are copied."""
     out: list[dict[str, Any]] = []
@@ -213,7 +221,10 @@ def _log_slice(game: Game, viewer: int | None, since_n: int, limit: int) -> list
         if n >= since_n:
             record = for_viewer(event).to_dict()
             del record["seq"]
-            out.append({"n": n, **record, "payload": _copy_json(record["payload"])})
+            entry = {"n": n, **record, "payload": _copy_json(record["payload"])}
+            if time_of is not None:
+                entry["time"] = time_of(event.seq)
+            out.append(entry)
             if len(out) >= limit:
                 break
         n += 1
@@ -245,6 +256,11 @@ def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
     """The answer to ``query`` from the copied context alone."""
     handler = _ANSWERS[query.type]
     return {"type": query.type, **handler(ctx, query)}
+
+
+def _planner(ctx: QueryContext) -> Planner:
+    """The planner of the game's rule set under the game's crafting-runs rule."""
+    return planner_for(ctx.rules, whole_runs=ctx.whole_runs)
 
 
 def _item(ctx: QueryContext, raw: str, field_name: str) -> str:
@@ -284,7 +300,7 @@ def recipe_summary(rules: RuleSet, recipe: Recipe) -> dict[str, Any]:
 
 def _answer_item_info(ctx: QueryContext, query: ItemInfo) -> dict[str, Any]:
     item = _item(ctx, query.item, "item")
-    details = planner_for(ctx.rules).item_info(item).as_dict()
+    details = _planner(ctx).item_info(item).as_dict()
     made_by = [ctx.rules.recipes[r] for r in details["made_by"][: MAX_RECIPES_PER_ITEM * 3]]
     return {**details, "recipes": [recipe_summary(ctx.rules, r) for r in made_by]}
 
@@ -310,7 +326,7 @@ def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, A
 
 def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
     hand, kind = _need_hand(ctx, "what their hand can craft")
-    crafts = planner_for(ctx.rules, whole_runs=ctx.whole_runs).possible_crafts(hand)
+    crafts = _planner(ctx).possible_crafts(hand)
     shown = [c.as_dict() for c in crafts[: query.limit]]
     return {
         "hand": kind,
@@ -337,7 +353,7 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
         if seat != ctx.seat:
             for item, count in public.items():
                 others[item] = others.get(item, 0) + count
-    planner = planner_for(ctx.rules, whole_runs=ctx.whole_runs)
+    planner = _planner(ctx)
     try:
         plan = planner.plan(hand, target, available=others)
         anywhere = {} if plan.craftable else planner.missing(hand, target)
@@ -415,7 +431,7 @@ def _tree_node(
     if depth <= 0:
         node["stop"] = "depth"
         return node
-    levels = planner_for(rules).item_levels
+    levels = _planner(ctx).item_levels
 
     def simplicity(recipe: Recipe) -> tuple[int, int, str]:
         deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
@@ -424,6 +440,8 @@ def _tree_node(
     node["recipes"] = []
     for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
         runs = need / recipe.count
+        if ctx.whole_runs:  # whole runs only: the next whole number of runs
+            runs = Fraction(math.ceil(runs))
         way: dict[str, Any] = {
             "recipe": recipe.id,
             "runs": fmt_qty(runs),
