@@ -29,8 +29,10 @@ from craft_rules.loader import load_rule_set
 from server.admin import admin_blueprint
 from server.auth import secret_key
 from server.bots import BotRegistry, PolicyFactory
+from server.item_catalog import catalog_blueprint
 from server.lobby import Lobby
 from server.protocol import SocketProtocol, api_blueprint
+from server.replay import replay_blueprint
 from server.rooms import Rooms
 from server.settings import Settings, load_settings
 from server.store import Store, open_store
@@ -137,6 +139,8 @@ def create_app(
     services.protocol.register()
     app.register_blueprint(api_blueprint(services))
     app.register_blueprint(admin_blueprint(services))
+    app.register_blueprint(replay_blueprint(services))
+    app.register_blueprint(catalog_blueprint(services))
     _register_pages(app, services)
 
     _warm_up(services)

@@ -95,6 +95,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "conflict": "the game changed under a concurrent request; retry",
     "idempotency_conflict": "the client_action_id was already used for another action in this game",
     "unknown_seat": "(admin export) no such seat in the game",
+    "game_not_over": "the game is still running (or waiting): its replay opens when it is over",
+    "unknown_ruleset": "no hall of this server plays a rule set of that name",
     "replay_failed": "(admin export) the stored log cannot be replayed, so no participant view exists",
     "answer_failed": "the action was applied and stored but its answer could not be built; read the view",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",

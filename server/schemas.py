@@ -20,6 +20,8 @@ from server.game.schemas import (
     strict_args_schema,
 )
 from server.game.views import VIEW_HISTORY_TURNS
+from server.item_catalog import ItemCatalogue
+from server.replay import ReplayStep
 
 
 class SeatInfo(BaseModel):
@@ -68,6 +70,8 @@ def schema_catalogue() -> dict[str, Any]:
         "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
         "action": action_json_schema(),
         "queries": {t: model.model_json_schema() for t, model in QUERY_MODELS.items()},
+        "replay_step": ReplayStep.model_json_schema(),
+        "item_catalogue": ItemCatalogue.model_json_schema(),
         "strict": {
             "actions": {t: strict_args_schema(ACTION_MODELS[t]) for t in PLAYER_ACTION_TYPES},
             "queries": {t: strict_args_schema(model) for t, model in QUERY_MODELS.items()},
