@@ -4,15 +4,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup browser run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Debian's chromium (and a colour emoji font for the item icons) for the browser tests and bench_gui
+browser:
+	@command -v chromium >/dev/null && fc-list 2>/dev/null | grep -q "Noto Color Emoji" || \
+	  { apt-get update -qq && apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; } || \
+	  { echo "Install Debian's chromium and fonts-noto-color-emoji (as root) for the browser tests."; exit 1; }
 
 run: $(STAMP)
 	$(BIN)/python run_server.py
@@ -22,13 +29,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/pytest
 
-bench: $(STAMP)
+bench: $(STAMP) browser
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

@@ -37,6 +37,7 @@ from server.rooms import Rooms
 from server.settings import Settings, load_settings
 from server.store import Store, open_store
 from server.timers import DeadlineScheduler
+from server.viewer_pages import viewer_pages_blueprint
 
 log = logging.getLogger("server")
 
@@ -141,6 +142,7 @@ def create_app(
     app.register_blueprint(admin_blueprint(services))
     app.register_blueprint(replay_blueprint(services))
     app.register_blueprint(catalog_blueprint(services))
+    app.register_blueprint(viewer_pages_blueprint(services))
     _register_pages(app, services)
 
     _warm_up(services)

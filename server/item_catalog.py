@@ -619,7 +619,6 @@ EMOJI_BY_LAST_WORD: dict[str, str] = {
     "candle": "🕯️",
     "log": "🪵",
     "planks": "🟫",
-    "ingot": "🧈",
     "nugget": "🪙",
     "dye": "🎨",
     "bricks": "🧱",

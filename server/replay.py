@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 #: Games whose replays are kept in memory, and answers kept per game.
 CACHED_GAMES = 8
 CACHED_ANSWERS_PER_GAME = 256
+#: Events before the current one that an answer carries, for the viewer's timeline.
+RECENT_EVENTS = 12
 
 OVER = ("finished", "aborted")
 
@@ -80,6 +82,12 @@ class ReplayStep(BaseModel):
     event: dict[str, Any] = Field(description="the event, as this viewer received it (n, type, actor, ...)")
     view: dict[str, Any] = Field(
         description="the viewer's view after the event: PlayerView, SpectatorView or the researcher view"
+    )
+    recent: list[dict[str, Any]] = Field(
+        description=f"the viewer's events before this one (at most {RECENT_EVENTS}, oldest first)"
+    )
+    revealed: dict[str, Any] | None = Field(
+        description="the targets_revealed payload (targets, winners, scores) once the log reached it"
     )
     turns: list[TurnStart] = Field(description="where each turn starts in this viewer's log")
     seats: list[dict[str, Any]] = Field(description="the seats as everyone may see them (names, kinds)")
@@ -282,14 +290,33 @@ class Replays:
         index = log[step]
         # game_started and the first phase_started are one transition (no one ever saw the state between)
         game = replay.game_after(max(index, min(1, len(replay.events) - 1)))
-        record = replay.records[index]
-        if viewer == "researcher":
-            event = {"n": step, **record}
+        researcher = viewer == "researcher"
+
+        def numbered(k: int) -> dict[str, Any]:
+            record = replay.records[log[k]]
+            shown = dict(record) if researcher else record_for_viewer(record)
+            event = {"n": k, **{key: v for key, v in shown.items() if key not in ("seq", "game_id")}}
+            if researcher:
+                event["seq"] = record["seq"]
+            return event
+
+        if researcher:
             view = researcher_view(game)
+            view.pop("events", None)  # the whole log: the replay steps through it instead
         else:
-            event = {"n": step, **{k: v for k, v in record_for_viewer(record).items() if k != "seq"}}
             view = player_view(game, seat) if seat is not None else spectator_view(game)
-        event.pop("game_id", None)
+        revealed = (
+            next(
+                (
+                    dict(replay.events[log[k]].payload)
+                    for k in range(step, -1, -1)
+                    if replay.events[log[k]].type == "targets_revealed"
+                ),
+                None,
+            )
+            if game.finished
+            else None
+        )
         return {
             "ok": True,
             "game_id": replay.game_id,
@@ -299,8 +326,10 @@ class Replays:
             "step": step,
             "steps": len(log),
             "turn": game.turn,
-            "event": event,
+            "event": numbered(step),
             "view": view,
+            "recent": [numbered(k) for k in range(max(0, step - RECENT_EVENTS), step)],
+            "revealed": revealed,
         }
 
 

@@ -141,6 +141,10 @@ def test_every_replay_step_is_what_the_viewer_saw_live(
             compared += 1
     assert compared >= 5
     assert steps[-1]["view"]["finished"] and steps[-1]["event"]["type"] == "game_ended"
+    # the end screen's targets come from the public reveal, only once the log reached it
+    assert steps[-1]["revealed"]["targets"] == list(TRIO["targets"])
+    assert all(s["revealed"] is None for s in steps[:-2])
+    assert [e["n"] for e in steps[-1]["recent"]] == list(range(len(steps) - 13, len(steps) - 1))
     seen = json.dumps(steps)
     for secret in played["secrets"]:
         assert (secret in seen) == (seat == 0)

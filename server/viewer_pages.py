@@ -1,0 +1,89 @@
+"""The browser pages of the viewer side of the GUI, and the files every page loads.
+
+- ``/how-to-play``: the rules for a first-time player;
+- ``/games/<id>/watch``: a live game as a spectator sees it (Socket.IO ``watch``);
+- ``/games/<id>/replay``: a finished game step by step (``GET /api/games/<id>/replay``, server/replay.py);
+- ``/rulesets/<name>/icons``: every item's icon (``GET /api/rulesets/<name>/items``), to check them by eye;
+- ``/static/...`` (``static/``) and ``/vendor/<package>/<file>``: the front-end packages of ``package.json``,
+  served from ``node_modules/`` (installed by ``make setup``; never copied into the repository), limited
+  to the files pages load.
+
+Pages are Jinja2 templates in ``templates/`` extending ``base.html``; no page has inline scripts or styles
+(the CSP forbids them). Read-only: they call the same endpoints as any client.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flask import Blueprint, Response, abort, render_template, send_from_directory
+
+from server.item_catalog import served_rulesets
+
+if TYPE_CHECKING:
+    from server.app import Services
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / "node_modules"
+
+#: The only files served from node_modules: package -> files (relative to the package).
+VENDOR_FILES: dict[str, frozenset[str]] = {
+    "socket.io-client": frozenset({"dist/socket.io.esm.min.js"}),
+}
+
+#: Longest game id a page accepts in its URL (ids are ``secrets.token_urlsafe``: about 16 characters).
+GAME_ID_MAX_CHARS = 64
+
+
+def viewer_pages_blueprint(services: Services) -> Blueprint:
+    pages = Blueprint(
+        "viewer_pages",
+        __name__,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+        static_url_path="/static",
+    )
+    rulesets = served_rulesets(services.settings.halls)
+    missing = [
+        f"{p}/{f}" for p, files in VENDOR_FILES.items() for f in files if not (NODE_MODULES / p / f).exists()
+    ]
+    if missing:
+        log.warning(
+            "front-end packages missing (%s): run `make setup` (npm ci) for the browser pages", missing
+        )
+
+    def checked_game_id(game_id: str) -> str:
+        if len(game_id) > GAME_ID_MAX_CHARS:
+            abort(404)
+        return game_id
+
+    @pages.get("/vendor/<package>/<path:filename>")
+    def vendor(package: str, filename: str) -> Response:
+        if filename not in VENDOR_FILES.get(package, frozenset()):
+            abort(404)
+        response = send_from_directory(NODE_MODULES / package, filename, max_age=3600)
+        return response
+
+    @pages.get("/how-to-play")
+    def how_to_play() -> str:
+        return render_template("how_to_play.html")
+
+    @pages.get("/games/<game_id>/replay")
+    def replay(game_id: str) -> str:
+        return render_template("replay.html", game_id=checked_game_id(game_id))
+
+    @pages.get("/games/<game_id>/watch")
+    def watch(game_id: str) -> str:
+        return render_template("watch.html", game_id=checked_game_id(game_id))
+
+    @pages.get("/rulesets/<name>/icons")
+    def icons(name: str) -> str:
+        if name not in rulesets:
+            abort(404)
+        return render_template("icons.html", ruleset=name)
+
+    return pages

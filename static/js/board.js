@@ -1,0 +1,100 @@
+// A read-only picture of a game view (spectator or seat): status line, every public hand with icons, and
+// for a seat its own target, crafting hand and pending proposal. Used by the replay viewer and the
+// spectator page. Every text goes in with textContent.
+import { itemChip } from "./icons.js";
+import { seatName, itemsText } from "./narrate.js";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+const PHASE_NAMES = {
+  tom_report: "value reports",
+  trade_propose: "trade: waiting for a proposal",
+  trade_decide: "trade: waiting for a decision",
+  trade: "trade",
+  craft: "craft",
+  finished: "game over",
+};
+
+function itemList(counts, ruleset, emptyText) {
+  const list = el("ul", "item-list");
+  const entries = Object.entries(counts || {}).sort(([a], [b]) => a.localeCompare(b));
+  for (const [item, count] of entries) {
+    const row = el("li");
+    row.append(itemChip(item, ruleset, count));
+    list.append(row);
+  }
+  if (entries.length === 0) list.append(el("li", "empty", emptyText));
+  return list;
+}
+
+/** The one-line status of a view: turn, phase, proposer, who is awaited. */
+export function statusText(view, seats) {
+  if (!view) return "The game has not started yet.";
+  const parts = [`Turn ${view.turn} of ${view.max_turns}`, PHASE_NAMES[view.phase] || view.phase];
+  if (!view.finished) parts.push(`proposer: ${seatName(seats, view.proposer)}`);
+  if (view.awaiting && view.awaiting.length) parts.push(`waiting for ${view.awaiting.map((s) => seatName(seats, s)).join(", ")}`);
+  if (view.finished) {
+    parts.push(view.winners && view.winners.length ? `won by ${view.winners.map((s) => seatName(seats, s)).join(" and ")}` : "nobody won");
+  }
+  return parts.join(" · ");
+}
+
+/** Draw `view` into `root` (replacing what was there). `revealed`: the targets_revealed payload, if any. */
+export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
+  root.replaceChildren();
+  if (!view) {
+    root.append(el("p", "muted", "The game has not started yet."));
+    return;
+  }
+  const status = el("p", "board-status", statusText(view, seats));
+  root.append(status);
+
+  if (view.seat !== null && view.seat !== undefined) {
+    const own = el("section", "board-private");
+    own.setAttribute("aria-label", "Private to this seat");
+    own.append(el("h3", null, `${seatName(seats, view.seat)}'s private information`));
+    own.append(el("p", "board-label", "Target (only this player sees it):"));
+    own.append(itemList(view.target, ruleset, "none"));
+    if (view.crafting_hand) {
+      own.append(el("p", "board-label", "Crafting hand (private until everyone finishes crafting):"));
+      own.append(itemList(view.crafting_hand, ruleset, "empty"));
+    }
+    if (view.pending_proposal) {
+      const p = view.pending_proposal;
+      own.append(
+        el(
+          "p",
+          "board-proposal",
+          `Pending: ${seatName(seats, p.proposer)} offers ${itemsText(p.offer, ruleset)} for ${itemsText(p.request, ruleset)}.`,
+        ),
+      );
+    }
+    root.append(own);
+  }
+
+  const hands = el("div", "board-hands");
+  (view.hands || []).forEach((hand, seat) => {
+    const card = el("section", "board-hand");
+    const title = el("h3", null, seatName(seats, seat));
+    const info = (seats || []).find((s) => s.seat === seat);
+    if (info && info.kind) title.append(el("span", "badge", info.bot ? `bot: ${info.bot}` : info.kind));
+    if (view.winners && view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
+    if (view.active && view.active[seat] === false) title.append(el("span", "badge", "left"));
+    if (view.seat === seat) title.append(el("span", "badge badge-you", "this view"));
+    card.append(title);
+    card.setAttribute("aria-label", `${seatName(seats, seat)}'s hand`);
+    card.append(itemList(hand, ruleset, "empty hand"));
+    if (revealed && revealed.targets && revealed.targets[seat]) {
+      card.append(el("p", "board-label", "Target:"));
+      card.append(itemList(revealed.targets[seat], ruleset, "none"));
+      if (revealed.scores) card.append(el("p", "board-score", `Score: ${revealed.scores[seat]}`));
+    }
+    hands.append(card);
+  });
+  root.append(hands);
+}

@@ -1,0 +1,61 @@
+"""Browser tests: a live server, Debian's chromium through Playwright, a folder for screenshots.
+
+Never `playwright install` (it downloads a browser): `make browser` installs Debian's chromium.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
+    sys.path.insert(0, str(TESTS))
+
+from e2e_helpers import ServerProcess, write_config  # noqa: E402
+from playwright.sync_api import Browser, sync_playwright  # noqa: E402
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = TESTS / "artifacts"
+AXE = TESTS.parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("Debian's chromium is missing: run `make browser` (apt-get install chromium).")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A live server (its own settings, store and task instances) for one test module."""
+    proc = ServerProcess(write_config(tmp_path_factory.mktemp("browser"))).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """tests/artifacts/ (git-ignored): screenshots of every screen the tests visit."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
