@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import AXE
 from e2e_helpers import Client, ServerProcess
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
@@ -207,4 +208,32 @@ def test_how_to_play_is_linked_from_the_nav(server: ServerProcess, browser: Brow
     for heading in ("Your goal", "Turns", "Trading", "Crafting", "Runs, fractions and fuel", "Value reports"):
         expect(page.get_by_role("heading", name=re.compile(heading))).to_be_visible()
     page.screenshot(path=artifacts / "how-to-play.png", full_page=True)
+    context.close()
+
+
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """axe-core (from npm) run on the page as it is now: the serious and critical violations."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_replay_and_spectator_pages_pass_axe(
+    server: ServerProcess, browser: Browser, trio_game: dict[str, Any]
+) -> None:
+    context = _context_as(browser, server, trio_game["players"][0])
+    page = context.new_page()
+    for path, ready in (
+        (f"/games/{trio_game['game_id']}/replay?view=0&turn=1", "#replay[data-ready=true]"),
+        (f"/games/{trio_game['game_id']}/watch", "#watch[data-ready=true]"),
+        ("/how-to-play", "main"),
+        ("/rulesets/minecraft/icons", "#icon-gallery[data-ready=true]"),
+    ):
+        page.goto(server.url + path)
+        expect(page.locator(ready)).to_be_attached()
+        assert axe_violations(page) == [], path
     context.close()
