@@ -854,11 +854,6 @@ def catalog_blueprint(services: Services) -> Blueprint:
 
     blueprint = Blueprint("item_catalog", __name__, url_prefix="/api/rulesets")
     allowed = served_rulesets(services.settings.halls)
-    for name in allowed:  # build now (~0.1 s for minecraft): the first game room does not wait for it
-        try:
-            catalogue_json(name)
-        except Exception:  # the app's warm-up reports a hall whose rule set cannot load
-            continue
 
     @blueprint.errorhandler(ServerError)
     def _error(err: ServerError) -> tuple[Response, int]:
