@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
+from engineio.packet import Packet as EngineIOPacket
 from flask import Blueprint, Response, jsonify, request, session
 from flask_socketio import SocketIO, join_room, leave_room
 from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefused
@@ -114,15 +116,20 @@ def _as_object(data: Any, limit: int) -> dict[str, Any]:
                 "The message is not readable JSON: send UTF-8 text, numbers of at most a few digits and "
                 "objects nested a few levels deep.",
             ) from None
-    elif data is not None:
-        try:
-            size = len(json.dumps(data))
-        except (TypeError, ValueError, RecursionError):
-            raise ServerError("invalid_request", "The message is not JSON.") from None
-        if size > limit:
-            raise _too_large(size, limit)
     if data is None:
         return {}
+    # one pass over the object: its size, and text that is not Unicode (a lone surrogate such as "\ud800",
+    # which JSON can spell but no store, log or UTF-8 answer can hold)
+    try:
+        size = len(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ServerError(
+            "invalid_request", "The message holds text that is not Unicode (a lone surrogate); send UTF-8."
+        ) from None
+    except (TypeError, ValueError, RecursionError):
+        raise ServerError("invalid_request", "The message is not JSON.") from None
+    if size > limit:
+        raise _too_large(size, limit)
     if not isinstance(data, dict):
         raise ServerError("invalid_request", f"Send a JSON object, not a {type(data).__name__}.")
     return data
@@ -183,10 +190,48 @@ MALFORMED_CONNECTIONS_KEPT = 10_000
 
 def _client_faults_as_info(record: logging.LogRecord) -> bool:
     """engine.io reports what clients do wrong (a poll after a clean disconnect, an unknown session id, a bad
-    transport) as ERROR, once per kind per process: they are the client's fault, so they are INFO here."""
+    transport) as ERROR, once per kind per process: they are the client's fault, so they are INFO here; a
+    long-polling POST it cannot read is one warning line instead of a traceback."""
     if record.funcName == "_log_error_once" and record.levelno == logging.ERROR:
         record.levelno, record.levelname = logging.INFO, "INFO"
+    elif record.msg == "post request handler error":
+        record.msg = "dropped an unreadable Socket.IO long-polling payload (%s)"
+        record.args = (record.exc_info[1].__class__.__name__ if record.exc_info else "?",)
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
     return True
+
+
+class _ReadableFramesOnly(SimpleWebSocketWSGI):
+    """engine.io's WebSocket transport, except that a frame engine.io cannot decode (empty, no packet type,
+    JSON nested too deep, bad base64) is dropped instead of ending the request with a traceback. The first
+    one of each connection is logged as one warning line."""
+
+    peer = "?"
+    dropped = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        self.peer = str(environ.get("REMOTE_ADDR", "?"))
+        return super().__call__(environ, start_response)
+
+    def wait(self) -> Any:
+        while True:
+            data = super().wait()
+            if data is None:
+                return None
+            try:
+                EngineIOPacket(encoded_packet=data)
+            except Exception as exc:
+                self.dropped += 1
+                if self.dropped == 1:
+                    log.warning(
+                        "dropped an unreadable engine.io frame from %s (%s); further ones from this "
+                        "connection are dropped without a log line",
+                        self.peer,
+                        type(exc).__name__,
+                    )
+                continue
+            return data
 
 
 @dataclass
@@ -231,6 +276,13 @@ class SocketProtocol:
             sio.on_event(name, self._wrap(name, handler))
 
     def _guard_frames(self) -> None:
+        eio = self.socketio.server.eio
+        # threading mode (dev server, gunicorn gthread): the one transport this server runs
+        if eio._async.get("websocket") is SimpleWebSocketWSGI:
+            eio._async = {**eio._async, "websocket": _ReadableFramesOnly}
+        self._guard_socketio_packets()
+
+    def _guard_socketio_packets(self) -> None:
         """Frames the Socket.IO parser cannot read (bad JSON, deep nesting, huge numbers, stray acks) are
         dropped; each connection's first one is logged as one warning line, the rest silently (the library
         logged a traceback per frame). Handler errors never get here: ``_wrap`` answers them."""
@@ -316,7 +368,7 @@ class SocketProtocol:
             data.get("instance_id"),
             data.get("seed"),
             bool(data.get("join", False)),
-            address=request.remote_addr,
+            address=request.remote_addr or "unknown",
         )
         return {"game": game}
 
@@ -350,6 +402,8 @@ class SocketProtocol:
 
     def leave(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         game_id = data.get("game_id")
+        if not isinstance(game_id, str):
+            raise ServerError("invalid_request", 'Send {"game_id": "..."} naming the game to leave.')
         if game_id in conn.watching:
             leave_room(spectator_room(game_id))
             conn.watching.discard(game_id)
@@ -445,7 +499,7 @@ def api_blueprint(services: Services) -> Blueprint:
             data.get("instance_id"),
             data.get("seed"),
             bool(data.get("join", False)),
-            address=request.remote_addr,
+            address=request.remote_addr or "unknown",
         )
         return ok({"game": game}, 201)
 
