@@ -14,9 +14,10 @@ Per game: winners, turns, proposals made / accepted per seat, and belief accurac
 seats reported, ``KL(P || Q)`` of a seat's V1 about its opponent (``Q``) against the opponent's own V0 that
 turn and against the reference values of the opponent's true target
 (:func:`craft_rules.values.reference_values` over the instance's pooled initial hands; items it does
-not rate count 0). Both 0-10 dicts are smoothed by adding ``KL_SMOOTHING`` (0.5) to every item of the report before normalising, so a 0 (an item of no use,
-which reference values give for every item with no route to the target) never makes the divergence
-infinite. A game's KL is the mean over its turns; a pairing's is the mean over its games.
+not rate count 0). Both 0-10 dicts are smoothed by adding ``KL_SMOOTHING`` (0.5) to every item of the
+report before normalising, so a 0 (an item of no use, which reference values give for every item with
+no route to the target) never makes the divergence infinite. A game's KL is the mean over its turns;
+a pairing's is the mean over its games.
 """
 
 from __future__ import annotations

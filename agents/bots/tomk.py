@@ -14,7 +14,7 @@ information"; see ``docs/tom-bots.md`` for the equations and every choice made h
   ``argmax b(O) * pi_self(O)`` (Eq 1-2).
 * **ToM-k >= 1** keeps a posterior over each opponent's target among the **candidate targets**: items a
   recipe chain can make from the pool, that the pool can craft and the opponent's own hand cannot (at
-  most ``candidates`` of them, 48 by default, deepest requirements first). Bayes updates it from every
+  most ``candidates`` of them, 96 by default: the paper set has at most 76, deepest requirements first). Bayes updates it from every
   proposal the opponent makes (likelihood: a softmax of the opponent's own gain over its bounded offer
   set, temperature ``tau``) and from every decision on our proposals (the simulated ToM-(k-1) responder's
   answer, with noise ``epsilon``). It simulates the opponent as a pure ToM-(k-1) responder over that
@@ -265,7 +265,7 @@ class ToMBot:
         order: int = 1,
         learning_speed: float = 0.1,
         belief_key: str = "kinds",
-        candidates: int = 48,
+        candidates: int = 96,
         top_targets: int = 6,
         max_offers: int = 400,
         tau: float = 0.05,
@@ -834,7 +834,7 @@ def _factory(order: int):  # type: ignore[no-untyped-def]
         *,
         learning_speed: str = "0.1",
         belief_key: str = "kinds",
-        candidates: str = "48",
+        candidates: str = "96",
         top_targets: str = "6",
         max_offers: str = "400",
         **options: str,
