@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.tournament import (
@@ -85,7 +86,8 @@ def tournament_command(
     except TournamentError as err:
         raise click.ClickException(f"{err.message} [{err.code}]") from None
     started = time.time()
-    with click.progressbar(length=len(specs), label=f"{len(specs)} games", file=sys.stderr) as bar:
+    # tqdm draws on stderr also when it is not a terminal (a log file shows how far a long run is)
+    with tqdm(total=len(specs), desc="games", unit="game", file=sys.stderr, mininterval=2.0) as bar:
         records = run_games(specs, jobs=jobs, progress=bar.update)
     pairings = summarise(records)
     per_player = player_summary(records)
