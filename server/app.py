@@ -13,7 +13,6 @@ reloads every unfinished game from the store, resuming its deadlines and bot sea
 from __future__ import annotations
 
 import gc
-import html
 import logging
 import sys
 import time
@@ -198,26 +197,3 @@ def _register_pages(app: Flask, services: Services) -> None:
         return jsonify(
             {"status": status, "version": services.version, "store": services.store.describe()}
         ), code
-
-    @app.get("/")
-    def index() -> Response:
-        # A plain list of halls and games until the browser GUI exists; every value is escaped.
-        rows = []
-        for game in services.lobby.list_games(limit=50):
-            seats = ", ".join(html.escape(str(s["name"] or "open")) for s in game["seats"])
-            rows.append(
-                f"<tr><td>{html.escape(game['game_id'])}</td><td>{html.escape(str(game['hall']))}</td>"
-                f"<td>{html.escape(str(game['status']))}</td><td>{seats}</td></tr>"
-            )
-        halls = "".join(
-            f"<li><b>{html.escape(h['title'])}</b> ({html.escape(h['name'])}, {h['players']} players): "
-            f"{html.escape(h['description'])}</li>"
-            for h in services.lobby.halls()
-        )
-        page = (
-            "<!doctype html><html><head><meta charset='utf-8'><title>TradeCraft</title></head><body>"
-            f"<h1>TradeCraft {html.escape(services.version)}</h1><h2>Halls</h2><ul>{halls}</ul>"
-            "<h2>Games</h2><table><tr><th>game</th><th>hall</th><th>status</th><th>seats</th></tr>"
-            f"{''.join(rows)}</table><p>Play over Socket.IO or REST: see docs/protocol.md.</p></body></html>"
-        )
-        return Response(page, mimetype="text/html")

@@ -1,5 +1,7 @@
 """The browser pages of the viewer side of the GUI, and the files every page loads.
 
+- ``/``: the lobby (log in with a display name, create a game, the games to join, watch or replay);
+- ``/games/<id>``: the game room of a seat (Socket.IO ``join``: trade, craft, the end screen);
 - ``/how-to-play``: the rules for a first-time player;
 - ``/games/<id>/watch``: a live game as a spectator sees it (Socket.IO ``watch``);
 - ``/games/<id>/replay``: a finished game step by step (``GET /api/games/<id>/replay``, server/replay.py);
@@ -18,8 +20,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flask import Blueprint, Response, abort, render_template, send_from_directory
+from flask import Blueprint, Response, abort, render_template, request, send_from_directory, session
 
+from server.auth import ServerError, resolve_principal
 from server.item_catalog import served_rulesets
 
 if TYPE_CHECKING:
@@ -67,6 +70,24 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
             abort(404)
         response = send_from_directory(NODE_MODULES / package, filename, max_age=3600)
         return response
+
+    @pages.get("/")
+    def lobby() -> str:
+        try:
+            principal = resolve_principal(services.store, request.headers, session)
+        except ServerError:  # a revoked API token: show the page as to anyone
+            principal = None
+        return render_template(
+            "lobby.html",
+            user=principal.public() if principal else None,
+            halls=services.lobby.halls(),
+            bots=services.bots.names(),
+            games=services.lobby.list_games(limit=50),
+        )
+
+    @pages.get("/games/<game_id>")
+    def room(game_id: str) -> str:
+        return render_template("room.html", game_id=checked_game_id(game_id))
 
     @pages.get("/how-to-play")
     def how_to_play() -> str:

@@ -33,13 +33,14 @@ function itemList(counts, ruleset, emptyText) {
 }
 
 /** The one-line status of a view: turn, phase, proposer, who is awaited. */
-export function statusText(view, seats) {
+export function statusText(view, seats, mine = null) {
   if (!view) return "The game has not started yet.";
+  const name = (seat) => (seat === mine ? "you" : seatName(seats, seat));
   const parts = [`Turn ${view.turn} of ${view.max_turns}`, PHASE_NAMES[view.phase] || view.phase];
-  if (!view.finished) parts.push(`proposer: ${seatName(seats, view.proposer)}`);
-  if (view.awaiting && view.awaiting.length) parts.push(`waiting for ${view.awaiting.map((s) => seatName(seats, s)).join(", ")}`);
+  if (!view.finished) parts.push(`proposer: ${name(view.proposer)}`);
+  if (view.awaiting && view.awaiting.length) parts.push(`waiting for ${view.awaiting.map(name).join(", ")}`);
   if (view.finished) {
-    parts.push(view.winners && view.winners.length ? `won by ${view.winners.map((s) => seatName(seats, s)).join(" and ")}` : "nobody won");
+    parts.push(view.winners && view.winners.length ? `won by ${view.winners.map(name).join(" and ")}` : "nobody won");
   }
   return parts.join(" · ");
 }

@@ -25,6 +25,13 @@ const PHASES = {
   craft: "craft phase: everyone crafts in private, then presses “finish crafting”",
 };
 
+/** "run" for one run or less (1, 1/4, 0.5), else "runs". */
+function runsWord(runs) {
+  const [num, den] = String(runs).split("/").map(Number);
+  const value = den ? num / den : num;
+  return value <= 1 ? "run" : "runs";
+}
+
 function quoted(message) {
   return message ? ` “${message}”` : "";
 }
@@ -56,7 +63,7 @@ export function describeEvent(event, seats, ruleset) {
     case "passed":
       return `${who(p.seat)} passed: no proposal this turn.`;
     case "crafted":
-      return `${who(p.seat)} crafted ${itemsText(p.produced, ruleset)} from ${itemsText(p.consumed, ruleset)} (${p.runs} run${p.runs === "1" || p.runs === 1 ? "" : "s"} of ${p.recipe}).`;
+      return `${who(p.seat)} crafted ${itemsText(p.produced, ruleset)} from ${itemsText(p.consumed, ruleset)} (${p.runs} ${runsWord(p.runs)} of ${p.recipe}).`;
     case "craft_finished":
       return `${who(p.seat)} finished crafting${p.reason && p.reason !== "absent" ? ` (${p.reason})` : ""}.`;
     case "hands_revealed":

@@ -54,7 +54,9 @@ function render() {
   });
   const shown = ordered.slice(-SHOWN_EVENTS);
   timeline.start = shown.length ? shown[0].n + 1 : 1;
+  const atBottom = timeline.scrollTop + timeline.clientHeight >= timeline.scrollHeight - 8;
   timeline.replaceChildren(...items);
+  if (atBottom) timeline.scrollTop = timeline.scrollHeight; // follow new events unless scrolled back
   const over = envelope && (envelope.status === "finished" || envelope.status === "aborted");
   endBox.hidden = !over;
   if (over) {
@@ -79,6 +81,7 @@ socket.on("connect", () => {
     showError("");
     absorb(ack).then(() => {
       root.dataset.ready = "true";
+      performance.mark("tradecraft:ready"); // bench/bench_gui.py reads it
     });
   });
 });

@@ -5,6 +5,7 @@ Never `playwright install` (it downloads a browser): `make browser` installs Deb
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
     sys.path.insert(0, str(TESTS))
 
 from e2e_helpers import ServerProcess, write_config  # noqa: E402
-from playwright.sync_api import Browser, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -29,6 +30,20 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = TESTS / "artifacts"
 AXE = TESTS.parent / "node_modules" / "axe-core" / "axe.min.js"
+DOCS = TESTS.parent / "docs"
+#: Set to write the README's screenshots (docs/screenshot-*.png) from a test run.
+DOCS_SCREENSHOTS = os.environ.get("TRADECRAFT_DOCS_SCREENSHOTS") == "1"
+
+
+def docs_screenshot(page: Page, name: str, *, width: int = 1024, height: int = 640) -> None:
+    """With TRADECRAFT_DOCS_SCREENSHOTS=1, save a small screenshot of ``page`` as docs/screenshot-NAME.png."""
+    if not DOCS_SCREENSHOTS:
+        return
+    size = page.viewport_size
+    page.set_viewport_size({"width": width, "height": height})
+    page.screenshot(path=DOCS / f"screenshot-{name}.png")
+    if size:
+        page.set_viewport_size(size)
 
 
 def chromium_path() -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import AXE
+from conftest import AXE, docs_screenshot
 from e2e_helpers import Client, ServerProcess
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
@@ -40,8 +40,8 @@ def trio_game(server: ServerProcess, browser: Browser, artifacts: Any) -> Iterat
     """A trio game (turn 1: a rejected proposal; turn 2: a trade and two wins), watched live in a browser."""
     made: list[Client] = []
     seated = []
-    for i in range(3):
-        client = Client(server.url, f"Player{i}-{uuid.uuid4().hex[:3]}").connect()
+    for name in ("Ada", "Bob", "Cleo"):
+        client = Client(server.url, name).connect()
         made.append(client)
         seated.append(client)
     p0, p1, p2 = seated
@@ -56,8 +56,8 @@ def trio_game(server: ServerProcess, browser: Browser, artifacts: Any) -> Iterat
     expect(watch.locator("#watch[data-ready=true]")).to_be_attached()
     expect(watch.locator(".board-hand")).to_have_count(3)
 
-    secret_offer = f"SECRET-OFFER-{uuid.uuid4().hex[:8]}"
-    secret_reply = f"SECRET-REPLY-{uuid.uuid4().hex[:8]}"
+    secret_offer = f"Iron for your coal? #{uuid.uuid4().hex[:6]}"
+    secret_reply = f"No thanks, I need it. #{uuid.uuid4().hex[:6]}"
     proposal = {"to": 1, "offer": {"iron_ingot": 1}, "request": {"coal": 1}, "message": secret_offer}
     assert p0.act(game_id, "propose", **proposal)["ok"]
     assert p1.act(game_id, "decide", accept=False, message=secret_reply)["ok"]
@@ -138,7 +138,7 @@ def test_replay_steps_jumps_and_switches_seat(
     viewer = page.get_by_label("View as")
     assert viewer.locator("option").all_inner_texts() == [
         "Spectator (public information only)",
-        f"{p0.user['name']} (seat 0)",  # type: ignore[index]
+        "Ada (seat 0)",
     ]
     page.get_by_role("button", name="First").click()
     expect(position).to_contain_text(f"Event 1 of {total}")
@@ -149,6 +149,8 @@ def test_replay_steps_jumps_and_switches_seat(
     for _ in range(3):
         page.get_by_role("button", name="Next").click()
     expect(page.locator("#replay-timeline")).to_contain_text(trio_game["secrets"][0])
+    total_seat0 = int(re.search(r"of (\d+)", position.inner_text()).group(1))  # type: ignore[union-attr]
+    assert total_seat0 > total  # seat 0 saw its private events too
     page.screenshot(path=artifacts / "replay-seat0.png", full_page=True)
     # Play runs the replay forward by itself
     page.get_by_label("Speed").select_option("20")
@@ -156,6 +158,9 @@ def test_replay_steps_jumps_and_switches_seat(
     page.get_by_role("button", name="Play").click()
     expect(position).not_to_have_text(before)
     page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Last").click()
+    expect(position).to_contain_text(f"Event {total_seat0} of {total_seat0}")
+    docs_screenshot(page, "replay")
     assert errors == []
     context.close()
 
@@ -192,6 +197,7 @@ def test_every_item_gets_an_icon(server: ServerProcess, browser: Browser, artifa
     drawn = {json.dumps(g, sort_keys=True) for g in glyphs}
     assert len(drawn) == items  # no two icons are drawn the same
     page.screenshot(path=artifacts / "icons-minecraft.png")
+    docs_screenshot(page, "icons")
     page.get_by_label("Filter items").fill("planks")
     expect(page.locator("svg.item-icon")).to_have_count(11)
     page.screenshot(path=artifacts / "icons-planks.png")
@@ -208,6 +214,7 @@ def test_how_to_play_is_linked_from_the_nav(server: ServerProcess, browser: Brow
     for heading in ("Your goal", "Turns", "Trading", "Crafting", "Runs, fractions and fuel", "Value reports"):
         expect(page.get_by_role("heading", name=re.compile(heading))).to_be_visible()
     page.screenshot(path=artifacts / "how-to-play.png", full_page=True)
+    docs_screenshot(page, "how-to-play")
     context.close()
 
 

@@ -1,0 +1,377 @@
+// The game room (/games/<id>): one seat's live game over Socket.IO. `join` claims (or restores) the
+// seat and returns the envelope and the whole history; `update` pushes and action acks bring new events;
+// the envelope with the highest log_size is the state shown. Trade (propose / pass / accept / reject) and
+// craft (possible crafts, recipe search, run amounts, finish) go through the declared actions and queries;
+// a refused action shows the server's message next to its control and changes nothing.
+import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
+import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
+import { describeEvent, seatName, itemsText } from "./narrate.js";
+import { statusText } from "./board.js";
+
+const root = document.getElementById("room");
+const gameId = root.dataset.gameId;
+const $ = (id) => document.getElementById(id);
+
+const events = new Map(); // n -> event
+let envelope = null;
+let seats = [];
+let ruleset = null;
+const draft = { to: null, offer: {}, request: {} };
+let craftsShownFor = -1;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+function showError(id, message) {
+  const box = $(id);
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+function errorText(answer) {
+  return answer && answer.error ? answer.error.message : "The server did not answer; try again.";
+}
+
+const socket = io({ transports: ["websocket"] });
+
+function emit(event, data) {
+  return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
+}
+
+async function act(type, fields, errorBox) {
+  const answer = await emit(type, fields);
+  if (!answer || !answer.ok) {
+    showError(errorBox, errorText(answer));
+    return null;
+  }
+  showError(errorBox, "");
+  await absorb(answer);
+  return answer;
+}
+
+async function absorb(data) {
+  if (!data || data.game_id !== gameId) return;
+  for (const event of data.events || []) events.set(event.n, event);
+  if (data.seats) seats = data.seats;
+  if (data.view !== undefined && (!envelope || (data.log_size ?? 0) >= (envelope.log_size ?? 0))) {
+    envelope = data;
+  }
+  if (envelope && envelope.view && ruleset !== envelope.view.ruleset) {
+    ruleset = envelope.view.ruleset;
+    await loadIcons(ruleset);
+  }
+  render();
+}
+
+// ------------------------------------------------------------------------------------------ rendering
+function render() {
+  const view = envelope ? envelope.view : null;
+  const mine = envelope ? envelope.seat : null;
+  let status = statusText(view, seats, mine);
+  if (envelope && envelope.status === "waiting") status = "Waiting for the other players to join…";
+  if (view && view.your_turn) status = `Your move. ${status}`;
+  $("room-status").textContent = status;
+  root.dataset.logSize = String(envelope ? envelope.log_size : 0);
+  if (!view) {
+    renderTimeline();
+    return;
+  }
+  $("room-target").hidden = mine === null;
+  if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
+  renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
+  renderHands(view, mine);
+  renderDecide(view);
+  renderCraft(view);
+  renderEnd(view, mine);
+  renderTimeline();
+}
+
+function itemListOf(counts, { flagFractions = false } = {}) {
+  const list = el("ul", "item-list");
+  for (const [item, count] of Object.entries(counts).sort(([a], [b]) => a.localeCompare(b))) {
+    const row = el("li");
+    row.append(itemChip(item, ruleset, count));
+    if (flagFractions && String(count).includes("/")) {
+      const whole = Math.floor(eval_fraction(count));
+      row.append(el("span", "badge badge-warn", whole === 0 ? "rounds away" : `rounds down to ${whole}`));
+    }
+    list.append(row);
+  }
+  if (!list.children.length) list.append(el("li", "empty", "nothing"));
+  return list;
+}
+
+function eval_fraction(text) {
+  const [num, den] = String(text).split("/").map(Number);
+  return den ? num / den : num;
+}
+
+function proposing(view) {
+  return view.legal_actions.includes("propose");
+}
+
+function renderHands(view, mine) {
+  const container = $("room-hands");
+  container.replaceChildren();
+  view.hands.forEach((hand, seat) => {
+    const card = el("section", "board-hand");
+    card.setAttribute("aria-label", `${seatName(seats, seat)}'s hand`);
+    const title = el("h3", null, seat === mine ? `${seatName(seats, seat)} (you)` : seatName(seats, seat));
+    const info = seats.find((s) => s.seat === seat);
+    if (info && info.bot) title.append(el("span", "badge", `bot: ${info.bot}`));
+    if (info && info.online === false && !info.bot) title.append(el("span", "badge", "offline"));
+    if (view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
+    if (view.crafting_finished.includes(seat) && view.phase === "craft") title.append(el("span", "badge", "done crafting"));
+    card.append(title);
+    const clickable = proposing(view) && (seat === mine || seat === Number(draft.to));
+    const list = el("ul", "item-list");
+    for (const [item, count] of Object.entries(hand).sort(([a], [b]) => a.localeCompare(b))) {
+      const row = el("li");
+      if (clickable) {
+        const button = el("button", "item-button");
+        button.type = "button";
+        // the accessible name says what a click does: "Give 2 × Oak Planks" / "Ask for 1 × Coal"
+        button.append(el("span", "visually-hidden", seat === mine ? "Give " : "Ask for "), iconFor(item, ruleset), ` ${count} × ${itemName(item, ruleset)}`);
+        button.addEventListener("click", () => addToDraft(seat === mine ? "offer" : "request", item, count));
+        row.append(button);
+      } else {
+        row.append(itemChip(item, ruleset, count));
+      }
+      list.append(row);
+    }
+    if (!list.children.length) list.append(el("li", "empty", "empty hand"));
+    card.append(list);
+    container.append(card);
+  });
+}
+
+function addToDraft(side, item, held) {
+  const current = draft[side][item] || 0;
+  if (current < held) draft[side][item] = current + 1;
+  render();
+}
+
+function renderPropose(view, mine) {
+  const panel = $("room-propose");
+  panel.hidden = !proposing(view);
+  if (panel.hidden) return;
+  const partners = view.active.map((active, seat) => (active && seat !== mine ? seat : null)).filter((s) => s !== null);
+  const select = $("propose-to");
+  if (select.dataset.options !== partners.join(",")) {
+    select.replaceChildren(...partners.map((seat) => {
+      const option = el("option", null, seatName(seats, seat));
+      option.value = String(seat);
+      return option;
+    }));
+    select.dataset.options = partners.join(",");
+  }
+  if (draft.to === null || !partners.includes(Number(draft.to))) {
+    draft.to = partners[0];
+    draft.request = {};
+  }
+  select.value = String(draft.to);
+  for (const side of ["offer", "request"]) {
+    const list = $(side === "offer" ? "propose-offer" : "propose-request");
+    const holder = side === "offer" ? mine : Number(draft.to);
+    list.replaceChildren();
+    for (const [item, count] of Object.entries(draft[side])) {
+      const row = el("li");
+      row.append(iconFor(item, ruleset));
+      const input = el("input");
+      input.type = "number";
+      input.min = "1";
+      input.max = String(view.hands[holder][item] || count);
+      input.value = String(count);
+      input.className = "count-input";
+      input.setAttribute("aria-label", `How many ${itemName(item, ruleset)}`);
+      input.addEventListener("change", () => {
+        const value = Math.max(1, Math.floor(Number(input.value) || 1));
+        draft[side][item] = value;
+      });
+      const remove = el("button", "link-button", "remove");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${itemName(item, ruleset)}`);
+      remove.addEventListener("click", () => {
+        delete draft[side][item];
+        render();
+      });
+      row.append(" ", input, ` ${itemName(item, ruleset)} `, remove);
+      list.append(row);
+    }
+    if (!list.children.length) list.append(el("li", "empty", side === "offer" ? "nothing yet: click your items" : "nothing yet: click their items"));
+  }
+  $("propose-pass").hidden = !view.legal_actions.includes("pass");
+}
+
+function renderDecide(view) {
+  const panel = $("room-decide");
+  const pending = view.pending_proposal;
+  panel.hidden = !(view.legal_actions.includes("decide") && pending);
+  if (panel.hidden) return;
+  const message = pending.message ? ` Their message: “${pending.message}”` : "";
+  $("room-decide-text").textContent =
+    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`;
+}
+
+async function renderCraft(view) {
+  const panel = $("room-craft");
+  const crafting = view.phase === "craft" && view.crafting_hand !== null && view.legal_actions.includes("finish_crafting");
+  panel.hidden = !crafting;
+  if (!crafting) return;
+  $("craft-hand").replaceChildren(...itemListOf(view.crafting_hand, { flagFractions: true }).children);
+  if (craftsShownFor === envelope.log_size) return;
+  craftsShownFor = envelope.log_size;
+  const answer = await emit("query", { query: { type: "possible_crafts", limit: 100 } });
+  const list = $("craft-possible");
+  list.replaceChildren();
+  if (!answer || !answer.ok) {
+    list.append(el("li", "error", errorText(answer)));
+    return;
+  }
+  for (const craft of answer.answer.crafts) list.append(craftRow(craft.recipe, craft.result, craft.count, craft.max_runs, view));
+  if (!list.children.length) list.append(el("li", "empty", "Nothing: your crafting hand has no complete recipe."));
+}
+
+function craftRow(recipe, result, count, maxRuns, view) {
+  const row = el("li", "craft-row");
+  row.append(iconFor(result, ruleset), ` ${count} × ${itemName(result, ruleset)} `);
+  const whole = view.rules.crafting_runs === "whole";
+  const input = el("input", "count-input");
+  const label = `Runs of ${recipe}`;
+  input.setAttribute("aria-label", label);
+  if (whole) {
+    input.type = "number";
+    input.min = "1";
+    input.step = "1";
+    if (maxRuns) input.max = String(Math.floor(eval_fraction(maxRuns)));
+    input.value = "1";
+  } else {
+    input.type = "text";
+    input.inputMode = "decimal";
+    input.value = maxRuns && eval_fraction(maxRuns) < 1 ? String(maxRuns) : "1";
+  }
+  const button = el("button", null, "Craft");
+  button.type = "button";
+  button.addEventListener("click", () => act("craft", { recipe, runs: input.value }, "room-craft-error"));
+  row.append(el("span", "muted", maxRuns ? `(up to ${maxRuns} run${eval_fraction(maxRuns) > 1 ? "s" : ""}) ` : ""), input, " ", button);
+  return row;
+}
+
+function renderEnd(view, mine) {
+  const panel = $("room-end");
+  panel.hidden = !view.finished;
+  if (panel.hidden) return;
+  const reveal = [...events.values()].find((e) => e.type === "targets_revealed");
+  const winners = view.winners.map((s) => (s === mine ? "you" : seatName(seats, s)));
+  const parts = [winners.length ? `Won by ${winners.join(" and ")}.` : "Nobody won."];
+  if (reveal) {
+    parts.push(reveal.payload.targets.map((t, seat) => `${seat === mine ? "You" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ") + ".");
+    if (mine !== null && reveal.payload.scores) parts.push(`Your score: ${reveal.payload.scores[mine]}.`);
+  }
+  $("room-end-text").textContent = parts.join(" ");
+}
+
+function renderTimeline() {
+  const ordered = [...events.values()].sort((a, b) => a.n - b.n).slice(-80);
+  const timeline = $("room-timeline");
+  const atBottom = timeline.scrollTop + timeline.clientHeight >= timeline.scrollHeight - 8;
+  timeline.start = ordered.length ? ordered[0].n + 1 : 1;
+  timeline.replaceChildren(...ordered.map((event) => {
+    const item = el("li", null, describeEvent(event, seats, ruleset));
+    item.dataset.type = event.type;
+    item.dataset.n = String(event.n);
+    return item;
+  }));
+  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
+}
+
+function renderDeadline() {
+  const box = $("room-deadline");
+  if (!envelope || !envelope.deadline || envelope.status !== "running") {
+    box.textContent = "";
+    return;
+  }
+  const left = Math.max(0, Math.round(envelope.deadline - Date.now() / 1000));
+  box.textContent = `Time left in this phase: ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+}
+setInterval(renderDeadline, 1000);
+
+// ------------------------------------------------------------------------------------------- controls
+$("propose-to").addEventListener("change", (event) => {
+  draft.to = Number(event.target.value);
+  draft.request = {};
+  render();
+});
+$("propose-send").addEventListener("click", async () => {
+  const answer = await act(
+    "propose",
+    { to: Number(draft.to), offer: draft.offer, request: draft.request, message: $("propose-message").value },
+    "room-propose-error",
+  );
+  if (answer) {
+    draft.offer = {};
+    draft.request = {};
+    $("propose-message").value = "";
+    render();
+  }
+});
+$("propose-pass").addEventListener("click", () => act("pass", {}, "room-propose-error"));
+$("decide-accept").addEventListener("click", () => act("decide", { accept: true, message: $("room-decide-reply").value }, "room-decide-error"));
+$("decide-reject").addEventListener("click", () => act("decide", { accept: false, message: $("room-decide-reply").value }, "room-decide-error"));
+$("craft-finish").addEventListener("click", () => act("finish_crafting", {}, "room-craft-error"));
+let searchTimer = null;
+$("craft-search").addEventListener("input", (event) => {
+  clearTimeout(searchTimer);
+  const text = event.target.value.trim();
+  searchTimer = setTimeout(async () => {
+    const list = $("craft-results");
+    list.replaceChildren();
+    if (!text) return;
+    const answer = await emit("query", { query: { type: "recipe_search", text, limit: 10 } });
+    if (!answer || !answer.ok) {
+      list.append(el("li", "error", errorText(answer)));
+      return;
+    }
+    for (const recipe of answer.answer.recipes) {
+      const row = craftRow(recipe.recipe, recipe.result, recipe.count, null, envelope.view);
+      row.append(el("span", "muted", ` needs ${recipe.ingredients.map((i) => `${i.count} ${i.options.slice(0, 2).map((o) => itemName(o, ruleset)).join(" or ")}`).join(", ")}${recipe.burns_fuel ? " + fuel" : ""}`));
+      list.append(row);
+    }
+    if (!list.children.length) list.append(el("li", "empty", "No recipe makes that."));
+  }, 250);
+});
+
+// ------------------------------------------------------------------------------------------- connection
+socket.on("connect", async () => {
+  const answer = await emit("join", {});
+  if (!answer || !answer.ok) {
+    const code = answer && answer.error ? answer.error.code : "";
+    const hint = code === "not_logged_in" ? " Choose a display name in the lobby first." : code === "game_full" ? " You can still watch it." : "";
+    showError("room-error", errorText(answer) + hint);
+    root.dataset.ready = "true";
+    return;
+  }
+  showError("room-error", "");
+  await absorb(answer);
+  root.dataset.ready = "true";
+  performance.mark("tradecraft:ready"); // bench/bench_gui.py reads it
+});
+socket.on("disconnect", () => showError("room-error", "Connection lost: reconnecting…"));
+socket.on("update", (data) => absorb(data));
+socket.on("seats", (data) => {
+  if (data && data.game_id === gameId) {
+    seats = data.seats || seats;
+    if (envelope) envelope = { ...envelope, status: data.status || envelope.status, seats };
+    render();
+  }
+});
+socket.on("presence", (data) => {
+  if (data && data.game_id === gameId) {
+    seats = seats.map((s) => (s.seat === data.seat ? { ...s, online: data.online } : s));
+    render();
+  }
+});

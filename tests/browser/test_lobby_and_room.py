@@ -1,0 +1,115 @@
+"""Two people play a whole duel in two browsers: log in and create a game in the lobby, join from the
+games table, propose and accept a trade (with markup in the message), craft a fractional run through the
+possible-crafts list, see a refused craft's error next to its control, finish, and read the end screen.
+axe-core checks the lobby and the game room. Screenshots go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from conftest import AXE, docs_screenshot
+from e2e_helpers import ServerProcess
+from playwright.sync_api import Browser, Page, expect
+
+HOSTILE = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
+
+
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def login(page: Page, server: ServerProcess, name: str) -> None:
+    page.goto(server.url + "/")
+    page.get_by_role("textbox", name="Display name").fill(name)
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
+
+
+def craft(page: Page, recipe: str, runs: str) -> None:
+    """Type a run amount into a possible craft's field and press its Craft button."""
+    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field.fill(runs)
+    field.locator("xpath=..").get_by_role("button", name="Craft").click()
+
+
+def test_two_people_play_a_duel_in_the_browser(
+    server: ServerProcess, browser: Browser, artifacts: Any
+) -> None:
+    ada_context = browser.new_context(viewport={"width": 1280, "height": 800})
+    bob_context = browser.new_context(viewport={"width": 768, "height": 1000})  # a tablet
+    ada, bob = ada_context.new_page(), bob_context.new_page()
+    errors: list[str] = []
+    for page in (ada, bob):
+        page.on("pageerror", lambda err: errors.append(str(err)))
+
+    login(ada, server, "Ada")
+    assert axe_violations(ada) == []
+    ada.screenshot(path=artifacts / "lobby.png", full_page=True)
+    docs_screenshot(ada, "lobby")
+    ada.get_by_label("Game mode").select_option("duel")
+    ada.get_by_label("Other seats").select_option("open")
+    ada.get_by_role("button", name="Create and join").click()
+    expect(ada.locator("#room[data-ready=true]")).to_be_attached()
+    expect(ada.locator("#room-status")).to_contain_text("Waiting for the other players")
+    game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
+
+    login(bob, server, HOSTILE[:40])  # a display name with markup: shown as text everywhere
+    bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
+    expect(bob.locator("#room[data-ready=true]")).to_be_attached()
+
+    # Ada proposes: her iron ingot for Bob's coal, with markup in the message
+    expect(ada.locator("#room-propose")).to_be_visible()
+    expect(ada.locator("#room-target")).to_contain_text("Torch")
+    ada.get_by_role("button", name="Give 1 × Iron Ingot").click()
+    ada.get_by_role("button", name="Ask for 1 × Coal").click()
+    ada.get_by_label("Message (optional)").fill(HOSTILE)
+    assert axe_violations(ada) == []
+    ada.screenshot(path=artifacts / "room-propose.png", full_page=True)
+    docs_screenshot(ada, "room")
+    ada.get_by_role("button", name="Propose").click()
+
+    # Bob sees the proposal as text and accepts; Ada's page shows the trade
+    expect(bob.locator("#room-decide")).to_be_visible()
+    expect(bob.locator("#room-decide-text")).to_contain_text(HOSTILE)
+    bob.screenshot(path=artifacts / "room-decide-tablet.png", full_page=True)
+    bob.get_by_role("button", name="Accept").click()
+    expect(ada.locator("#room-timeline")).to_contain_text("traded")
+
+    # craft phase: a refused craft shows the server's words and changes nothing; then real crafts
+    expect(ada.locator("#room-craft")).to_be_visible()
+    craft(ada, "stick", "lots")
+    expect(ada.locator("#room-craft-error")).to_contain_text(re.compile("run", re.IGNORECASE))
+    expect(ada.locator("#craft-hand")).to_contain_text("2 × Oak Planks")
+    craft(ada, "stick", "1/2")
+    expect(ada.locator("#craft-hand")).to_contain_text("2 × Stick")
+    craft(ada, "torch", "1/4")
+    expect(ada.locator("#craft-hand")).to_contain_text("1 × Torch")
+    expect(ada.locator("#craft-hand")).to_contain_text("rounds away")  # 3/4 coal is lost at the end
+    assert axe_violations(ada) == []
+    ada.screenshot(path=artifacts / "room-craft.png", full_page=True)
+    craft(bob, "shears", "1")
+    expect(bob.locator("#craft-hand")).to_contain_text("1 × Shears")
+    bob.get_by_role("button", name="Finish crafting").click()
+    ada.get_by_role("button", name="Finish crafting").click()
+
+    # the end screen: both won, every target revealed, a link to the replay
+    for page in (ada, bob):
+        expect(page.locator("#room-end")).to_be_visible()
+        expect(page.locator("#room-end-text")).to_contain_text("Won by")
+        expect(page.locator("#room-end-text")).to_contain_text("Shears")
+    expect(ada.locator("#room-end-text")).to_contain_text("Your score: 1")
+    ada.screenshot(path=artifacts / "room-end.png", full_page=True)
+    for page in (ada, bob):
+        assert page.evaluate("window.__pwned") is None
+    assert errors == []
+    ada.get_by_role("link", name="Replay the game step by step").click()
+    expect(ada.locator("#replay[data-ready=true]")).to_be_attached()
+    ada_context.close()
+    bob_context.close()
