@@ -110,7 +110,7 @@ def test_offers_are_bounded_and_disjoint():
 
 
 def test_reports_answer_the_due_orders():
-    result, (bot, _) = _play("minecraft/1p_v_1p/paper#4", ["tom2", "tom0"], PAPER, seed=2)
+    result, _ = _play("minecraft/1p_v_1p/paper#4", ["tom2", "tom0"], PAPER, seed=2)
     reports = [e for e in result.events if e.type == "tom_reported" and e.payload["seat"] == 0]
     assert reports
     payload = reports[0].payload
