@@ -15,8 +15,9 @@ information"; see ``docs/tom-bots.md`` for the equations and every choice made h
 * **ToM-k >= 1** keeps a posterior over each opponent's target among the **candidate targets**: items a
   recipe chain can make from the pool, that the pool can craft and the opponent's own hand cannot (at
   most ``candidates`` of them, 96 by default: the paper set has at most 76; deepest requirements
-  first). Bayes updates it from every proposal the opponent makes (likelihood: a softmax of the opponent's own gain over its bounded offer
-  set, temperature ``tau``) and from every decision on our proposals (the simulated ToM-(k-1) responder's
+  first). Bayes updates it from every proposal the opponent makes (likelihood: a softmax of the
+  opponent's own gain over its bounded offer set, temperature ``tau``) and from every decision on our
+  proposals (the simulated ToM-(k-1) responder's
   answer, with noise ``epsilon``). It simulates the opponent as a pure ToM-(k-1) responder over that
   posterior (ToM-0 responder: accepts iff its own gain is positive; ToM>=1 responder: also refuses a trade
   that completes the proposer's target but not its own, under its belief about the proposer's target,
