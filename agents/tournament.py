@@ -101,18 +101,16 @@ def schedule(players: Sequence[str], instance_ids: Sequence[str], repeats: int, 
             "too_many_games",
             f"That is {count} games (at most {MAX_GAMES}); fewer players, instances or repeats.",
         )
+    # repeat by repeat, instance by instance: the games that finish first cover every pairing evenly, so
+    # a long run's partial games.jsonl is already a balanced sample
     specs = []
-    for a in players:
-        for b in players:
-            if a == b:
-                continue
-            for instance_id in instance_ids:
-                for repeat in range(repeats):
-                    specs.append(
-                        GameSpec(
-                            len(specs), a, b, instance_id, repeat, derive_seed(seed, instance_id, repeat)
-                        )
-                    )
+    for repeat in range(repeats):
+        for instance_id in instance_ids:
+            game_seed = derive_seed(seed, instance_id, repeat)
+            for a in players:
+                for b in players:
+                    if a != b:
+                        specs.append(GameSpec(len(specs), a, b, instance_id, repeat, game_seed))
     return specs
 
 
@@ -223,23 +221,33 @@ def play_one(spec: GameSpec) -> dict[str, Any]:
 
 
 def run_games(
-    specs: Sequence[GameSpec], jobs: int = 1, progress: Callable[[int], None] | None = None
+    specs: Sequence[GameSpec],
+    jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+    sink: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Play ``specs`` (in ``jobs`` processes when > 1) and return their records in schedule order."""
+    """Play ``specs`` (in ``jobs`` processes when > 1) and return their records in schedule order.
+
+    ``sink`` gets each record as soon as it (and every earlier one) is done, e.g. to append it to a file.
+    """
     records: list[dict[str, Any]] = []
+
+    def done(record: dict[str, Any]) -> None:
+        records.append(record)
+        if sink:
+            sink(record)
+        if progress:
+            progress(1)
+
     if jobs <= 1:
         for spec in specs:
-            records.append(play_one(spec))
-            if progress:
-                progress(1)
+            done(play_one(spec))
         return records
     context = multiprocessing.get_context("spawn")
     with context.Pool(jobs) as pool:
-        for record in pool.imap(play_one, specs, chunksize=1):
-            records.append(record)
-            if progress:
-                progress(1)
-    return sorted(records, key=lambda r: r["index"])
+        for record in pool.imap(play_one, specs, chunksize=1):  # imap keeps the schedule order
+            done(record)
+    return records
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -314,6 +322,11 @@ def player_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def game_line(record: Mapping[str, Any]) -> str:
+    """One game record as a ``games.jsonl`` line."""
+    return json.dumps(record, sort_keys=True) + "\n"
+
+
 def write_outputs(
     out: Path,
     records: Sequence[dict[str, Any]],
@@ -325,7 +338,7 @@ def write_outputs(
     out.mkdir(parents=True, exist_ok=True)
     with (out / "games.jsonl").open("w") as f:
         for record in records:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.write(game_line(record))
     for name, rows in (("pairings.csv", pairings), ("players.csv", players)):
         if rows:
             with (out / name).open("w", newline="") as f:

@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from tqdm import tqdm
@@ -13,6 +14,7 @@ from tqdm import tqdm
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.tournament import (
     TournamentError,
+    game_line,
     player_summary,
     resolve_instances,
     run_games,
@@ -87,8 +89,22 @@ def tournament_command(
         raise click.ClickException(f"{err.message} [{err.code}]") from None
     started = time.time()
     # tqdm draws on stderr also when it is not a terminal (a log file shows how far a long run is)
-    with tqdm(total=len(specs), desc="games", unit="game", file=sys.stderr, mininterval=2.0) as bar:
-        records = run_games(specs, jobs=jobs, progress=bar.update)
+    partial = None
+    if out_dir is not None:  # games.jsonl grows game by game: a long run can be read before it ends
+        out_dir.mkdir(parents=True, exist_ok=True)
+        partial = (out_dir / "games.jsonl").open("w")
+
+    def sink(record: dict[str, Any]) -> None:
+        if partial is not None:
+            partial.write(game_line(record))
+            partial.flush()
+
+    try:
+        with tqdm(total=len(specs), desc="games", unit="game", file=sys.stderr, mininterval=2.0) as bar:
+            records = run_games(specs, jobs=jobs, progress=bar.update, sink=sink)
+    finally:
+        if partial is not None:
+            partial.close()
     pairings = summarise(records)
     per_player = player_summary(records)
     meta = {
