@@ -349,3 +349,65 @@ def write_outputs(
         json.dumps({"meta": dict(meta), "pairings": list(pairings), "players": list(players)}, indent=2)
         + "\n"
     )
+
+
+def head_to_head(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per unordered pair of players over both seatings: sole wins of each, draws, mean KL of each V1."""
+    pairs: dict[tuple[str, str], dict[str, Any]] = {}
+    for g in records:
+        x, y = sorted((g["player_a"], g["player_b"]))
+        row = pairs.setdefault(
+            (x, y), {"player_x": x, "player_y": y, "games": 0, "wins_x": 0, "wins_y": 0, "draws": 0}
+        )
+        row["games"] += 1
+        seat_x = 0 if g["player_a"] == x else 1
+        if g["winners"] == [seat_x]:
+            row["wins_x"] += 1
+        elif g["winners"] == [1 - seat_x]:
+            row["wins_y"] += 1
+        else:
+            row["draws"] += 1
+    return sorted(pairs.values(), key=lambda r: (r["player_x"], r["player_y"]))
+
+
+def markdown_tables(records: Sequence[dict[str, Any]]) -> str:
+    """The tournament as Markdown: per player, head to head, and per ordered pairing."""
+
+    def cell(value: Any) -> str:
+        return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    lines = [
+        "| player | games | wins | losses | draws | KL(V1 ‖ opp. V0) | KL(V1 ‖ reference) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in player_summary(records):
+        lines.append(
+            f"| {p['player']} | {p['games']} | {p['wins']} | {p['losses']} | {p['draws']} | "
+            f"{cell(p['kl_v1_v0'])} | {cell(p['kl_v1_ref'])} |"
+        )
+    lines += ["", "| X | Y | games | X wins | Y wins | draws |", "|---|---|---:|---:|---:|---:|"]
+    for r in head_to_head(records):
+        lines.append(
+            f"| {r['player_x']} | {r['player_y']} | {r['games']} | {r['wins_x']} | {r['wins_y']} | "
+            f"{r['draws']} |"
+        )
+    keys = (
+        "games",
+        "wins_a",
+        "wins_b",
+        "shared_wins",
+        "no_winner",
+        "turns_to_win",
+        "proposed_a",
+        "accepted_a",
+        "proposed_b",
+        "accepted_b",
+        "kl_v1_v0_a",
+        "kl_v1_v0_b",
+        "kl_v1_ref_a",
+        "kl_v1_ref_b",
+    )
+    lines += ["", "| seat 0 | seat 1 | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
+    for r in summarise(records):
+        lines.append(f"| {r['player_a']} | {r['player_b']} | " + " | ".join(cell(r[k]) for k in keys) + " |")
+    return "\n".join(lines) + "\n"
