@@ -25,6 +25,15 @@ class NoDelayRequestHandler(WSGIRequestHandler):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        # A WebSocket owns the connection until it closes; what follows its close frame is not HTTP. Without
+        # this, a client's clean disconnect made the server parse the frame's bytes as a request and log an
+        # error ("Bad request syntax").
+        headers = getattr(self, "headers", None)
+        if headers is not None and headers.get("Upgrade", "").lower() == "websocket":
+            self.close_connection = True
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve TradeCraft (Socket.IO + REST).")

@@ -24,9 +24,11 @@ from server.auth import (
     ServerError,
     basic_password,
     check_admin_password,
+    clean_display_name,
     require_admin_configured,
     resolve_principal,
 )
+from server.names import InvalidName, normalise_name
 from server.settings import load_settings
 from server.store import open_store
 
@@ -44,17 +46,30 @@ def _scopes(raw: Any) -> list[str]:
 
 
 def admin_blueprint(services: Services) -> Blueprint:
-    from server.protocol import error_body, http_status  # the web layer, only when serving
+    from server.protocol import request_object, rest_error  # the web layer, only when serving
 
     admin = Blueprint("admin", __name__, url_prefix="/api/admin")
     settings = services.settings
+
+    limiter = services.lobby.limiter
+
+    def password_accepted(password: Any) -> bool:
+        """The admin password check, throttled per address: failures count, and an address over
+        ``limits.admin_failures_per_address`` is refused (``rate_limited``) before any comparison."""
+        address = request.remote_addr or "unknown"
+        limiter.check("admin_failures_per_address", address)
+        if check_admin_password(settings, password):
+            return True
+        log.warning("wrong admin password from %s", address)
+        limiter.hit("admin_failures_per_address", address)
+        return False
 
     def is_admin() -> bool:
         if session.get("admin") is True:
             return True
         password = basic_password(request.headers)
         if password is not None:
-            return check_admin_password(settings, password)
+            return password_accepted(password)
         principal = resolve_principal(services.store, request.headers, {})
         return principal is not None and principal.is_admin
 
@@ -71,22 +86,14 @@ def admin_blueprint(services: Services) -> Blueprint:
 
     @admin.errorhandler(Exception)
     def _error(err: Exception) -> tuple[Response, int]:
-        if not isinstance(err, ServerError):
-            log.exception("admin request %s %s failed", request.method, request.path)
-        return jsonify({"ok": False, "error": error_body(err)}), http_status(err)
+        return rest_error(err, settings.server.max_payload_bytes)
 
     def body() -> dict[str, Any]:
-        data = request.get_json(silent=True)
-        if data is None:
-            return {}
-        if not isinstance(data, dict):
-            raise ServerError("invalid_request", "Send a JSON object.")
-        return data
+        return request_object(settings.server.max_action_bytes)
 
     @admin.post("/login")
     def login() -> tuple[Response, int]:
-        if not check_admin_password(settings, body().get("password")):
-            log.warning("failed admin login from %s", request.remote_addr)
+        if not password_accepted(body().get("password")):
             raise ServerError("forbidden", "Wrong admin password.", status=403)
         session["admin"] = True
         return jsonify({"ok": True}), 200
@@ -107,12 +114,12 @@ def admin_blueprint(services: Services) -> Blueprint:
     @admin.post("/tokens")
     def create_token() -> tuple[Response, int]:
         data = body()
-        name = data.get("name")
-        if not isinstance(name, str) or not name.strip():
+        if data.get("name") is None:
             raise ServerError(
-                "invalid_request", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.'
+                "invalid_name", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.'
             )
-        plaintext, record = services.store.create_token(name.strip(), _scopes(data.get("scopes")))
+        name = clean_display_name(data.get("name"), "token name")
+        plaintext, record = services.store.create_token(name, _scopes(data.get("scopes")))
         log.info("admin created API token %s (%s)", record["id"], record["name"])
         return jsonify({"ok": True, "token": plaintext, "record": record}), 201
 
@@ -219,6 +226,10 @@ def _open(settings: Any) -> Any:
 @click.pass_obj
 def create_token_cmd(settings: Any, name: str, scopes: tuple[str, ...]) -> None:
     """Create an API token for a bot or agent called NAME; prints it once."""
+    try:
+        name = normalise_name(name, "token name")
+    except InvalidName as exc:
+        raise click.ClickException(str(exc)) from None
     with _open(settings) as store:
         plaintext, record = store.create_token(name, list(scopes) or ["play"])
     click.echo(f"token id {record['id']} ({', '.join(record['scopes'])}) for {record['name']}:", err=True)

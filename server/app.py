@@ -40,6 +40,19 @@ from server.viewer_pages import viewer_pages_blueprint
 
 log = logging.getLogger("server")
 
+#: Sent with every response. The GUI relies on exactly this policy (TEAM.md "hardening -> gui"): no inline
+#: scripts or style attributes, no third-party origins; WebSockets to the same host.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
 
 def tradecraft_version() -> str:
     try:
@@ -143,6 +156,7 @@ def create_app(
     app.register_blueprint(catalog_blueprint(services))
     app.register_blueprint(viewer_pages_blueprint(services))
     _register_pages(app, services)
+    _register_security_headers(app)
 
     _warm_up(services)
     if recover:
@@ -174,6 +188,14 @@ def _warm_up(services: Services) -> None:
             log.warning("hall %s cannot be played: %s", name, exc)
 
 
+def _register_security_headers(app: Flask) -> None:
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+
 def _register_pages(app: Flask, services: Services) -> None:
     def socketio_path() -> tuple[Response, int]:
         # Never reached: the Socket.IO middleware answers /socket.io/ first. The rules exist because
@@ -194,6 +216,5 @@ def _register_pages(app: Flask, services: Services) -> None:
         except Exception:
             log.exception("health check: the store does not answer")
             status, code = "store_unavailable", 503
-        return jsonify(
-            {"status": status, "version": services.version, "store": services.store.describe()}
-        ), code
+        # the store's kind only: its description names a file path or a host, which is nobody's business
+        return jsonify({"status": status, "version": services.version, "store": services.store.backend}), code

@@ -20,11 +20,11 @@ import binascii
 import hmac
 import logging
 import secrets
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from server.names import InvalidName, normalise_name
 from server.settings import Settings
 from server.store import Store
 
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 SECRET_KEY_NAME = "flask_secret_key"
 TOKEN_PRINCIPAL_PREFIX = "token:"
 SCOPES = ("play", "admin")
-NAME_MAX_CHARS = 40
 #: Longest number text (query arguments, limits) read from a client; checked before conversion.
 NUMBER_TEXT_MAX_CHARS = 18
 
@@ -78,7 +77,7 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "invalid_token": "the API token is unknown or revoked",
     "forbidden": "you are logged in but may not do this",
     "admin_disabled": "no admin password is configured on this server",
-    "invalid_name": "the display name is empty, too long or not printable",
+    "invalid_name": "a display, bot seat or token name is empty, too long or has control/bidi characters",
     "unknown_hall": "no such hall (game mode)",
     "unknown_game": "no such game",
     "unknown_instance": "no such task instance for this hall",
@@ -99,6 +98,9 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "unknown_ruleset": "no hall of this server plays a rule set of that name",
     "replay_failed": "(admin export) the stored log cannot be replayed, so no participant view exists",
     "answer_failed": "the action was applied and stored but its answer could not be built; read the view",
+    "rate_limited": "too many requests of this kind (games created, logins, admin passwords); retry after "
+    "details.retry_after seconds (HTTP 429 + Retry-After)",
+    "too_many_open_games": "you created too many games that still wait for players; start or abandon one",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }
 
@@ -120,18 +122,13 @@ class Principal:
         return {"id": self.id, "name": self.name, "kind": self.kind}
 
 
-def clean_display_name(raw: Any) -> str:
-    """A display name as stored: NFC, trimmed, 1-40 printable characters (HTML is kept as plain text)."""
-    if not isinstance(raw, str):
-        raise ServerError("invalid_name", 'Send your display name as a string, e.g. {"name": "Ada"}.')
-    name = unicodedata.normalize("NFC", raw).strip()
-    if not name or len(name) > NAME_MAX_CHARS:
-        raise ServerError(
-            "invalid_name", f"A display name has 1 to {NAME_MAX_CHARS} characters; choose another one."
-        )
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        raise ServerError("invalid_name", "A display name cannot contain control characters.")
-    return name
+def clean_display_name(raw: Any, what: str = "display name") -> str:
+    """A name as stored (display names, bot seat names, token names): the rule of server/names.py, refused as
+    ``invalid_name``."""
+    try:
+        return normalise_name(raw, what)
+    except InvalidName as exc:
+        raise ServerError("invalid_name", str(exc)) from None
 
 
 def secret_key(settings: Settings, store: Store) -> str:

@@ -23,13 +23,16 @@ from typing import Any
 
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.tasks import TC_GAMES_DIR, instance_set_ids, iter_instances
-from server.auth import Principal, ServerError, parse_count
+from server.auth import Principal, ServerError, clean_display_name, parse_count
 from server.bots import BotRegistry
+from server.limits import RateLimiter, open_games_limited
 from server.rooms import Rooms, SeatState, load_instance, seat_claim_key
 from server.settings import HallSettings, SeatSpec, Settings
 from server.store import Store
 
 GAME_ID_BYTES = 9
+#: Waiting games read to count a creator's open ones (the per-user bound keeps the real number far lower).
+OPEN_GAMES_SCAN = 5000
 
 
 class Lobby:
@@ -40,6 +43,7 @@ class Lobby:
         self.bots = bots
         self._next_slot: dict[str, int] = {}
         self._slot_lock = threading.Lock()
+        self.limiter = RateLimiter(settings.limits)
 
     # -------------------------------------------------------------------------------------------- halls
     def hall(self, name: Any) -> HallSettings:
@@ -100,10 +104,17 @@ class Lobby:
         instance_id: Any = None,
         seed: Any = None,
         join: bool = False,
+        address: str | None = None,
     ) -> dict[str, Any]:
-        """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may."""
+        """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
+
+        ``address`` is the network address of a client's request: then, unless the creator is an admin, the
+        abuse limits (server/limits.py) apply before any work: games per user and per address, open games
+        per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies."""
         hall = self.hall(hall_name)
         specs = self._seat_specs(hall, seats)
+        if address is not None and not creator.is_admin:
+            self._check_creation_limits(creator, address)
         game_id = secrets.token_urlsafe(GAME_ID_BYTES)
         choice = self._choose_instance(hall, hall_name, game_id, instance_id, creator)
         root = self.settings.instance_root(hall)
@@ -165,6 +176,16 @@ class Lobby:
             summary["instance_id"] = instance.id
         return {**summary, "your_seat": joined}
 
+    def _check_creation_limits(self, creator: Principal, address: str) -> None:
+        bound = self.settings.limits.open_games_per_user
+        if bound is not None:
+            waiting = self.store.list_games(status="waiting", limit=OPEN_GAMES_SCAN)
+            mine = sum(1 for meta in waiting if meta.get("created_by") == creator.id)
+            if mine >= bound:
+                raise open_games_limited(mine, bound)
+        self.limiter.hit("games_per_user", creator.id)
+        self.limiter.hit("games_per_address", address)
+
     def _seat_specs(self, hall: HallSettings, seats: Any) -> list[SeatSpec]:
         if seats is None:
             return hall.seat_specs()
@@ -180,6 +201,11 @@ class Lobby:
         for index, raw in enumerate(seats):
             if isinstance(raw, str):
                 raw = {"kind": raw}
+            if isinstance(raw, dict) and raw.get("name") is not None:  # the one rule for names, typed
+                try:
+                    raw = {**raw, "name": clean_display_name(raw["name"], "bot seat name")}
+                except ServerError as err:
+                    raise ServerError(err.code, f"Seat {index}: {err.message}", {"seat": index}) from None
             try:
                 specs.append(SeatSpec.model_validate(raw))
             except ValueError as exc:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
+from engineio.packet import Packet as EngineIOPacket
 from flask import Blueprint, Response, jsonify, request, session
 from flask_socketio import SocketIO, join_room, leave_room
 from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefused
@@ -42,6 +44,7 @@ from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_
 from server.game.errors import ERROR_CODES, GameError
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import strict_args_schema
+from server.limits import retry_after_of
 from server.rooms import LOBBY_ROOM, seat_room, spectator_room
 from server.schemas import schema_catalogue
 from server.store import StoreError
@@ -113,15 +116,20 @@ def _as_object(data: Any, limit: int) -> dict[str, Any]:
                 "The message is not readable JSON: send UTF-8 text, numbers of at most a few digits and "
                 "objects nested a few levels deep.",
             ) from None
-    elif data is not None:
-        try:
-            size = len(json.dumps(data))
-        except (TypeError, ValueError, RecursionError):
-            raise ServerError("invalid_request", "The message is not JSON.") from None
-        if size > limit:
-            raise _too_large(size, limit)
     if data is None:
         return {}
+    # one pass over the object: its size, and text that is not Unicode (a lone surrogate such as "\ud800",
+    # which JSON can spell but no store, log or UTF-8 answer can hold)
+    try:
+        size = len(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ServerError(
+            "invalid_request", "The message holds text that is not Unicode (a lone surrogate); send UTF-8."
+        ) from None
+    except (TypeError, ValueError, RecursionError):
+        raise ServerError("invalid_request", "The message is not JSON.") from None
+    if size > limit:
+        raise _too_large(size, limit)
     if not isinstance(data, dict):
         raise ServerError("invalid_request", f"Send a JSON object, not a {type(data).__name__}.")
     return data
@@ -134,6 +142,33 @@ def _too_large(size: int, limit: int) -> ServerError:
         {"size": size, "limit": limit},
         status=413,
     )
+
+
+def request_object(limit: int) -> dict[str, Any]:
+    """The body of the current HTTP request as a JSON object (empty body: ``{}``), read under ``limit``
+    bytes; anything the JSON parser refuses (bad UTF-8, deep nesting, huge numbers) is ``invalid_request``."""
+    if request.content_length and request.content_length > limit:
+        raise _too_large(request.content_length, limit)
+    raw = request.get_data(cache=True)
+    if not raw:
+        return {}
+    return _as_object(raw, limit)
+
+
+def rest_error(err: BaseException, max_payload_bytes: int) -> tuple[Response, int]:
+    """The typed JSON answer of a failed REST request (``Retry-After`` on ``rate_limited``); HTTP errors
+    of the routing layer (404, 405, ...) become ``invalid_request``; only unexpected failures log a trace."""
+    if isinstance(err, HTTPException) and not isinstance(err, RequestEntityTooLarge):
+        typed = ServerError("invalid_request", err.description or err.name, status=err.code or 400)
+        return jsonify({"ok": False, "error": typed.to_dict()}), typed.status
+    if isinstance(err, RequestEntityTooLarge):
+        err = _too_large(request.content_length or 0, max_payload_bytes)
+    _log_refusal(f"{request.method} {request.path}", None, err)
+    response = jsonify({"ok": False, "error": error_body(err)})
+    retry_after = retry_after_of(err)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response, http_status(err)
 
 
 def split_action(data: dict[str, Any], action_type: str | None) -> tuple[dict[str, Any], Any]:
@@ -149,6 +184,56 @@ def split_action(data: dict[str, Any], action_type: str | None) -> tuple[dict[st
 
 
 # ---------------------------------------------------------------------------------------- Socket.IO
+#: Connections whose malformed-frame count is remembered (the oldest are forgotten first).
+MALFORMED_CONNECTIONS_KEPT = 10_000
+
+
+def _client_faults_as_info(record: logging.LogRecord) -> bool:
+    """engine.io reports what clients do wrong (a poll after a clean disconnect, an unknown session id, a bad
+    transport) as ERROR, once per kind per process: they are the client's fault, so they are INFO here; a
+    long-polling POST it cannot read is one warning line instead of a traceback."""
+    if record.funcName == "_log_error_once" and record.levelno == logging.ERROR:
+        record.levelno, record.levelname = logging.INFO, "INFO"
+    elif record.msg == "post request handler error":
+        record.msg = "dropped an unreadable Socket.IO long-polling payload (%s)"
+        record.args = (record.exc_info[1].__class__.__name__ if record.exc_info else "?",)
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
+class _ReadableFramesOnly(SimpleWebSocketWSGI):
+    """engine.io's WebSocket transport, except that a frame engine.io cannot decode (empty, no packet type,
+    JSON nested too deep, bad base64) is dropped instead of ending the request with a traceback. The first
+    one of each connection is logged as one warning line."""
+
+    peer = "?"
+    dropped = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        self.peer = str(environ.get("REMOTE_ADDR", "?"))
+        return super().__call__(environ, start_response)
+
+    def wait(self) -> Any:
+        while True:
+            data = super().wait()
+            if data is None:
+                return None
+            try:
+                EngineIOPacket(encoded_packet=data)
+            except Exception as exc:
+                self.dropped += 1
+                if self.dropped == 1:
+                    log.warning(
+                        "dropped an unreadable engine.io frame from %s (%s); further ones from this "
+                        "connection are dropped without a log line",
+                        self.peer,
+                        type(exc).__name__,
+                    )
+                continue
+            return data
+
+
 @dataclass
 class Connection:
     principal: Principal | None
@@ -164,8 +249,12 @@ class SocketProtocol:
         self.socketio = socketio
         self.connections: dict[str, Connection] = {}
         self._lock = threading.Lock()
+        # engine.io connection id -> malformed frames dropped (insertion-ordered, bounded)
+        self._malformed: dict[str, int] = {}
 
     def register(self) -> None:
+        self._guard_frames()
+        logging.getLogger("engineio.server").addFilter(_client_faults_as_info)
         sio = self.socketio
         sio.on_event("connect", self.on_connect)
         sio.on_event("disconnect", self.on_disconnect)
@@ -185,6 +274,42 @@ class SocketProtocol:
             handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
         for name, handler in handlers.items():
             sio.on_event(name, self._wrap(name, handler))
+
+    def _guard_frames(self) -> None:
+        eio = self.socketio.server.eio
+        # threading mode (dev server, gunicorn gthread): the one transport this server runs
+        if eio._async.get("websocket") is SimpleWebSocketWSGI:
+            eio._async = {**eio._async, "websocket": _ReadableFramesOnly}
+        self._guard_socketio_packets()
+
+    def _guard_socketio_packets(self) -> None:
+        """Frames the Socket.IO parser cannot read (bad JSON, deep nesting, huge numbers, stray acks) are
+        dropped; each connection's first one is logged as one warning line, the rest silently (the library
+        logged a traceback per frame). Handler errors never get here: ``_wrap`` answers them."""
+        server = self.socketio.server
+        handle = server._handle_eio_message
+
+        def guarded(eio_sid: str, data: Any) -> None:
+            try:
+                handle(eio_sid, data)
+            except Exception as exc:
+                self._note_malformed(eio_sid, exc)
+
+        server.eio.on("message", guarded)
+
+    def _note_malformed(self, eio_sid: str, exc: Exception) -> None:
+        with self._lock:
+            first = eio_sid not in self._malformed
+            self._malformed[eio_sid] = self._malformed.pop(eio_sid, 0) + 1
+            while len(self._malformed) > MALFORMED_CONNECTIONS_KEPT:
+                self._malformed.pop(next(iter(self._malformed)))
+        if first:
+            log.warning(
+                "dropped a malformed Socket.IO frame from connection %s (%s); further ones from it are "
+                "dropped without a log line",
+                eio_sid,
+                type(exc).__name__,
+            )
 
     def _wrap(
         self, name: str, handler: Callable[[Connection, dict[str, Any]], dict[str, Any]]
@@ -243,6 +368,7 @@ class SocketProtocol:
             data.get("instance_id"),
             data.get("seed"),
             bool(data.get("join", False)),
+            address=request.remote_addr or "unknown",
         )
         return {"game": game}
 
@@ -276,6 +402,8 @@ class SocketProtocol:
 
     def leave(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         game_id = data.get("game_id")
+        if not isinstance(game_id, str):
+            raise ServerError("invalid_request", 'Send {"game_id": "..."} naming the game to leave.')
         if game_id in conn.watching:
             leave_room(spectator_room(game_id))
             conn.watching.discard(game_id)
@@ -323,29 +451,19 @@ def api_blueprint(services: Services) -> Blueprint:
         return jsonify({"ok": True, **payload}), status
 
     def body() -> dict[str, Any]:
-        if request.content_length and request.content_length > limit:
-            raise _too_large(request.content_length, limit)
-        raw = request.get_data(cache=True)
-        if not raw:
-            return {}
-        return _as_object(raw, limit)
+        return request_object(limit)
 
     def caller() -> Principal | None:
         return resolve_principal(services.store, request.headers, session)
 
     @api.errorhandler(Exception)
     def _error(err: Exception) -> tuple[Response, int]:
-        if isinstance(err, HTTPException) and not isinstance(err, RequestEntityTooLarge):
-            typed = ServerError("invalid_request", err.description or err.name, status=err.code or 400)
-            return jsonify({"ok": False, "error": typed.to_dict()}), typed.status
-        if isinstance(err, RequestEntityTooLarge):
-            err = _too_large(request.content_length or 0, services.settings.server.max_payload_bytes)
-        _log_refusal(f"{request.method} {request.path}", None, err)
-        return jsonify({"ok": False, "error": error_body(err)}), http_status(err)
+        return rest_error(err, services.settings.server.max_payload_bytes)
 
     @api.post("/login")
     def login() -> tuple[Response, int]:
         name = clean_display_name(body().get("name"))
+        services.lobby.limiter.hit("logins_per_address", request.remote_addr or "unknown")
         user = services.store.create_user(name)
         session.clear()
         session.permanent = True
@@ -381,6 +499,7 @@ def api_blueprint(services: Services) -> Blueprint:
             data.get("instance_id"),
             data.get("seed"),
             bool(data.get("join", False)),
+            address=request.remote_addr or "unknown",
         )
         return ok({"game": game}, 201)
 

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from server.game.settings import GameSettings
+from server.names import normalise_name
 
 ENV_PREFIX = "TRADECRAFT__"
 CONFIG_ENV_VAR = "TRADECRAFT_CONFIG"
@@ -120,6 +121,47 @@ class RoomsSection(_Section):
     )
 
 
+class RateRule(_Section):
+    """At most ``count`` events per ``seconds`` (a fixed window; see server/limits.py)."""
+
+    count: int = Field(..., ge=1, description="events allowed per window")
+    seconds: float = Field(..., gt=0, le=86_400, description="window length in seconds")
+
+
+class LimitsSection(_Section):
+    """Abuse limits (server/limits.py). A rule set to null is not enforced."""
+
+    storage: str | None = Field(
+        None,
+        description="where counters live: null = in this process (each worker counts alone, so W workers "
+        "allow up to W times a limit); redis://HOST:PORT/DB = shared by every worker",
+    )
+    games_per_user: RateRule | None = Field(
+        RateRule(count=60, seconds=600), description="games one user or API token may create per window"
+    )
+    games_per_address: RateRule | None = Field(
+        RateRule(count=600, seconds=600), description="games one network address may create per window"
+    )
+    logins_per_address: RateRule | None = Field(
+        RateRule(count=600, seconds=600), description="display-name logins from one address per window"
+    )
+    admin_failures_per_address: RateRule | None = Field(
+        RateRule(count=10, seconds=600),
+        description="wrong admin passwords from one address per window; then every admin password from it is "
+        "refused until the window ends",
+    )
+    open_games_per_user: int | None = Field(
+        10, ge=1, description="games waiting for players that one user may have created; null = unbounded"
+    )
+
+    @field_validator("storage")
+    @classmethod
+    def _redis_only(cls, storage: str | None) -> str | None:
+        if storage is not None and not storage.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("limits.storage is null (in-process) or a redis:// URL")
+        return storage
+
+
 InstanceChoice = Literal["fixed", "sequential", "random"]
 SeatKindSpec = Literal["open", "human", "agent", "bot"]
 
@@ -165,6 +207,11 @@ class SeatSpec(_Section):
     kind: SeatKindSpec = Field("open", description="open | human | agent | bot")
     bot: str | None = Field(None, description="built-in bot for kind bot; null = bots.default")
     name: str | None = Field(None, description="display name of a bot seat")
+
+    @field_validator("name")
+    @classmethod
+    def _name_rule(cls, name: str | None) -> str | None:
+        return None if name is None else normalise_name(name, "bot seat name")
 
     @model_validator(mode="after")
     def _bot_only_for_bots(self) -> SeatSpec:
@@ -223,6 +270,7 @@ class Settings(_Section):
     socketio: SocketIOSection = Field(default_factory=SocketIOSection)
     bots: BotsSection = Field(default_factory=BotsSection)
     rooms: RoomsSection = Field(default_factory=RoomsSection)
+    limits: LimitsSection = Field(default_factory=LimitsSection)
     halls: dict[str, HallSettings] = Field(default_factory=_default_halls)
 
     # Where the YAML came from: relative paths are resolved against its folder. Not a settings key.
@@ -258,6 +306,8 @@ class Settings(_Section):
         data["security"].pop("admin_password", None)
         if data["database"]["uri"]:
             data["database"]["uri"] = _without_credentials(data["database"]["uri"])
+        if data["limits"]["storage"]:
+            data["limits"]["storage"] = _without_credentials(data["limits"]["storage"])
         return data
 
 

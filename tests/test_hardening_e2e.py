@@ -23,6 +23,23 @@ POOL_INDEX = 173
 POOL_ID = f"minecraft/1p_v_1p/{POOL_FILE_STEM}#{POOL_INDEX}"
 
 
+def shipped_instance_names() -> list[str]:
+    """Every shipped instance's id (``minecraft/1p_v_1p/paper#7``), its file's path below TC_GAMES and its
+    file name: the texts that would lead a reader to a shipped file and an entry in it."""
+    from craft_rules.tasks import TC_GAMES_DIR
+
+    names: set[str] = set()
+    for path in sorted(Path(TC_GAMES_DIR).glob("*/*/*.json")):
+        ruleset, mode = path.parent.parent.name, path.parent.name
+        names.update((f"{ruleset}/{mode}/{path.stem}", path.name))
+        records = json.loads(path.read_text(encoding="utf-8"))
+        names.update(f"{ruleset}/{mode}/{path.stem}#{index}" for index in range(len(records)))
+    return sorted(names)
+
+
+SHIPPED_NAMES = shipped_instance_names()
+
+
 def write_privacy_hall(config: Path) -> None:
     """Add hall "privacy": every game gets instance #173 of a 200-instance file."""
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -30,6 +47,12 @@ def write_privacy_hall(config: Path) -> None:
     (root / "minecraft" / "1p_v_1p" / f"{POOL_FILE_STEM}.json").write_text(
         json.dumps([DUEL] * POOL_SIZE), encoding="utf-8"
     )
+    data["halls"]["shipped"] = {  # draws from the shipped paper set, as a study would
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "random", "set": "paper"},
+        "game": {"max_turns": 3},
+    }
     data["halls"]["privacy"] = {
         "ruleset": "minecraft",
         "players": 2,
@@ -77,13 +100,17 @@ def scalars(value: Any) -> Iterator[Any]:
 
 
 def assert_instance_hidden(received: list[Any], who: str) -> int:
-    """No string names the instance, its file or its index; no number equals the index."""
+    """No string names the instance, its file or its index, or any shipped instance file or entry; no number
+    equals the index."""
     checked = 0
     for value in scalars(received):
         checked += 1
         if isinstance(value, str):
             for secret in (POOL_ID, POOL_FILE_STEM, f"#{POOL_INDEX}", str(POOL_INDEX)):
                 assert secret not in value, f"{who} received {value!r}, which reveals the instance"
+            if "/" in value or ".json" in value:  # every shipped name has one of them: skip the rest fast
+                for shipped in SHIPPED_NAMES:
+                    assert shipped not in value, f"{who} received {value!r}, which names a shipped instance"
         elif isinstance(value, int | float) and not isinstance(value, bool):
             assert value != POOL_INDEX, f"{who} received the number {value}, the instance's index"
     return checked
@@ -156,6 +183,42 @@ def test_players_spectators_and_the_lobby_never_learn_the_instance(
     p0.wait_status(game_id, "finished")
     summary = rest(anonymous, "GET", f"/api/games/{game_id}")["game"]
     assert summary["status"] == "finished" and summary["instance_id"] == POOL_ID
+
+
+def test_a_game_from_the_shipped_files_names_none_of_them(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    """Everything a player, a spectator and an anonymous reader receive in a game drawn from the shipped paper
+    set is searched for every shipped instance id, file path and file name."""
+    p0 = new_client(server, clients, f"S0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(server, clients, f"S1-{uuid.uuid4().hex[:4]}")
+    anonymous = new_client(server, clients)
+    rest_answers: list[Any] = []
+    anonymous.call("lobby", {})
+    created = p0.call("create_game", {"hall": "shipped", "join": True})
+    assert created["ok"], created
+    game_id = created["game"]["game_id"]
+    assert p1.call("join", {"game_id": game_id})["ok"]
+    p1.wait_log(game_id, 2)
+    assert anonymous.call("watch", {"game_id": game_id})["ok"]
+    for client in (p0, p1, anonymous):
+        client._record("read", client.call("view", {"game_id": game_id}))
+        client._record(
+            "read", client.call("query", {"game_id": game_id, "query": {"type": "possible_crafts"}})
+        )
+        for path in ("/api/games", f"/api/games/{game_id}", f"/api/games/{game_id}/view", "/api/halls"):
+            rest_answers.append(client.rest("GET", path)[1])
+    # the instance may be named once the game is over: what arrived while it ran is searched
+    readers = (("seat 0", p0), ("seat 1", p1), ("anonymous", anonymous))
+    while_running = {who: list(client.messages()) for who, client in readers}
+    assert p0.act(game_id, "resign")["ok"]
+    p1.wait_status(game_id, "finished")
+    checked = assert_instance_hidden(rest_answers, "a REST reader")
+    for who, received in while_running.items():
+        checked += assert_instance_hidden(received, who)
+    assert checked > 500
+    summary = anonymous.rest("GET", f"/api/games/{game_id}")[1]["game"]
+    assert summary["instance_id"] in SHIPPED_NAMES  # and after the end it is shown
 
 
 # ---------------------------------------------------------------------------------------- REST bodies

@@ -103,6 +103,7 @@ run_texts = st.one_of(
     st.builds(lambda m, e: f"{m}e{e}", st.integers(-99, 10**6), st.integers(-(10**9), 10**9)),
     st.decimals(allow_nan=False, allow_infinity=False, places=8).map(str),
     st.text(alphabet="0123456789./eE+-_ ", max_size=60),
+    st.text(max_size=80),  # any Unicode: other scripts' digits, full-width forms, controls
     st.integers(-(10**30), 10**30),
 )
 
