@@ -90,6 +90,11 @@ def test_two_people_play_a_duel_in_the_browser(
     expect(ada.locator("#craft-hand")).to_contain_text("2 × Oak Planks")
     craft(ada, "stick", "1/2")
     expect(ada.locator("#craft-hand")).to_contain_text("2 × Stick")
+    # a reload mid-craft restores the private crafting hand (the seat's join answers with it)
+    ada.reload()
+    expect(ada.locator("#room[data-ready=true]")).to_be_attached()
+    expect(ada.locator("#craft-hand")).to_contain_text("2 × Stick")
+    expect(ada.locator("#craft-hand")).to_contain_text("1 × Oak Planks")
     craft(ada, "torch", "1/4")
     expect(ada.locator("#craft-hand")).to_contain_text("1 × Torch")
     expect(ada.locator("#craft-hand")).to_contain_text("rounds away")  # 3/4 coal is lost at the end
