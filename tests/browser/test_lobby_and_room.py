@@ -72,7 +72,6 @@ def test_two_people_play_a_duel_in_the_browser(
     ada.get_by_label("Message (optional)").fill(HOSTILE)
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "room-propose.png", full_page=True)
-    docs_screenshot(ada, "room")
     ada.get_by_role("button", name="Propose").click()
 
     # Bob sees the proposal as text and accepts; Ada's page shows the trade

@@ -214,7 +214,6 @@ def test_how_to_play_is_linked_from_the_nav(server: ServerProcess, browser: Brow
     for heading in ("Your goal", "Turns", "Trading", "Crafting", "Runs, fractions and fuel", "Value reports"):
         expect(page.get_by_role("heading", name=re.compile(heading))).to_be_visible()
     page.screenshot(path=artifacts / "how-to-play.png", full_page=True)
-    docs_screenshot(page, "how-to-play")
     context.close()
 
 
