@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "tasks": ("craft_rules.tasks_cli:tasks_group", "Task instances: list, generate, check."),
     "play": ("agents.cli:play_command", "Play a headless local game between built-in bots."),
+    "tournament": (
+        "agents.tournament_cli:tournament_command",
+        "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",
+    ),
     "export": ("server.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
     "admin": ("server.admin:admin_group", "Administer a TradeCraft store: API tokens for bots and agents."),
 }

@@ -85,6 +85,7 @@ function render() {
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
   renderHands(view, mine);
   renderDecide(view);
+  renderToM(view, mine);
   renderCraft(view);
   renderEnd(view, mine);
   renderTimeline();
@@ -206,6 +207,84 @@ function renderPropose(view, mine) {
   }
   $("propose-pass").hidden = !view.legal_actions.includes("pass");
 }
+
+// The ToM report: one 0-10 slider per item for each asked order (v0: you; v1: what an opponent needs;
+// v2: what an opponent thinks you need). A slider starts unset (no value that could anchor the answer);
+// the report is sent only when every slider was moved.
+let tomShownFor = null;
+
+function renderToM(view, mine) {
+  const panel = $("room-tom");
+  const duty = view.tom;
+  panel.hidden = !(duty && duty.due && view.legal_actions.includes("report_tom"));
+  if (panel.hidden) return;
+  const key = `${view.turn}:${duty.orders.join(",")}:${duty.items.join(",")}`;
+  if (tomShownFor === key) return; // keep what the player has set so far
+  tomShownFor = key;
+  const groups = $("tom-groups");
+  groups.replaceChildren();
+  const asked = [];
+  if (duty.orders.includes(0)) asked.push({ order: "v0", opponent: null, title: "How much do YOU need each item?" });
+  for (const opponent of duty.opponents) {
+    const who = seatName(seats, opponent);
+    if (duty.orders.includes(1)) asked.push({ order: "v1", opponent, title: `How much does ${who} need each item?` });
+    if (duty.orders.includes(2)) asked.push({ order: "v2", opponent, title: `How much does ${who} think YOU need each item?` });
+  }
+  for (const { order, opponent, title } of asked) {
+    const fieldset = el("fieldset", "tom-group");
+    fieldset.append(el("legend", null, title));
+    for (const item of duty.items) {
+      const row = el("div", "tom-row");
+      const id = `tom-${order}-${opponent ?? "self"}-${item}`;
+      const label = el("label", null, itemName(item, ruleset));
+      label.htmlFor = id;
+      const slider = el("input", "tom-slider unset");
+      slider.type = "range";
+      slider.min = "0";
+      slider.max = "10";
+      slider.step = "1";
+      slider.id = id;
+      slider.dataset.order = order;
+      slider.dataset.item = item;
+      if (opponent !== null) slider.dataset.opponent = String(opponent);
+      slider.setAttribute("aria-valuetext", "not set");
+      const shown = el("output", "tom-value", "not set");
+      shown.htmlFor = id;
+      slider.addEventListener("input", () => {
+        slider.classList.remove("unset");
+        slider.setAttribute("aria-valuetext", slider.value);
+        shown.textContent = slider.value;
+        showError("room-tom-error", "");
+      });
+      row.append(iconFor(item, ruleset), label, slider, shown);
+      fieldset.append(row);
+    }
+    groups.append(fieldset);
+  }
+}
+
+$("tom-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const sliders = [...document.querySelectorAll("#tom-groups .tom-slider")];
+  const unset = sliders.filter((s) => s.classList.contains("unset"));
+  if (unset.length) {
+    showError("room-tom-error", `Move every slider first: ${unset.length} still not set.`);
+    unset[0].focus();
+    return;
+  }
+  const report = { v0: null, v1: null, v2: null };
+  for (const slider of sliders) {
+    const { order, item, opponent } = slider.dataset;
+    const value = Number(slider.value);
+    if (order === "v0") {
+      report.v0 = { ...(report.v0 || {}), [item]: value };
+    } else {
+      report[order] = report[order] || {};
+      report[order][opponent] = { ...(report[order][opponent] || {}), [item]: value };
+    }
+  }
+  await act("report_tom", report, "room-tom-error");
+});
 
 function renderDecide(view) {
   const panel = $("room-decide");

@@ -5,9 +5,11 @@ axe-core checks the lobby and the game room. Screenshots go to tests/artifacts/.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+import requests
 from conftest import AXE, docs_screenshot
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
@@ -112,3 +114,49 @@ def test_two_people_play_a_duel_in_the_browser(
     expect(ada.locator("#replay[data-ready=true]")).to_be_attached()
     ada_context.close()
     bob_context.close()
+
+
+def test_tom_panel_sends_a_report_the_researcher_export_holds(
+    server: ServerProcess, browser: Browser, artifacts: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    login(page, server, "Reporter")
+    page.get_by_label("Game mode").select_option("tom")
+    page.get_by_label("Other seats").select_option("bot:random")
+    page.get_by_role("button", name="Create and join").click()
+    panel = page.locator("#room-tom")
+    expect(panel).to_be_visible()
+    sliders = panel.locator("input[type=range]")
+    count = sliders.count()
+    items = len(
+        set(page.locator("#room-tom input[data-order=v0]").evaluate_all("s => s.map(x => x.dataset.item)"))
+    )
+    assert count == 3 * items > 0  # v0, v1 and v2 over the same items, one opponent
+    # nothing is pre-filled: sending at once is refused in the page
+    page.get_by_role("button", name="Send my values").click()
+    expect(page.locator("#room-tom-error")).to_contain_text(f"{count} still not set")
+    assert axe_violations(page) == []
+    chosen: dict[str, int] = {}
+    for index in range(count):
+        slider = sliders.nth(index)
+        value = (index * 3) % 11
+        slider.fill(str(value))
+        if slider.get_attribute("data-order") == "v0":
+            chosen[str(slider.get_attribute("data-item"))] = value
+    page.screenshot(path=artifacts / "room-tom.png", full_page=True)
+    page.get_by_role("button", name="Send my values").click()
+    expect(panel).to_be_hidden()
+    game_id = page.url.rstrip("/").rsplit("/", 1)[1]
+    export = requests.get(
+        f"{server.url}/api/admin/games/{game_id}/export", auth=("admin", "test-admin-password"), timeout=15
+    )
+    reports = [
+        record["payload"]
+        for record in map(json.loads, export.text.splitlines())
+        if record.get("kind") == "event"
+        and record.get("type") == "tom_reported"
+        and record["payload"]["seat"] == 0
+    ]
+    assert reports and reports[0]["v0"] == chosen and set(reports[0]["v1"]) == {"1"}
+    context.close()

@@ -1,0 +1,127 @@
+"""ToM-k bots: legal play on every kind of shipped instance, Bayes beliefs, reports, options, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.bots.registry import PolicySpecError, make_policy
+from agents.bots.tomk import (
+    Posterior,
+    ToMBot,
+    coverage,
+    enumerate_offers,
+    marginal_values,
+    scale_0_10,
+)
+from agents.local import play_local
+from craft_rules.loader import load_rule_set
+from craft_rules.tasks import get_instance
+from server.game import GameSettings
+
+PAPER = GameSettings(
+    ruleset="minecraft",
+    max_turns=15,
+    crafting_runs="whole",
+    allow_pass=False,
+    tom_orders=[[0, 1, 2], [0, 1, 2]],
+)
+
+
+def _play(instance_id: str, specs: list[str], settings: GameSettings | None = None, seed: int = 3):
+    instance = get_instance(instance_id)
+    rules = load_rule_set(instance.ruleset)
+    policies = [make_policy(spec, seed + i) for i, spec in enumerate(specs)]
+    if settings is None:
+        settings = GameSettings(ruleset=instance.ruleset, max_turns=6)
+    return play_local(instance, settings, rules, policies, seed), policies
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "specs", "paper"),
+    [
+        ("minecraft/1p_v_1p/paper#2", ["tom2", "random"], True),
+        ("minecraft/1p_v_1p/paper#7", ["random", "tom3"], True),
+        ("minecraft/1p_v_1p/standard#1", ["tom0", "tom1"], False),
+        ("minecraft/1p_v_1p_v_1p/standard#0", ["tom1", "random", "tom2"], False),
+        ("alchemy/1p_v_1p/standard#0", ["tom2", "tom0"], False),
+    ],
+)
+def test_tom_bots_play_only_legal_actions(instance_id, specs, paper):
+    # play_local raises LocalPlayError on the first illegal action, so finishing is the assertion
+    settings = PAPER if paper else None
+    result, policies = _play(instance_id, specs, settings)
+    assert result.game.finished
+    for policy in policies:
+        if isinstance(policy, ToMBot):
+            json.dumps(policy.trace())  # the trace is JSON-safe
+
+
+def test_same_seed_same_game():
+    first, _ = _play("minecraft/1p_v_1p/paper#3", ["tom2", "tom1"], PAPER, seed=5)
+    again, _ = _play("minecraft/1p_v_1p/paper#3", ["tom2", "tom1"], PAPER, seed=5)
+    assert first.log_sha256 == again.log_sha256
+
+
+def test_posterior_moves_towards_the_opponents_true_target():
+    # tom1 (seat 0) learns from tom2's proposals and answers over a whole game that nobody wins
+    instance_id = "minecraft/1p_v_1p/paper#29"
+    _, (bot, _) = _play(instance_id, ["tom1", "tom2"], PAPER, seed=1)
+    true_target = next(iter(get_instance(instance_id).targets[1]))
+    updates = [r for r in bot.trace() if r["event"] == "belief_update" and r["seat"] == 1]
+    assert len(updates) >= 3, "the bot hardly updated its belief"
+    candidates = len(bot.beliefs[1].probs)
+    assert candidates > 20
+    # the last recorded top-10 belief puts far more than the uniform share on the true target
+    assert updates[-1]["belief"].get(true_target, 0.0) > 5 / candidates
+
+
+def test_posterior_bayes_update():
+    belief = Posterior()
+    belief.reset(["a", "b", "c", "d"])
+    belief.update({"a": 0.9, "b": 0.1, "c": 0.1, "d": 0.1})
+    assert belief.probs["a"] == pytest.approx(0.75)
+    belief.update({"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0})  # evidence all deny: unchanged
+    assert belief.probs["a"] == pytest.approx(0.75)
+    belief.reset(["a", "b"])  # a candidate vanished: the rest renormalised
+    assert belief.probs["a"] == pytest.approx(0.75 / (0.75 + 0.25 / 3))
+
+
+def test_progress_and_marginal_values():
+    need = {"stick": 2, "iron_ingot": 3}
+    assert coverage({"stick": 2, "iron_ingot": 3, "dirt": 5}, need) == 1.0
+    assert coverage({"stick": 1}, need) == pytest.approx(0.2)
+    values = marginal_values({"stick": 2, "iron_ingot": 1}, need, ["stick", "iron_ingot", "dirt"])
+    assert values["dirt"] == 0 and values["iron_ingot"] > 0 and values["stick"] > 0  # losing a stick hurts
+    assert scale_0_10({"a": 0.2, "b": 0.1, "c": 0.0}) == {"a": 10, "b": 5, "c": 0}
+    assert scale_0_10({"a": 0.0}) == {"a": 0}
+
+
+def test_offers_are_bounded_and_disjoint():
+    offers = enumerate_offers(
+        0, 1, {"a": 3, "b": 1, "c": 2, "d": 1}, {"x": 2, "y": 5, "a": 1}, {"x": 2, "y": 1, "a": 4}, 50
+    )
+    assert 0 < len(offers) <= 50
+    for to, give, request in offers:
+        assert to == 1
+        assert not {i for i, _ in give} & {i for i, _ in request}
+        assert len(give) <= 2 and 1 <= len(request) <= 2
+
+
+def test_reports_answer_the_due_orders():
+    result, _ = _play("minecraft/1p_v_1p/paper#4", ["tom2", "tom0"], PAPER, seed=2)
+    reports = [e for e in result.events if e.type == "tom_reported" and e.payload["seat"] == 0]
+    assert reports
+    payload = reports[0].payload
+    assert set(payload["v1"]) == {"1"} and set(payload["v2"]) == {"1"}
+    assert all(0 <= v <= 10 for v in payload["v0"].values())
+    assert max(payload["v0"].values()) == 10  # something in the public hands helps its own target
+
+
+def test_options_and_bad_options():
+    bot = make_policy("tom1?lambda=0.25&belief_key=offer&candidates=10", 0)
+    assert isinstance(bot, ToMBot) and bot.learning_speed == 0.25 and bot.belief_key == "offer"
+    for spec in ("tom1?belief_key=colour", "tom2?lambda=2", "tom0?depth=3"):
+        with pytest.raises(PolicySpecError):
+            make_policy(spec, 0)
