@@ -13,6 +13,7 @@ expensive in-phase queries, and login / game-creation floods (refused by the rat
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,12 @@ def primes() -> Callable[[], int]:
         raise AssertionError("unreachable")
 
     return next_prime
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -125,7 +132,9 @@ def main() -> None:
             ),
         }
         print(f"/healthz latency (ms) while one client attacks, {args.seconds:g} s each (probe every 20 ms)")
-        print(f"{'attack':32} {'req/s':>8} {'p50':>7} {'p99':>7} {'max':>7}")
+        print(f"{'attack':32} {'req/s':>7} {'CPU ms/req':>10} {'p50':>7} {'p99':>7} {'max':>7}")
+        assert server.proc is not None
+        pid = server.proc.pid
         worst_p99 = 0.0
         for name, attack in attacks.items():
             latencies: list[float] = []
@@ -133,6 +142,7 @@ def main() -> None:
             prober = threading.Thread(target=probe, args=(server.url, stop, latencies))
             prober.start()
             sent = 0
+            cpu_before = cpu_seconds(pid)
             started = time.perf_counter()
             while time.perf_counter() - started < args.seconds:
                 attack()
@@ -140,12 +150,19 @@ def main() -> None:
             rate = sent / (time.perf_counter() - started)
             stop.set()
             prober.join()
+            # the server's CPU per attack request (the prober's health checks included: a fixed small share)
+            cpu_ms = (cpu_seconds(pid) - cpu_before) * 1000 / max(sent, 1)
             p50, p99 = statistics.median(latencies), percentile(latencies, 0.99)
             if name != "none (baseline)":
                 worst_p99 = max(worst_p99, p99)
-            shown_rate = "-" if name.startswith("none") else f"{rate:.0f}"
-            print(f"{name:32} {shown_rate:>8} {p50:7.1f} {p99:7.1f} {max(latencies):7.1f}", flush=True)
+            baseline = name.startswith("none")
+            shown_rate, shown_cpu = ("-", "-") if baseline else (f"{rate:.0f}", f"{cpu_ms:.1f}")
+            print(
+                f"{name:32} {shown_rate:>7} {shown_cpu:>10} {p50:7.1f} {p99:7.1f} {max(latencies):7.1f}",
+                flush=True,
+            )
         print(f"worst p99 under attack: {worst_p99:.1f} ms (target: under 50 ms)")
+        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         assert "Traceback" not in server.log(), "the server logged a traceback"
         for client in (p0, p1):
             client.close()

@@ -148,6 +148,20 @@ def test_malformed_frames_log_one_line_per_connection(server: ServerProcess) -> 
     assert logged.count("malformed Socket.IO frame") == 2, logged
 
 
+def test_unreadable_long_polling_payloads_log_no_traceback(server: ServerProcess) -> None:
+    since = len(server.log())
+    http = requests.Session()
+    opened = http.get(server.url + "/socket.io/?EIO=4&transport=polling", timeout=10).text
+    sid = json.loads(opened[opened.index("{") :])["sid"]
+    url = f"{server.url}/socket.io/?EIO=4&transport=polling&sid={sid}"
+    for payload in (b"\xff\xfe\xfd", b"", b"4" + b"[" * 5000, b"b!!!notbase64", b"x\x1ey\x1e"):
+        answer = http.post(url, data=payload, timeout=10)
+        assert answer.status_code < 500, (payload, answer.status_code)
+    time.sleep(0.3)
+    logged = new_log(server, since)
+    assert "Traceback" not in logged and " ERROR " not in logged, logged
+
+
 # ------------------------------------------------------------------------------------------ bodies
 UNREADABLE = {
     "invalid UTF-8": b'{"password": "\xff\xfe"}',
@@ -389,3 +403,35 @@ def test_an_unreachable_redis_does_not_lock_people_out() -> None:
 def test_limits_storage_must_be_redis() -> None:
     with pytest.raises(ValueError, match="redis"):
         LimitsSection(storage="memcached://x")
+
+
+def test_two_server_processes_share_the_limits_through_redis(tmp_path: Path, redis_url: str) -> None:
+    """Like two gunicorn workers: one SQLite file, one Redis; a client alternating between them still gets
+    exactly the configured number of logins and admin password guesses."""
+    config = write_config(tmp_path / "shared", admin_password=ADMIN_PASSWORD)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["limits"] = {
+        "storage": redis_url,
+        "logins_per_address": {"count": 4, "seconds": 600},
+        "admin_failures_per_address": {"count": 2, "seconds": 600},
+    }
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    first = ServerProcess(config).start()
+    second = ServerProcess(config).start()
+    try:
+        urls = [first.url, second.url]
+        for i in range(4):
+            assert (
+                requests.post(urls[i % 2] + "/api/login", json={"name": "Ada"}, timeout=10).status_code == 200
+            )
+        for url in urls:
+            answer = requests.post(url + "/api/login", json={"name": "Ada"}, timeout=10)
+            assert_rate_limited(answer.status_code, answer.headers, answer.json(), "logins_per_address")
+        for url in urls:
+            answer = requests.post(url + "/api/admin/login", json={"password": "guess"}, timeout=10)
+            assert answer.status_code == 403
+        answer = requests.post(first.url + "/api/admin/login", json={"password": "guess"}, timeout=10)
+        assert_rate_limited(answer.status_code, answer.headers, answer.json(), "admin_failures_per_address")
+    finally:
+        first.stop()
+        second.stop()
