@@ -7,6 +7,7 @@ Runs ``run_server.py`` on loopback (temp data dir and settings) and Debian's chr
 cache: every file is fetched), the time from navigation start to the page's ``tradecraft:ready``
 performance mark (set by the page's script once it has drawn the server's first answer), median and p95,
 and the JavaScript and CSS bytes the page loaded (uncompressed bodies; the server does not compress).
+Browser contexts bypass the pages' CSP only so that Playwright's polling predicates can run.
 
 Then two people (two browser contexts, Ada and Bob) play ``--trades`` turns of one game in their game
 rooms: each turn the proposer's proposal is sent over REST, the other one clicks **Accept** in the room,
@@ -135,7 +136,7 @@ def page_load(browser: Browser, url: str, loads: int, cookies: list[Any] | None 
     times: list[float] = []
     loaded: dict[str, int] = {}
     for index in range(loads):
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
         if cookies:
             context.add_cookies(cookies)
         page = context.new_page()
@@ -192,7 +193,7 @@ RECORD_CLICK = """
 
 
 def seated_context(browser: Browser, url: str, name: str) -> BrowserContext:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     answer = context.request.post(url + "/api/login", data={"name": name})
     if not answer.ok:
         raise SystemExit(f"login failed: {answer.text()}")
