@@ -11,6 +11,13 @@ A policy must be deterministic given its seed and what it was shown; randomness 
 between moves comes from ``(seed, view["log_size"])``, so a policy rebuilt after a server restart (and fed
 the whole seat log) plays on exactly as the lost one would have. The server calls ``act`` outside the
 game's lock and validates the answer like any client's action: an illegal action is refused, not applied.
+
+**Traces** (optional): a policy that records how it reached its moves (an LLM agent's prompts, completions,
+tool calls, token counts, latencies and retries; a bot's beliefs) implements ``drain_traces()``, returning
+the JSON-safe records made since the last call and forgetting them. Whoever runs the policy (the server,
+:func:`agents.local.play_local`, the environments, the remote client) calls it after each ``act`` and stores
+each record as a game-log ``trace`` record (:mod:`server.game.gamelog`) with ``seat``, ``event_seq`` (the
+first event the move produced; null if refused) and ``time`` added. A record never holds credentials.
 """
 
 from __future__ import annotations
@@ -33,6 +40,13 @@ class ObservingPolicy(Policy, Protocol):
     def observe(self, events: list[dict[str, Any]]) -> None: ...
 
 
+@runtime_checkable
+class TracingPolicy(Policy, Protocol):
+    """A policy that keeps trace records of its decisions for the researcher log."""
+
+    def drain_traces(self) -> list[dict[str, Any]]: ...
+
+
 PolicyFactory = Callable[..., Policy]
 """``factory(seed: int, **options: str) -> Policy``: what the ``tradecraft.policies`` entry points name."""
 
@@ -42,3 +56,9 @@ def observe(policy: Policy, events: list[dict[str, Any]]) -> None:
     hook = getattr(policy, "observe", None)
     if hook is not None:
         hook(events)
+
+
+def drain_traces(policy: Policy) -> list[dict[str, Any]]:
+    """The trace records ``policy`` made since the last call (``[]`` for a policy that keeps none)."""
+    hook = getattr(policy, "drain_traces", None)
+    return list(hook()) if hook is not None else []
