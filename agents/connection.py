@@ -1,4 +1,4 @@
-"""One seat's connection to a game: the interface the environments, LangChain tools and LLM agents play through.
+"""One seat's connection to a game: what environments, LangChain tools and LLM agents play through.
 
 Two implementations share it: a local one that drives :mod:`server.game` in-process, and a remote one that
 speaks the server's Socket.IO protocol (``docs/protocol.md``) with an API token, exactly as a browser does.
@@ -41,7 +41,7 @@ class SeatConnection(Protocol):
         ...
 
     def wait_for_turn(self, timeout: float | None = None) -> bool:
-        """Block until this seat is awaited (``view()["your_turn"]``) or the game is over; False on timeout."""
+        """Block until this seat is awaited (``view()["your_turn"]``) or the game ended; False on timeout."""
         ...
 
     @property
