@@ -80,7 +80,7 @@ function render() {
     renderTimeline();
     return;
   }
-  $("room-target").hidden = mine === null;
+  $("room-target").hidden = mine === null || view.finished; // the end screen shows every target
   if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
   renderHands(view, mine);
@@ -459,7 +459,7 @@ function renderTimeline() {
   timeline.start = ordered.length ? ordered[0].n + 1 : 1;
   timeline.replaceChildren(...ordered.map((event) => {
     const item = el("li", null, describeEvent(event, seats, ruleset));
-    if (event.visibility !== "public") item.prepend(privateBadge(event.visibility), " ");
+    if (event.visibility !== "public") item.append(" ", privateBadge(event.visibility));
     item.dataset.type = event.type;
     item.dataset.n = String(event.n);
     return item;

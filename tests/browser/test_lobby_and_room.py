@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import requests
-from conftest import AXE, docs_screenshot
+from conftest import AXE
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
@@ -54,7 +54,6 @@ def test_two_people_play_a_duel_in_the_browser(
     login(ada, server, "Ada")
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "lobby.png", full_page=True)
-    docs_screenshot(ada, "lobby")
     ada.get_by_label("Game mode").select_option("duel")
     ada.get_by_label("Seat 2").select_option("open")
     ada.get_by_role("button", name="Create game").click()

@@ -312,11 +312,15 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
             choice = next(decisions)
             if choice == "Accept":
                 page.screenshot(path=artifacts / "room-bot-proposal.png", full_page=True)
+                docs_screenshot(page, "room")
             page.get_by_role("button", name=choice).click()
             expect(page.locator("#room-outcome")).to_contain_text(f"You {choice.lower()}ed")
         elif turn == 3:  # hands have changed hands by now: the first item of each
-            page.get_by_role("button", name=re.compile("^Give ")).first.click()
-            page.get_by_role("button", name=re.compile("^Ask for ")).first.click()
+            give = page.get_by_role("button", name=re.compile("^Give ")).first
+            item = give.inner_text().split("×")[-1].strip()
+            give.click()
+            # another item than the one given (the same item on both sides is refused)
+            page.get_by_role("button", name=re.compile("^Ask for ")).filter(has_not_text=item).first.click()
             page.get_by_role("button", name="Propose").click()
             expect(page.locator("#room-outcome")).to_contain_text("your proposal")
         expect(page.locator("#room-craft")).to_be_visible()
