@@ -1,7 +1,9 @@
 // The lobby (/): log in with a display name, create a game (game mode, difficulty, who sits in each seat;
 // admins may also pick an exact task) and go to its room. The game tables are rendered by the server
-// (escaped by Jinja); this module handles the forms. Errors are the server's typed messages, shown next to
-// the form that caused them.
+// (escaped by Jinja); this module handles the forms, and redraws the tables from a fresh copy of the page
+// when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
+// messages, shown next to the form that caused them.
+import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -167,6 +169,30 @@ $("create-form").addEventListener("submit", async (event) => {
   }
   const gameId = encodeURIComponent(answer.game.game_id);
   window.location.assign(answer.game.your_seat === null || answer.game.your_seat === undefined ? `/games/${gameId}/watch` : `/games/${gameId}`);
+});
+
+// ------------------------------------------------------------------------------------------- live tables
+const LIVE_PANELS = ["mine-panel", "games-panel"];
+let refreshTimer = null;
+
+async function refreshTables() {
+  const response = await fetch("/", { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  // the server's own escaped rendering; nodes from DOMParser never run scripts
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of LIVE_PANELS) {
+    const shown = document.getElementById(id);
+    const next = fresh.getElementById(id);
+    if (shown && next && shown.innerHTML !== next.innerHTML) shown.replaceChildren(...next.childNodes);
+  }
+  root.dataset.refreshed = String(Number(root.dataset.refreshed || 0) + 1);
+}
+
+const socket = io({ transports: ["websocket"] });
+socket.on("connect", () => socket.emit("lobby", { limit: 1 }, () => {})); // subscribes to `lobby` pushes
+socket.on("lobby", () => {
+  clearTimeout(refreshTimer); // a burst of pushes (a game created and filled at once): one refresh
+  refreshTimer = setTimeout(refreshTables, 250);
 });
 
 root.dataset.ready = "true";

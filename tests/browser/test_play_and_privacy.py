@@ -171,13 +171,13 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     errors = errors_of(ada) + errors_of(bob)
     bob_name = HOSTILE[:40]  # markup in a display name
 
+    login(bob, server, bob_name)  # Bob waits in the lobby: Ada's game appears there without a reload
     login(ada, server, "Ada")
     ada.get_by_label("Game mode").select_option("alchemy")
     ada.get_by_label("Seat 2").select_option("open")
     ada.get_by_role("button", name="Create game").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
-    login(bob, server, bob_name)
     expect(bob.get_by_role("row").filter(has_text=game_id)).to_contain_text("Ada")
     bob.screenshot(path=artifacts / "lobby-open-game-tablet.png", full_page=True)
     bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
