@@ -66,6 +66,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         # no passing: the bot proposes every other turn, so the newcomer gets proposals to answer
         "game": {"max_turns": 4, "first_proposer": 0, "allow_pass": False},
     }
+    data["halls"]["banded"] = {  # the shipped standard set: big enough difficulty bands
+        "title": "Banded duel",
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "random", "set": "standard"},
+        "game": {"max_turns": 3, "deadlines": {"trade_propose": 300, "trade_decide": 300, "craft": 600}},
+    }
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     proc = ServerProcess(config).start()
     yield proc
@@ -368,6 +375,7 @@ def test_a_third_seat_never_receives_a_proposal_it_was_not_party_to(
     errors = errors_of(page)
     try:
         game_id = ada.call("create_game", {"hall": "trio", "join": True})["game"]["game_id"]
+        assert ada.call("join", {"game_id": game_id})["seat"] == 0  # in the room: online
         assert bob.call("join", {"game_id": game_id})["seat"] == 1
         login(page, server, "Cleo")
         page.goto(f"{server.url}/games/{game_id}")
@@ -390,8 +398,68 @@ def test_a_third_seat_never_receives_a_proposal_it_was_not_party_to(
             for obj in walk(message):
                 assert obj.get("type") not in ("proposed", "decided"), obj
                 assert obj.get("pending_proposal") is None
+        # presence: Ada's connection drops, Cleo's page says so
+        ada_hand = page.locator(".board-hand").filter(has_text="Ada T")
+        expect(ada_hand).to_contain_text("online")
+        ada.drop()
+        expect(ada_hand).to_contain_text("offline")
         assert errors == []
     finally:
         context.close()
         ada.close()
         bob.close()
+
+
+def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    player = browser.new_context(viewport={"width": 1280, "height": 800})
+    frames = FrameLog(player)
+    page = player.new_page()
+    errors = errors_of(page)
+    login(page, server, "Chooser")
+    page.get_by_label("Game mode").select_option("banded")
+    difficulty = page.get_by_label("Difficulty")
+    assert [t.split(" ")[0] for t in difficulty.locator("option").all_inner_texts()] == [
+        "Random",
+        "Easy",
+        "Medium",
+        "Hard",
+    ]
+    assert page.get_by_label("Exact task (admins only)").count() == 0  # an ordinary player never sees it
+    difficulty.select_option("hard")
+    frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
+    page.get_by_role("button", name="Create game").click()
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    game_id = page.url.rstrip("/").rsplit("/", 1)[1]
+    # a phase with a deadline shows its countdown
+    expect(page.locator("#room-deadline")).to_contain_text(re.compile(r"Time left in this phase: [45]:\d\d"))
+    text = page.locator("body").inner_text().lower()
+    assert "hard" not in text and "standard" not in text  # neither the band nor the instance file
+    raw = "\n".join(frames.raw)
+    assert '"hard"' not in raw and "standard#" not in raw
+    assert "difficulty" not in raw.replace("difficulties", "")
+    assert errors == []
+
+    admin = browser.new_context(viewport={"width": 1280, "height": 800})
+    admin_page = admin.new_page()
+    login(admin_page, server, "Operator")
+    assert admin.request.post(server.url + "/api/admin/login", data={"password": "test-admin-password"}).ok
+    admin_page.goto(server.url + "/")
+    admin_page.get_by_label("Game mode").select_option("banded")
+    exact = admin_page.get_by_label("Exact task (admins only)")
+    expect(exact.locator("option")).to_have_count(41)  # "None" and the 40 instances of the set
+    listed = " ".join(exact.locator("option").all_inner_texts())
+    assert re.search(r"standard#5 · (easy|medium|hard), score", listed)
+    exact.select_option("minecraft/1p_v_1p/standard#5")
+    admin_page.get_by_label("Seat 2").select_option("bot:random")
+    admin_page.screenshot(path=artifacts / "lobby-admin-exact-task.png", full_page=True)
+    admin_page.get_by_role("button", name="Create game").click()
+    expect(admin_page.locator("#room[data-ready=true]")).to_be_attached()
+    chosen = admin.request.get(server.url + "/api/admin/games?limit=1000").json()["games"]
+    choices = {g["game_id"]: g["instance_choice"] for g in chosen}
+    admin_game = admin_page.url.rstrip("/").rsplit("/", 1)[1]
+    assert choices[admin_game]["instance_id"] == "minecraft/1p_v_1p/standard#5"
+    assert choices[game_id]["choice"] == "band" and choices[game_id]["difficulty"] == "hard"
+    player.close()
+    admin.close()
