@@ -76,6 +76,9 @@ function render() {
   if (view && view.your_turn) status = `Your move. ${status}`;
   $("room-status").textContent = status;
   root.dataset.logSize = String(envelope ? envelope.log_size : 0);
+  renderTabTitle(view);
+  renderWaitingRoom();
+  $("room-hands").closest("section").hidden = !view; // no hands are dealt before the game starts
   if (!view) {
     renderTimeline();
     return;
@@ -92,6 +95,33 @@ function render() {
   renderEnd(view, mine);
   renderTimeline();
   renderDeadline();
+  keepFocus();
+}
+
+const baseTitle = document.title;
+
+/** A background tab says when the game waits for you. */
+function renderTabTitle(view) {
+  document.title = view && view.your_turn && !view.finished ? `(Your move) ${baseTitle}` : baseTitle;
+}
+
+/** Before the game starts: who is still missing, and how others can join. */
+function renderWaitingRoom() {
+  const panel = $("room-lobby");
+  panel.hidden = !(envelope && envelope.status === "waiting");
+  if (panel.hidden) return;
+  const open = seats.filter((s) => !s.taken).map((s) => `seat ${s.seat + 1}`);
+  $("room-lobby-text").textContent = open.length
+    ? `The game starts when every seat is taken; still open: ${open.join(", ")}. Others join from the lobby's Open table, or with this page's address:`
+    : "Every seat is taken: the game is starting…";
+  $("room-lobby-link").textContent = window.location.href;
+}
+
+/** A control that disappeared under the keyboard focus (a panel closed after its action): focus goes to
+ * the status bar, which says what happens next, rather than to the top of the page. */
+function keepFocus() {
+  const focused = document.activeElement;
+  if (focused && focused !== document.body && focused.closest("[hidden]")) $("room-status").focus();
 }
 
 function itemListOf(counts, { flagFractions = false } = {}) {

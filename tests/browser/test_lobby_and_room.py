@@ -59,12 +59,15 @@ def test_two_people_play_a_duel_in_the_browser(
     ada.get_by_role("button", name="Create game").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     expect(ada.locator("#room-status")).to_contain_text("Waiting for the other players")
+    expect(ada.locator("#room-lobby")).to_contain_text("still open: seat 2")  # and how others join
+    ada.screenshot(path=artifacts / "room-waiting.png", full_page=True)
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
 
     login(bob, server, HOSTILE[:40])  # a display name with markup: shown as text everywhere
     bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
 
+    expect(ada.locator("#room-lobby")).to_be_hidden()  # the game started when Bob sat down
     # Ada proposes: her iron ingot for Bob's coal, with markup in the message
     expect(ada.locator("#room-propose")).to_be_visible()
     expect(ada.locator("#room-target")).to_contain_text("Torch")
