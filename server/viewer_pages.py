@@ -1,6 +1,8 @@
 """The browser pages of the viewer side of the GUI, and the files every page loads.
 
-- ``/``: the lobby (log in with a display name, create a game, the games to join, watch or replay);
+- ``/``: the lobby (log in with a display name; my games to resume; create a game: game mode, difficulty band
+  or random, seat kinds, and for admins an exact instance; open games to join, running ones to watch,
+  finished ones to replay; the tables redraw on ``lobby`` pushes);
 - ``/games/<id>``: the game room of a seat (Socket.IO ``join``: trade, craft, the end screen);
 - ``/how-to-play``: the rules for a first-time player;
 - ``/games/<id>/watch``: a live game as a spectator sees it (Socket.IO ``watch``);
