@@ -576,6 +576,9 @@ socket.on("connect", async () => {
 socket.on("disconnect", () => {
   $("room-connection").textContent = "Connection lost: reconnecting…";
   $("room-connection").classList.add("connection-lost");
+  // who is online is unknown until the re-join answers (it brings the seats with their presence)
+  seats = seats.map((s) => ({ ...s, online: undefined }));
+  render();
 });
 socket.io.on("reconnect", () => {
   $("room-connection").textContent = "";

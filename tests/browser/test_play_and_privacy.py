@@ -466,3 +466,57 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     assert choices[game_id]["choice"] == "band" and choices[game_id]["difficulty"] == "hard"
     player.close()
     admin.close()
+
+
+def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
+    tmp_path: Path, browser: Browser, artifacts: Path
+) -> None:
+    """The server goes away (SIGKILL) mid-game and comes back on the same port: the room says the connection
+    is lost, reconnects by itself, and shows what happened meanwhile (Bob's proposal) without a reload."""
+    config = write_config(tmp_path / "drop")
+    first = ServerProcess(config).start()
+    bob = Client(first.url, "Bob D").connect()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        login(page, first, "Ada D")
+        page.get_by_label("Game mode").select_option("duel")
+        page.get_by_label("Seat 2").select_option("open")
+        page.get_by_role("button", name="Create game").click()
+        expect(page.locator("#room[data-ready=true]")).to_be_attached()
+        game_id = page.url.rstrip("/").rsplit("/", 1)[1]
+        assert bob.call("join", {"game_id": game_id})["seat"] == 1
+        page.get_by_role("button", name="Give 1 × Iron Ingot").click()
+        page.get_by_role("button", name="Ask for 1 × Coal").click()
+        page.get_by_role("button", name="Propose").click()
+        expect(page.locator("#room-waiting")).to_be_visible()  # stored: Bob may answer
+        assert bob.act(game_id, "decide", accept=False)["ok"]
+        expect(page.locator("#room-outcome")).to_contain_text("rejected your proposal")
+        page.get_by_role("button", name="Finish crafting").click()
+        assert bob.act(game_id, "finish_crafting")["ok"]
+        expect(page.locator("#room-status")).to_contain_text("Turn 2 of 3")
+        before = page.locator("#room-timeline").text_content() or ""
+
+        first.kill()  # no goodbye: the browser only notices the dropped socket
+        expect(page.locator("#room-connection")).to_contain_text("Connection lost")
+        expect(page.locator("#room-hands .badge-online")).to_have_count(0)  # presence is unknown now
+        page.screenshot(path=artifacts / "room-connection-lost.png", full_page=True)
+        second = ServerProcess(config, port=first.port).start()
+        try:
+            bob.reconnect()  # the same login cookie: the secret key is kept in the store
+            assert bob.call("join", {"game_id": game_id})["seat"] == 1
+            proposal = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}, "message": "second try"}
+            assert bob.act(game_id, "propose", **proposal)["ok"]
+            # the page reconnected by itself and shows the proposal made while it was away
+            expect(page.locator("#room-connection")).to_have_text("", timeout=20000)
+            expect(page.locator("#room-decide-text")).to_contain_text("second try", timeout=20000)
+            after = page.locator("#room-timeline").text_content() or ""
+            assert after.startswith(before[: len(before) // 2])  # the same history, nothing lost or doubled
+            assert after.count("Ada D offered Bob D") == 1
+            expect(page.locator("#room-hands .badge-online")).to_have_count(2)
+        finally:
+            second.stop()
+    finally:
+        context.close()
+        bob.close()
+        first.stop()
