@@ -47,7 +47,7 @@ DIFFICULTY_BANDS = ("easy", "medium", "hard")
 #: must leave the creator that many equally likely candidate instances (and target sets).
 MIN_BAND_INSTANCES = 5
 #: Most recent games of each status read to find a user's own games ("my games").
-MY_GAMES_SCAN = 500
+MY_GAMES_SCAN = 200
 
 
 class Lobby:
