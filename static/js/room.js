@@ -448,7 +448,8 @@ function renderEnd(view, mine) {
   const winners = view.winners.map((s) => (s === mine ? "you" : seatName(seats, s)));
   const parts = [winners.length ? `Won by ${winners.join(" and ")}.` : "Nobody won."];
   if (reveal) {
-    parts.push(reveal.payload.targets.map((t, seat) => `${seat === mine ? "You" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ") + ".");
+    const needs = reveal.payload.targets.map((t, seat) => `${seat === mine ? "you" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ");
+    parts.push(`${needs.charAt(0).toUpperCase()}${needs.slice(1)}.`);
     if (mine !== null && reveal.payload.scores) parts.push(`Your score: ${reveal.payload.scores[mine]}.`);
   }
   $("room-end-text").textContent = parts.join(" ");

@@ -80,14 +80,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 class FrameLog:
-    """Every Socket.IO frame a browser context's pages receive, in order."""
+    """Every Socket.IO frame a browser context's game pages (/games/...) receive, in order. (The lobby's
+    own socket lists other games, finished ones with their instance ids, by design.)"""
 
     def __init__(self, context: BrowserContext) -> None:
         self.raw: list[str] = []
-        context.on("page", lambda page: page.on("websocket", self._watch_socket))
+        context.on("page", lambda page: page.on("websocket", lambda socket: self._watch(socket, page)))
 
-    def _watch_socket(self, socket: WebSocket) -> None:
-        socket.on("framereceived", lambda payload: self.raw.append(str(payload)))
+    def _watch(self, socket: WebSocket, page: Page) -> None:
+        if "/games/" in page.url:
+            socket.on("framereceived", lambda payload: self.raw.append(str(payload)))
 
     def while_running(self) -> list[tuple[str, Any]]:
         """(raw frame, decoded Socket.IO event or ack) for every frame received before the first one
