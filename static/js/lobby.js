@@ -142,6 +142,10 @@ function hallChanged() {
 
 hallSelect.addEventListener("change", hallChanged);
 hallChanged();
+// the button says what it does: create and take a seat, or only create (and watch)
+$("create-join").addEventListener("change", (event) => {
+  $("create-submit").textContent = event.target.checked ? "Create and join" : "Create game";
+});
 
 $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();

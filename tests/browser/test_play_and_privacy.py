@@ -184,7 +184,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     login(ada, server, "Ada")
     ada.get_by_label("Game mode").select_option("alchemy")
     ada.get_by_label("Seat 2").select_option("open")
-    ada.get_by_role("button", name="Create game").click()
+    ada.get_by_role("button", name="Create and join").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
     expect(bob.get_by_role("row").filter(has_text=game_id)).to_contain_text("Ada")
@@ -293,7 +293,7 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     seat_two.select_option("bot:random")
     page.screenshot(path=artifacts / "lobby-new-game.png", full_page=True)
     docs_screenshot(page, "lobby")
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     expect(page.locator("#room-status")).to_contain_text("Turn 1 of 4")
@@ -434,7 +434,7 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     assert page.get_by_label("Exact task (admins only)").count() == 0  # an ordinary player never sees it
     difficulty.select_option("hard")
     frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     # a phase with a deadline shows its countdown
@@ -459,7 +459,7 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     exact.select_option("minecraft/1p_v_1p/standard#5")
     admin_page.get_by_label("Seat 2").select_option("bot:random")
     admin_page.screenshot(path=artifacts / "lobby-admin-exact-task.png", full_page=True)
-    admin_page.get_by_role("button", name="Create game").click()
+    admin_page.get_by_role("button", name="Create and join").click()
     expect(admin_page.locator("#room[data-ready=true]")).to_be_attached()
     chosen = admin.request.get(server.url + "/api/admin/games?limit=1000").json()["games"]
     choices = {g["game_id"]: g["instance_choice"] for g in chosen}
@@ -484,7 +484,7 @@ def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
         login(page, first, "Ada D")
         page.get_by_label("Game mode").select_option("duel")
         page.get_by_label("Seat 2").select_option("open")
-        page.get_by_role("button", name="Create game").click()
+        page.get_by_role("button", name="Create and join").click()
         expect(page.locator("#room[data-ready=true]")).to_be_attached()
         game_id = page.url.rstrip("/").rsplit("/", 1)[1]
         assert bob.call("join", {"game_id": game_id})["seat"] == 1
