@@ -219,3 +219,34 @@ def test_bad_constructor_arguments_say_what_to_do() -> None:
         TradeCraftEnv(instance=10_000)
     with pytest.raises(ValueError, match="reward"):
         tradecraft_v0.raw_env(reward="money")
+
+
+def test_the_text_is_exactly_the_narrators_observation() -> None:
+    from agents.narrator import observation
+
+    env = TradeCraftEnv(max_turns=4)
+    obs, info = env.reset(seed=8)
+    bot, shown = make_policy("random", 2), env.match.conns[0]
+    news = list(env.match.news[0])
+    assert obs["text"] == observation(info["view"], news, env.match.game.rules)
+    obs, *_rest, info = env.step(policy_call(bot, info))
+    news = env.match.news[0]
+    expected = observation(info["view"], news, env.match.game.rules) + "\n\n## Your last action was accepted"
+    assert obs["text"] == expected and shown.seat == 0
+
+
+def test_narrate_false_keeps_the_structured_parts_and_the_answers() -> None:
+    env = TradeCraftEnv(narrate=False)
+    obs, info = env.reset(seed=1)
+    assert obs["text"] == "" and json.loads(obs["view"]) == info["view"]
+    obs, *_rest, info = env.step({"tool": "teleport"})
+    assert obs["text"].startswith("## Your last request was refused\ninvalid_action:")
+
+
+def test_reset_options_choose_the_instance_for_one_episode() -> None:
+    env = TradeCraftEnv()
+    _obs, first = env.reset(seed=0)
+    _obs, other = env.reset(seed=0, options={"instance": 5})
+    assert other["view"]["hands"] != first["view"]["hands"]
+    _obs, again = env.reset(seed=0)
+    assert again["view"]["hands"] == first["view"]["hands"]
