@@ -286,14 +286,6 @@ class SeatSpec(_Section):
     def _name_rule(cls, name: str | None) -> str | None:
         return None if name is None else normalise_name(name, "bot seat name")
 
-    @field_validator("bot")
-    @classmethod
-    def _no_credentials(cls, bot: str | None) -> str | None:
-        try:
-            return None if bot is None else check_no_credentials(bot)
-        except SpecError as err:
-            raise ValueError(err.message) from None
-
     @model_validator(mode="after")
     def _bot_only_for_bots(self) -> SeatSpec:
         if self.bot is not None and self.kind != "bot":
@@ -322,6 +314,11 @@ class HallSettings(_Section):
             raise ValueError(f"seats lists {len(self.seats)} seats but players is {self.players}")
         if "ruleset" in self.game:
             raise ValueError("set the hall's ruleset, not game.ruleset")
+        for seat in self.seats:  # a game creator's seats are checked by the lobby (BotRegistry.require)
+            try:
+                check_no_credentials(seat.bot or "")
+            except SpecError as err:
+                raise ValueError(err.message) from None
         self.game_settings()  # validates the game block now rather than at the first game
         return self
 
