@@ -10,6 +10,11 @@ The path of every action (a player's, a bot's or a deadline's timeout):
 5. **push** each seat its filtered events and its new view (each seat is its own Socket.IO room, spectators
    have one room), then reschedule the phase deadline and the bot seats.
 
+Bot seats take the same path without holding the lock while their policy thinks: the seat's view, legal
+actions and new events are copied under the lock, the policy decides on the bot executor
+(:class:`server.bots.BotExecutor`), and its answer is submitted through step 1-5 with a client action id
+derived from the move (see "Bot seats" below and docs/protocol.md §6a).
+
 The store is the truth: the in-memory game is a cache rebuilt by replay whenever it may be stale, so several
 server processes sharing one store never fork a game. Seat ownership lives in the store too, as
 ``set_value_if_absent`` claims (atomic across processes), see :func:`seat_claim_key`.
