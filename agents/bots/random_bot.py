@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from craft_rules.crafting import clamp_runs, fmt_qty, runnable_recipes
 from craft_rules.loader import load_rule_set
@@ -64,6 +64,12 @@ class RandomBot:
     """
 
     name = "random"
+    best_response: ClassVar[dict[str, str]] = {
+        "it_proposes": "random bundles of both hands (passes with pass_probability)",
+        "it_accepts": "with accept_probability (0.5), whatever the trade",
+        "propose": "your trade of most gain (asking for nothing in return costs you nothing)",
+        "decide": "accept iff your gain > 0 and it does not complete its target without yours",
+    }
 
     def __init__(
         self,
