@@ -120,3 +120,19 @@ def test_cli_json_and_out(tmp_path):
     }
     bad = CliRunner().invoke(cli, ["tournament", "--players", "random,nosuchbot", "--instances", INSTANCES])
     assert bad.exit_code != 0 and "unknown_bot" in bad.output
+
+
+def test_focus_plays_only_the_focus_players_pairings_with_the_full_runs_seeds():
+    full = schedule(["planner", "tom1", "random"], ["i1", "i2"], 2, seed=4)
+    focused = schedule(["planner", "tom1", "random"], ["i1", "i2"], 2, seed=4, focus=["planner"])
+    assert {(s.player_a, s.player_b) for s in focused} == {
+        ("planner", "tom1"),
+        ("tom1", "planner"),
+        ("planner", "random"),
+        ("random", "planner"),
+    }
+    seeds = {(s.player_a, s.player_b, s.instance_id, s.repeat): s.seed for s in full}
+    assert all(seeds[(s.player_a, s.player_b, s.instance_id, s.repeat)] == s.seed for s in focused)
+    with pytest.raises(TournamentError) as err:
+        schedule(["planner", "tom1"], ["i1"], 1, seed=0, focus=["tom9"])
+    assert err.value.code == "unknown_focus"

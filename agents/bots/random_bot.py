@@ -150,9 +150,10 @@ class RandomBot:
         hands: list[dict[str, int]] = view["hands"]
         partners = [s for s, active in enumerate(view["active"]) if active and s != me]
         rng.shuffle(partners)
-        mine = sorted(item for item, count in hands[me].items() if count > 0)
+        rules = self._rules_for(view)  # items it does not know (an imported rule set) are left alone
+        mine = sorted(item for item, count in hands[me].items() if count > 0 and rules.has_item(item))
         for to in partners:
-            theirs = sorted(item for item, count in hands[to].items() if count > 0)
+            theirs = sorted(item for item, count in hands[to].items() if count > 0 and rules.has_item(item))
             if not mine and not theirs:
                 continue
             offer = {i: rng.randint(1, min(hands[me][i], self.max_units)) for i in mine if rng.random() < 0.4}
@@ -181,9 +182,10 @@ class RandomBot:
         done_enough = len(view.get("crafts_this_phase") or []) >= self.max_crafts
         if not can_craft or done_enough or rng.random() < self.finish_probability:
             return {"type": "finish_crafting"}
-        hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
+        rules = self._rules_for(view)
+        hand = {i: Fraction(q) for i, q in (view.get("crafting_hand") or {}).items() if rules.has_item(i)}
         whole = (view.get("rules") or {}).get("crafting_runs") == "whole"
-        options = runnable_recipes(self._rules_for(view), hand, whole_runs=whole)
+        options = runnable_recipes(rules, hand, whole_runs=whole)
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
