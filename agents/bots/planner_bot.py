@@ -8,7 +8,8 @@
   repeated while both hands are unchanged (the next best is made). When no trade raises its progress it
   passes, or, when passing is not allowed, makes a harmless proposal (one unit of something it does not
   need, for nothing).
-- **Responder**: accepts iff the trade does not lower its progress (and it holds what is asked).
+- **Responder**: accepts iff the trade does not lower its progress (and it holds what is asked); with the
+  option ``accept=gain`` only iff it raises it (a trade of its surplus for nothing is then refused).
 - **Crafting**: runs the planner's plan for its target step by step as soon as the crafting hand can
   craft it (whole or rational runs, as the game says), then finishes.
 - **ToM reports**: V0 is its own marginal progress per item (:func:`agents.bots.oracle.marginal_values`).
@@ -41,6 +42,7 @@ from craft_rules.model import RuleSet
 
 TRACE_LIMIT = 400
 MAX_OFFERS = 400
+ACCEPT_RULES = ("no_loss", "gain")
 
 
 class OracleBot:
@@ -164,13 +166,19 @@ class PlannerBot(OracleBot):
         "decide": "accept iff your gain > 0 and it does not complete its target without yours",
     }
 
-    def __init__(self, seed: int | None = 0, *, rules: RuleSet | None = None) -> None:
+    def __init__(
+        self, seed: int | None = 0, *, accept: str = "no_loss", rules: RuleSet | None = None
+    ) -> None:
         super().__init__(seed, rules=rules)
+        if accept not in ACCEPT_RULES:
+            raise ValueError(f"accept must be one of {', '.join(ACCEPT_RULES)}, not {accept!r}")
+        self.accept_rule = accept
         self._rejected: set[tuple[Offer, Any]] = set()
         self._made: dict[int, tuple[Offer, Any]] = {}  # turn -> (offer, the two hands it was made against)
 
     def accepts(self, view: dict[str, Any], oracle: CraftingOracle, pending: dict[str, Any]) -> bool:
-        return self.pending_gain(oracle, pending) >= -EPS
+        change = self.pending_gain(oracle, pending)
+        return change > EPS if self.accept_rule == "gain" else change >= -EPS
 
     def choose_offer(self, view: dict[str, Any], oracle: CraftingOracle, rng: random.Random) -> Offer | None:
         for seen in self.seen:  # learn which of our proposals were rejected
@@ -202,6 +210,7 @@ def _hands_key(oracle: CraftingOracle, to: int) -> tuple[Any, Any]:
     return bundle(oracle.hands[oracle.me]), bundle(oracle.hands[to])
 
 
-def planner_policy(seed: int) -> PlannerBot:
-    """Self-interested planner: proposes its best trade, accepts what does not lower its progress."""
-    return PlannerBot(seed)
+def planner_policy(seed: int, *, accept: str = "no_loss") -> PlannerBot:
+    """Self-interested planner: proposes its best trade, accepts what does not lower its progress
+    (``accept=gain``: only what raises it)."""
+    return PlannerBot(seed, accept=accept)
