@@ -40,7 +40,7 @@ COLUMNS = (
 
 def _cell(value: object, width: int) -> str:
     text = "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-    return text.rjust(width)
+    return " " + text.rjust(width)
 
 
 @click.command("tournament")

@@ -82,9 +82,10 @@ def test_every_bot_plays_only_legal_actions_on_every_shipped_instance(set_id, ki
     ids = sorted((i.id for i in iter_instances() if i.id.rsplit("#", 1)[0] == set_id), key=_number)
     assert ids
     opponents = ["random", "tom1", "planner", "tit_for_tat", "tom2", "rational"]
+    offset = 5 * [s for s, _ in SHIPPED_SETS].index(set_id)  # the 10-instance set starts elsewhere
     played: dict[str, int] = {}
     for index, instance_id in enumerate(ids):
-        name = EVERY_BOT[index % len(EVERY_BOT)]
+        name = EVERY_BOT[(index + offset) % len(EVERY_BOT)]
         players = get_instance(instance_id).players
         specs = [name] + [opponents[(index + k) % len(opponents)] for k in range(players - 1)]
         seated = [Checked(make_policy(spec, 10 + seat)) for seat, spec in enumerate(specs)]
@@ -92,7 +93,7 @@ def test_every_bot_plays_only_legal_actions_on_every_shipped_instance(set_id, ki
         assert result.game.finished
         assert any(a["type"] == "report_tom" for _, _, a in seated[0].moves)  # ToM duty honoured
         played[name] = played.get(name, 0) + 1
-    assert set(played) == set(EVERY_BOT[: len(ids)])
+    assert len(played) == min(len(ids), len(EVERY_BOT))
 
 
 def _number(instance_id: str) -> int:
