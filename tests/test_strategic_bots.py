@@ -352,3 +352,37 @@ def test_oracle_progress_and_trade_gains():
     assert oracle.trade_gains(0, ask, {0: need, 1: None}) == (pytest.approx(1 / sum(need.values())), 0.0)
     back = (1, ((item, 1),), ())
     assert oracle.trade_gains(0, back, {0: need})[0] <= 0.0
+
+
+def test_requirement_honours_the_crafting_runs_rule():
+    # 2 sticks: half a run of planks -> 4 sticks under rational runs (1 plank), a whole run under whole (2)
+    rules = load_rule_set("minecraft")
+    pool = {"oak_planks": 4}
+    rational = requirement(planner_for(rules, whole_runs=False), {"stick": 2}, pool)
+    whole = requirement(planner_for(rules, whole_runs=True), {"stick": 2}, pool)
+    assert rational == {"oak_planks": 1}
+    assert whole == {"oak_planks": 2}
+    assert requirement(planner_for(rules), {"stick": 2}, {"dirt": 5}) is None  # the pool cannot
+
+
+def test_planner_reports_its_own_marginal_values_and_no_model_of_others():
+    views = _views("minecraft/1p_v_1p/standard#4", "rational", "report_tom", count=1)
+    view = views[0]
+    oracle = CraftingOracle.for_view(view, load_rule_set(view["ruleset"]))
+    report = make_policy("planner", 1).act(view, ["report_tom"])
+    assert report["type"] == "report_tom" and set(report["v0"]) == set(view["tom"]["items"])
+    valued = {item for item, v in report["v0"].items() if v > 0}
+    assert valued and valued <= set(oracle.my_need or {})
+    assert max(report["v0"].values()) == 10
+    for order in ("v1", "v2"):
+        assert all(v == 0 for values in report[order].values() for v in values.values())
+
+
+def test_fixed_offer_with_options_makes_exactly_that_proposal():
+    view = _views("minecraft/1p_v_1p/standard#4", "rational", "propose", count=1)[0]
+    mine = sorted(i for i, n in view["hands"][0].items() if n > 0)[0]
+    theirs = sorted(i for i, n in view["hands"][1].items() if n > 0 and i != mine)[0]
+    bot = make_policy(f"fixed_offer?offer={mine}:1&request={theirs}:1", 1)
+    for _ in range(2):
+        action = bot.act(view, ["propose", "pass"])
+        assert (action["to"], action["offer"], action["request"]) == (1, {mine: 1}, {theirs: 1})

@@ -136,3 +136,15 @@ def test_focus_plays_only_the_focus_players_pairings_with_the_full_runs_seeds():
     with pytest.raises(TournamentError) as err:
         schedule(["planner", "tom1"], ["i1"], 1, seed=0, focus=["tom9"])
     assert err.value.code == "unknown_focus"
+
+
+def test_the_planner_and_scripted_partners_play_in_tournaments():
+    specs = schedule(
+        ["planner", "tit_for_tat", "item_fixated?item=stick"],
+        resolve_instances("minecraft/1p_v_1p/paper#3"),
+        1,
+        0,
+    )
+    records = run_games(specs)
+    assert len(records) == 6 and not any(r.get("error") for r in records)
+    assert all(r["end_reason"] for r in records)
