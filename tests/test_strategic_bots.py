@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents.bots.oracle import CraftingOracle, bundle, coverage, gain, requirement
-from agents.bots.registry import make_policy, policy_names
+from agents.bots.registry import describe_policies, make_policy, policy_names
 from agents.bots.scripted import SCRIPTED_PARTNERS, best_response_of, parse_bundle
 from agents.local import play_local
 from agents.tournament import settings_for
@@ -319,6 +319,9 @@ def test_every_partner_documents_its_best_response(name):
     described = best_response_of(name)
     assert set(described) == {"it_proposes", "it_accepts", "propose", "decide"}
     assert all(isinstance(v, str) and v for v in described.values())
+    # the registry lists it too (``tradecraft play --list-policies --json``, the lobby)
+    listed = {d["name"]: d for d in describe_policies()}
+    assert listed[name]["best_response"] == described
 
 
 def test_bad_options_are_refused_with_the_spec_error():

@@ -214,3 +214,6 @@ def planner_policy(seed: int, *, accept: str = "no_loss") -> PlannerBot:
     """Self-interested planner: proposes its best trade, accepts what does not lower its progress
     (``accept=gain``: only what raises it)."""
     return PlannerBot(seed, accept=accept)
+
+
+planner_policy.best_response = dict(PlannerBot.best_response)  # type: ignore[attr-defined]

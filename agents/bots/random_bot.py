@@ -238,3 +238,6 @@ def random_policy(
         max_crafts=_count("max_crafts", max_crafts, 0, 100),
         max_units=_count("max_units", max_units, 1, 100),
     )
+
+
+random_policy.best_response = dict(RandomBot.best_response)  # type: ignore[attr-defined]

@@ -324,6 +324,19 @@ SCRIPTED_PARTNERS: dict[str, type[OracleBot]] = {
 }
 
 
+# the factories carry it too, so the registry's describe_policies() lists it without building a bot
+for _factory, _cls in (
+    (always_accept, AlwaysAccept),
+    (always_reject, AlwaysReject),
+    (rational, RationalResponder),
+    (fixed_offer, FixedOffer),
+    (item_fixated, ItemFixated),
+    (tit_for_tat, TitForTat),
+    (best_response, BestResponse),
+):
+    _factory.best_response = dict(_cls.best_response)  # type: ignore[attr-defined]
+
+
 def best_response_of(name: str) -> dict[str, str]:
     """The documented best response to the policy ``name`` (scripted partners, ``planner``, ``random``)."""
     from agents.bots.random_bot import RandomBot
