@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
-from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.values import (
     INDISPENSABLE,
@@ -23,21 +21,6 @@ from craft_rules.values import (
     reference_values,
     value_report,
 )
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
-    folder = tmp_path_factory.mktemp("values") / "mini"
-    rules, _ = load_rule_set_from(write_rule_set(folder, MINI_RECIPES, MINI_TAGS, MINI_FUELS))
-    return rules
-
-
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("the minecraft rule set is not installed")
-    return load_rule_set("minecraft")
-
 
 # --- the definition, case by case (mini rule set) ------------------------------------------------------
 
