@@ -63,14 +63,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture
-def clients(server: ServerProcess) -> Iterator[list[Client]]:
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
 def person(server: ServerProcess, made: list[Client], prefix: str = "P") -> Client:
     client = Client(server.url, f"{prefix}-{uuid.uuid4().hex[:6]}")
     made.append(client)
