@@ -155,6 +155,18 @@ DOC_EXAMPLES = [
         [{"iron_ingot": 2, "stick": 2, "raw_iron": 3}, {"coal": 1, "oak_log": 1}],
         {"raw_iron": 10, "iron_ingot": 5, "oak_log": 4, "coal": 1, "stick": 1},
     ),
+    # no route but through crafting a fuel (iron -> smithing table -> charcoal): 0, not 1
+    (
+        {"torch": 1},
+        [{"oak_planks": 1, "coal": 1}, {"iron_ingot": 2, "raw_iron": 1}],
+        {"coal": 10, "oak_planks": 10, "iron_ingot": 0, "raw_iron": 0},
+    ),
+    # nothing on the way cooks: coal is no fuel here
+    (
+        {"crafting_table": 1},
+        [{"oak_planks": 4, "coal": 1}, {"oak_log": 1, "stick": 2}],
+        {"oak_log": 9, "oak_planks": 1, "coal": 0, "stick": 0},
+    ),
 ]
 
 
@@ -184,5 +196,8 @@ def test_docs_state_the_definition() -> None:
         "harm",
         "share",
         "Completion",
+        "Fuel counts as fuel only",
+        "Ground truth for V1 and V2",
+        "own V1 report about me",
     ]:
         assert phrase in doc
