@@ -37,14 +37,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture
-def clients() -> Iterator[list[Client]]:
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
 def _client(server: ServerProcess, made: list[Client], name: str | None) -> Client:
     client = Client(server.url, name)
     made.append(client)
