@@ -253,8 +253,9 @@ def play_local(
                     collect(seat, first)
                     break
                 except GameError as err:
-                    collect(seat, None)
-                    if attempt < max_refusals and tell_refused(policies[seat], err.to_dict()):
+                    told = attempt < max_refusals and tell_refused(policies[seat], err.to_dict())
+                    collect(seat, None)  # the refused move's traces, and the policy's note of the refusal
+                    if told:
                         refusals += 1
                         continue
                     raise LocalPlayError(

@@ -324,6 +324,7 @@ class LLMAgent:
                 retryable = status is None or status in (408, 409, 429) or status >= 500
                 budget_left = self.settings.game_retry_budget - self.retries_used
                 failure = {
+                    "kind": _failure_kind(err, status),
                     "error": type(err).__name__,
                     "status": status,
                     "message": str(err)[:500],
@@ -564,6 +565,16 @@ def _reasoning_of(answer: AIMessage) -> str:
             if isinstance(block, Mapping) and block.get("type") in ("reasoning", "thinking"):
                 pieces.append(str(block.get("reasoning") or block.get("thinking") or ""))
     return "\n\n".join(p for p in pieces if p)
+
+
+def _failure_kind(err: Exception, status: int | None) -> str:
+    """rate_limit | server_error | client_error | timeout | connection: what a provider failure was."""
+    if status == 429:
+        return "rate_limit"
+    if status is not None:
+        return "server_error" if status >= 500 else "client_error"
+    names = " ".join(cls.__name__ for cls in type(err).__mro__)
+    return "timeout" if "Timeout" in names else "connection"
 
 
 def _status_of(err: Exception) -> int | None:
