@@ -296,3 +296,47 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
     assert agent.settings.persona == "fair" and agent.settings.reasoning == "cot"
     assert agent.settings.tom_orders == (0, 1, 2)
     assert SECRET_KEY not in repr(agent)
+
+
+def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_driver() -> None:
+    """The path `tradecraft bot` and remote seats take: each seat's driver sends the agent's moves through
+    its own connection (here the in-process LocalConnection, one thread per seat)."""
+    import threading
+
+    from agents.driver import run_seat
+    from agents.local_connection import LocalTable
+
+    player = ScriptedPlayer()
+    illegal_sent: list[bool] = []
+
+    def policy(request: dict[str, Any]) -> Reply:
+        last = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+        if "Your move: propose" in last and not illegal_sent:
+            illegal_sent.append(True)
+            return Reply(tool_calls=[("propose", {"to": 1, "offer": {"diamond": 1}, "request": {}})])
+        return player(request)
+
+    with OpenAITestServer(policy=policy) as server:
+        table = LocalTable.new(
+            INSTANCE, GameSettings(ruleset="minecraft", max_turns=2, tom_orders=[[0, 1], [0]]), RULES, 0
+        )
+        agents = [agent_for(server), agent_for(server)]
+        outcomes: dict[int, Any] = {}
+
+        def play_seat(seat: int) -> None:
+            outcomes[seat] = run_seat(agents[seat], table.connection(seat), turn_timeout=30)
+
+        threads = [threading.Thread(target=play_seat, args=(seat,)) for seat in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert table.game.finished and set(outcomes) == {0, 1}
+    assert not outcomes[0].fallbacks and not outcomes[1].fallbacks
+    # the refused proposal came back as the engine's error; the agent was told and chose again
+    assert outcomes[0].refusals[0]["error"]["code"] == "item_not_held"
+    notes = [t for t in outcomes[0].traces if t.get("trace") == "refused"]
+    assert notes and notes[0]["error"]["code"] == "not_applied"
+    reports = [e for e in table.game.events if e.type == "tom_reported"]
+    assert {e.actor for e in reports} == {0, 1} and all(e.payload["v1"] for e in reports if e.actor == 0)
+    assert all(t["seat"] in (0, 1) for o in outcomes.values() for t in o.traces)

@@ -13,10 +13,11 @@ from langchain_openai import ChatOpenAI
 from agents.connection import SeatConnection
 from agents.llm.decision import DecisionConnection
 from agents.llm.tools import ACTION_TOOLS, QUERY_TOOLS, SeatTools, make_tools, tool_call_args, tool_specs
+from agents.local_connection import LocalConnection
 from agents.testing.openai_server import OpenAITestServer, Reply
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance
-from server.game import Game, GameError, GameSettings, legal_actions, player_view, viewer_log
+from server.game import Game, GameSettings, legal_actions, player_view, viewer_log
 from server.game.actions import ACTION_MODELS, parse_action
 from server.game.queries import QUERY_MODELS, parse_query, run_query
 from server.game.schemas import strict_args_schema
@@ -33,45 +34,6 @@ def small_game(**settings: Any) -> Game:
         targets=({"torch": 4}, {"stone_pickaxe": 1}),
     )
     return Game.new(instance, GameSettings(ruleset="minecraft", **settings), RULES, seed=0)
-
-
-class GameSeat:
-    """A SeatConnection over an in-process Game, as small as the tests need."""
-
-    def __init__(self, game: Game, seat: int) -> None:
-        self.game, self._seat, self._sent = game, seat, 0
-
-    @property
-    def seat(self) -> int:
-        return self._seat
-
-    @property
-    def finished(self) -> bool:
-        return self.game.finished
-
-    def view(self) -> dict[str, Any]:
-        return player_view(self.game, self._seat)
-
-    def events(self) -> list[dict[str, Any]]:
-        log = viewer_log(self.game.events, self._seat)
-        new, self._sent = log[self._sent :], len(log)
-        return new
-
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        try:
-            events = self.game.apply(self._seat, action)
-        except GameError as err:
-            return {"ok": False, "error": err.to_dict()}
-        return {"ok": True, "events": len(events)}
-
-    def query(self, query: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return {"ok": True, "answer": run_query(self.game, self._seat, query)}
-        except GameError as err:
-            return {"ok": False, "error": err.to_dict()}
-
-    def wait_for_turn(self, timeout: float | None = None) -> bool:
-        return True
 
 
 class Recording:
@@ -115,14 +77,14 @@ def test_one_tool_per_action_and_query_with_the_papers_names_and_the_models_sche
         assert spec.description().split()[0] in (spec.model.__doc__ or "")
     offer = specs["propose"].args_schema()["properties"]["offer"]
     assert offer["description"] == ACTION_MODELS["propose"].model_fields["offer"].description
-    tools = make_tools(GameSeat(small_game(), 0))
+    tools = make_tools(LocalConnection(small_game(), 0))
     assert [t.name for t in tools] == list(ACTION_TOOLS) + list(QUERY_TOOLS)
     assert all(t.description for t in tools)
 
 
 def test_tools_act_and_query_through_the_connection_with_the_engines_typed_errors() -> None:
     game = small_game(tom_orders=[[0], []])
-    tools = {t.name: t for t in make_tools(GameSeat(game, 0), max_queries=2)}
+    tools = {t.name: t for t in make_tools(LocalConnection(game, 0), max_queries=2)}
     items = sorted(game.tom_items)
     before = len(game.events)
     # a value outside 0-10: the parser's typed error; nothing reaches the game
@@ -205,7 +167,9 @@ def test_langchains_create_agent_plays_through_the_tools_over_http() -> None:
     ]
     with OpenAITestServer(script) as server:
         model = ChatOpenAI(base_url=server.base_url, api_key="sk-test", model="m", max_retries=0, timeout=5)
-        agent = create_agent(model, make_tools(GameSeat(game, 0)), system_prompt="You play TradeCraft.")
+        agent = create_agent(
+            model, make_tools(LocalConnection(game, 0)), system_prompt="You play TradeCraft."
+        )
         result = agent.invoke({"messages": [{"role": "user", "content": "Your move: propose or pass."}]})
         sent_tools = {t["function"]["name"] for t in server.requests[0]["tools"]}
         tool_answers = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]

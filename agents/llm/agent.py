@@ -191,6 +191,16 @@ class LLMAgent:
         if self._decision is None or self._decision.key != key:
             self._decision = _Decision(key)
             self._pending_note = None
+        elif self._last_submitted is not None and self._pending_note is None:
+            # asked again for the same move without a refusal note (a runner without the ``refused``
+            # hook): the move it was given did not go through
+            self.refused(
+                {
+                    "code": "not_applied",
+                    "message": "The game did not apply it; check the state and choose a legal move.",
+                    "details": {},
+                }
+            )
         decision = self._decision
         if decision.invalid >= self.settings.max_invalid:
             return self._fallback(view, legal, "too_many_invalid_calls")

@@ -150,6 +150,15 @@ def validate_request(spec: ToolSpec, request: Any) -> dict[str, Any] | None:
     return None
 
 
+_ANSWER_KEYS = ("ok", "error", "answer", "events", "submitted")
+
+
+def compact(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model needs of a connection's answer: ok / error, a query's answer, the events an action
+    produced; not the envelope (game id, seats, the whole view) a server acknowledges with."""
+    return {key: answer[key] for key in _ANSWER_KEYS if key in answer}
+
+
 class SeatTools:
     """The tools of one seat over a connection, plus the dispatcher an agent loop calls directly.
 
@@ -212,8 +221,8 @@ class SeatTools:
                     {"limit": self.max_queries},
                 )
             self.queries_asked += 1
-            return self.connection.query(request)
-        return self.connection.act(request)
+            return compact(self.connection.query(request))
+        return compact(self.connection.act(request))
 
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """LangChain tools (all, or those named) whose results are the typed answers as JSON text."""
