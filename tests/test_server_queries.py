@@ -26,6 +26,8 @@ QUERIES: list[dict[str, Any]] = [
     {"type": "possible_crafts", "limit": 500},
     {"type": "crafting_tree", "item": "shears"},
     {"type": "craftable"},
+    {"type": "match_grid", "grid": [[None, "iron_ingot"], ["iron_ingot", None]]},
+    {"type": "craft_options", "recipe": "shears"},
     {"type": "history", "limit": 200},
 ]
 
@@ -86,7 +88,7 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
         answers[seat] = []
         for query in QUERIES:
             ack, _ = _ask_both(client, game_id, query)
-            if seat is None and query["type"] in ("possible_crafts", "craftable"):
+            if seat is None and query["type"] in ("possible_crafts", "craftable", "craft_options"):
                 assert not ack["ok"] and ack["error"]["code"] == "not_a_player", ack
                 continue
             assert ack["ok"], (seat, query, ack)
@@ -105,6 +107,9 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
     assert by_type1["craftable"]["craftable"] is plan1.craftable
     assert by_type1["craftable"]["missing_from_others"] == plan1.missing
     assert by_type1["item_info"]["made_by"] == list(planner.item_info("shears").made_by)
+    # the grid and the craft options answer from the seat's own hand (seat 1 holds one iron ingot)
+    assert by_type1["match_grid"]["matches"][0]["recipe"] == "shears"
+    assert by_type1["match_grid"]["matches"][0]["max_runs"] == by_type1["craft_options"]["max_runs"] == "1/2"
 
     # nothing private: seat 1 asks during seat 0's crafting and sees no trace of its crafting hand;
     # the spectator sees neither the rejected proposal nor any target
