@@ -57,6 +57,11 @@ ALL_QUERIES: list[dict[str, Any]] = [
 ]
 
 
+def planner_keys(crafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """possible_crafts entries without the keys the query adds (type, burns_fuel, choosable)."""
+    return [{k: v for k, v in c.items() if k not in ("type", "burns_fuel", "choosable")} for c in crafts]
+
+
 def new(inst: TaskInstance = DUEL, **settings: Any) -> Game:
     return Game.new(inst, GameSettings(**settings), RULES, 0)
 
@@ -81,7 +86,7 @@ def test_answers_agree_with_the_planner() -> None:
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
     hand0 = {k: Fraction(v) for k, v in DUEL.hands[0].items()}
     assert crafts["hand"] == "public"
-    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(hand0)]
+    assert planner_keys(crafts["crafts"]) == [c.as_dict() for c in PLANNER.possible_crafts(hand0)]
 
     craftable = run_query(game, 0, {"type": "craftable"})
     plan = PLANNER.plan(hand0, {"torch": 1}, available={"coal": 1, "iron_ingot": 1, "stick": 1})
@@ -96,7 +101,7 @@ def test_answers_agree_with_the_planner() -> None:
     crafting = {k: Fraction(v) for k, v in game.crafting_hand(0).items()}  # type: ignore[union-attr]
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
     assert crafts["hand"] == "crafting"
-    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(crafting)]
+    assert planner_keys(crafts["crafts"]) == [c.as_dict() for c in PLANNER.possible_crafts(crafting)]
     shears = run_query(game, 1, {"type": "craftable", "item": "shears"})
     assert shears["craftable"] is False and shears["missing_from_others"] == {"iron_ingot": 1}
     game.apply(1, {"type": "finish_crafting"})
@@ -279,7 +284,7 @@ def test_a_whole_runs_game_answers_under_its_rule() -> None:
     assert answer["craftable"] is False and answer["missing"] == whole_planner.missing(hand, {"torch": 1})
     assert sum(answer["missing"].values()) == 1  # one more plank or log
     crafts = run_query(whole, 0, {"type": "possible_crafts", "limit": 500})["crafts"]
-    assert crafts == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
+    assert planner_keys(crafts) == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
     assert all(Fraction(c["max_runs"]).denominator == 1 for c in crafts)
     tree = run_query(whole, 0, {"type": "crafting_tree", "item": "torch", "count": 1})["tree"]
     assert tree["recipes"][0]["runs"] == "1"  # one whole run (4 torches), not 1/4
@@ -351,6 +356,14 @@ def test_craft_options_list_held_choices_and_fuels_with_their_run_limits() -> No
     assert set(fuels) == {"coal", "oak_planks", "birch_planks", "stick"}
     assert fuels["coal"]["per_run"] == "1/8" and fuels["coal"]["max_runs"] == "2"  # raw iron limits
     assert fuels["stick"]["per_run"] == "2" and fuels["stick"]["max_runs"] == "1/2"
+    crafts = {c["recipe"]: c for c in run_query(game, 0, {"type": "possible_crafts", "limit": 500})["crafts"]}
+    assert crafts["iron_ingot_from_smelting_raw_iron"]["burns_fuel"] is True
+    assert (
+        crafts["crafting_table"]["choosable"] == [0] and crafts["crafting_table"]["type"] == "crafting_shaped"
+    )
+    assert (
+        crafts["stick"]["choosable"] == [0] and crafts["iron_ingot_from_smelting_raw_iron"]["choosable"] == []
+    )
     table = run_query(game, 0, {"type": "craft_options", "recipe": "crafting_table"})
     (planks,) = table["inputs"]
     assert planks["choice"] and planks["label"] == "#planks"

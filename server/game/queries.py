@@ -370,13 +370,25 @@ def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, A
 def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
     hand, kind = _need_hand(ctx, "what their hand can craft")
     crafts = _planner(ctx).possible_crafts(hand)
-    shown = [c.as_dict() for c in crafts[: query.limit]]
+    shown = [
+        {**c.as_dict(), **_craft_kind(ctx.rules, ctx.rules.recipes[c.recipe_id], hand)}
+        for c in crafts[: query.limit]
+    ]
     return {
         "hand": kind,
         "crafts": shown,
         "total": len(crafts),
         "truncated": len(crafts) > len(shown),
     }
+
+
+def _craft_kind(rules: RuleSet, recipe: Recipe, hand: Mapping[str, Fraction]) -> dict[str, Any]:
+    """What a client needs to know before offering a craft: the recipe's type, whether it burns fuel,
+    and the ingredients the hand can fill with more than one item (``craft_options`` lists them)."""
+    choosable = [
+        i for i, ing in enumerate(recipe.ingredients) if sum(1 for o in ing.options if hand.get(o, 0) > 0) > 1
+    ]
+    return {"type": recipe.type.value, "burns_fuel": recipe.burns_fuel, "choosable": choosable}
 
 
 def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
