@@ -132,6 +132,10 @@ def test_recipe_search_and_tree_answers() -> None:
     # coal and a stick are held by seat 1: the tree stops there and says who holds them
     assert inputs["coal"]["stop"] == "held" and inputs["coal"]["held_by"] == [1]
     assert inputs["stick"]["stop"] == "held" and inputs["stick"]["held_by"] == [1]
+    # the ways whose inputs some hand holds come first: sticks from seat 0's planks, not from bamboo
+    sticks = run_query(game, 0, {"type": "crafting_tree", "item": "stick", "count": 8})["tree"]
+    assert sticks["recipes"][0]["recipe"] == "stick"
+    assert sticks["recipes"][0]["inputs"][0]["item"] == "oak_planks"
 
 
 def test_costs_are_bounded() -> None:

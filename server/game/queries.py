@@ -488,9 +488,12 @@ def _tree_node(
         return node
     levels = _planner(ctx).item_levels
 
-    def simplicity(recipe: Recipe) -> tuple[int, int, str]:
+    def simplicity(recipe: Recipe) -> tuple[int, int, int, str]:
+        # first the ways whose inputs the hands already hold (sticks from the planks someone has, not
+        # from bamboo nobody has), then the shallowest
+        unheld = sum(1 for ing in recipe.ingredients if not any(held.get(o, 0) > 0 for o in ing.options))
         deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
-        return (deepest, len(recipe.ingredients), recipe.id)
+        return (unheld, deepest, len(recipe.ingredients), recipe.id)
 
     node["recipes"] = []
     for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
