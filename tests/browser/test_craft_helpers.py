@@ -22,7 +22,10 @@ SMELT = "iron_ingot_from_smelting_raw_iron"
 # seat 0 needs shears (two iron ingots on the grid): one ingot in hand, two raw iron to smelt, coal and
 # sticks as fuel; seat 1 (a bot) holds cobblestone, which the crafting tree of a stone pickaxe points to.
 RATIONAL = {
-    "hands": [{"raw_iron": 2, "coal": 1, "iron_ingot": 1, "oak_planks": 3, "stick": 2}, {"cobblestone": 3}],
+    "hands": [
+        {"raw_iron": 2, "coal": 1, "iron_ingot": 1, "oak_planks": 3, "birch_planks": 1, "stick": 2},
+        {"cobblestone": 3},
+    ],
     "targets": [{"shears": 1}, {"stone_pickaxe": 1}],
 }
 # whole runs: one plank is half a run of sticks, so sticks are not offered; a torch is one whole run
@@ -149,6 +152,12 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     expect(result).to_contain_text("up to 1 run")
     page.screenshot(path=artifacts / "craft-grid.png", full_page=True)
     page.locator(".craft-columns").screenshot(path=artifacts / "craft-grid-closeup.png")
+    # a reload mid-craft restores the crafting hand and the grid's placement
+    page.reload()
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    expect(hand).to_contain_text("2 × Iron Ingot")
+    expect(page.get_by_role("button", name="Square row 2, column 1: Iron Ingot")).to_be_visible()
+    expect(result).to_contain_text("1 × Shears")
     page.get_by_label("Runs of the grid's recipe").fill("1")
     result.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("1 × Shears")
@@ -169,6 +178,16 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     assert axe_violations(page) == []
     page.screenshot(path=artifacts / "craft-item-info.png", full_page=True)
     page.locator("#craft-book").screenshot(path=artifacts / "craft-item-info-panel.png")
+
+    # an item choice: sticks from oak planks (the default takes the alphabetically first: birch)
+    page.get_by_label("Filter by item name").fill("stick")
+    sticks = page.locator("#craft-possible li[data-recipe='stick']")
+    sticks.get_by_label("Which planks to use for stick").select_option("oak_planks")
+    sticks.get_by_label("Runs of stick", exact=True).fill("1/2")
+    sticks.get_by_role("button", name="Craft", exact=True).click()
+    expect(hand).to_contain_text("3 × Stick")
+    expect(hand).to_contain_text("1 × Birch Planks")
+    expect(hand).to_contain_text("2 × Oak Planks")
 
     # a tablet: the same room at 768 px wide, nothing wider than the screen
     page.set_viewport_size({"width": 768, "height": 1024})
