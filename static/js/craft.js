@@ -441,6 +441,22 @@ export function createCraftPanel({ emit, absorb }) {
     renderBook();
   }
 
+  /** Why a recipe cannot run: the ingredients the hand holds none of (or, in a whole game, too few of). */
+  function missingText(recipe, hand) {
+    const parts = [];
+    for (const ingredient of recipe.ingredients) {
+      const held = ingredient.options.reduce((sum, option) => sum + (quantity(hand[option]) || 0), 0);
+      const enough = wholeRuns() ? held >= ingredient.count : held > 0;
+      if (!enough) {
+        const name = ingredient.options.length > 1 ? `${ingredient.options.length > 3 ? "any of " : ""}${ingredient.options.slice(0, 3).map((o) => itemName(o, state.ruleset)).join(" or ")}${ingredient.options.length > 3 ? ", …" : ""}` : itemName(ingredient.options[0], state.ruleset);
+        const heldNames = ingredient.options.filter((o) => quantity(hand[o]) > 0).map((o) => itemName(o, state.ruleset)).join(" and ");
+        parts.push(held > 0 ? `${heldNames}: you hold ${Math.round(held * 100) / 100} of ${ingredient.count}` : name);
+      }
+    }
+    if (!parts.length) return recipe.burns_fuel ? "you need fuel" : "";
+    return `you lack ${parts.join(", ")}`;
+  }
+
   function renderBook() {
     const list = $("craft-results");
     const status = $("craft-search-status");
@@ -462,7 +478,11 @@ export function createCraftPanel({ emit, absorb }) {
       top.append(resultButton(recipe.result, recipe.count), el("span", "craft-kind", recipeKind(recipe.type)));
       const runnable = state.possible.get(recipe.recipe);
       if (runnable) top.append(el("span", "badge badge-ok", `craftable now: up to ${runsText(runnable.max_runs)}`));
-      else top.append(el("span", "badge badge-muted", "not craftable from your hand"));
+      else {
+        top.append(el("span", "badge badge-muted", "not craftable from your hand"));
+        const missing = missingText(recipe, hand);
+        if (missing) top.append(el("span", "craft-missing", missing));
+      }
       row.append(top);
       const needs = el("p", "craft-needs", `Needs ${recipe.ingredients.map((i) => ingredientText(i, state.ruleset)).join(" + ")}${recipe.burns_fuel ? " + fuel" : ""}.`);
       row.append(needs);

@@ -224,6 +224,7 @@ def test_whole_runs_game_neither_offers_nor_accepts_fractions(
     page.get_by_label("Search recipes by item name").fill("stick")
     stick = book_row(page, "stick")
     expect(stick).to_contain_text("not craftable from your hand")
+    expect(stick).to_contain_text("you hold 1 of 2")
     assert stick.locator("input").count() == 0
 
     # a typed fraction is refused by the control itself and changes nothing
