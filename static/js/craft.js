@@ -506,6 +506,26 @@ export function createCraftPanel({ emit, absorb }) {
     }
   }
 
+  /** "How is my target made?": one click to its item info and crafting tree (who holds what it needs). */
+  function renderTargetLinks() {
+    const box = $("craft-book-target");
+    const items = Object.keys(state.view.target || {}).sort();
+    const key = `${state.ruleset}:${items.join(",")}`;
+    if (box.dataset.key === key) return;
+    box.dataset.key = key;
+    box.replaceChildren();
+    box.hidden = !items.length;
+    if (!items.length) return;
+    box.append("Your target: ");
+    for (const item of items) {
+      const button = el("button", "item-button");
+      button.type = "button";
+      button.append(iconFor(item, state.ruleset), ` How is ${itemName(item, state.ruleset)} made?`);
+      button.addEventListener("click", () => showItem(item));
+      box.append(button, " ");
+    }
+  }
+
   // ------------------------------------------------------------------------------------ finish
   $("craft-finish").addEventListener("click", async () => {
     const answer = await emit("finish_crafting", {});
@@ -535,6 +555,7 @@ export function createCraftPanel({ emit, absorb }) {
       $("craft-book-when").textContent = isCrafting
         ? "Craftable-now marks use your private crafting hand."
         : "Craftable-now marks use your hand as it is: what you could craft if the craft phase started now.";
+      renderTargetLinks();
       if (isCrafting) {
         $("craft-rules-note").textContent = wholeRuns()
           ? "This game crafts whole runs only: each craft runs a recipe 1, 2, 3, … times."

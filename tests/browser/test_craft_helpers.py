@@ -95,6 +95,10 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     hand = page.locator("#craft-hand")
     expect(page.locator("#craft-rules-note")).to_contain_text("parts of a run")
     expect(page.locator("#craft-target-check")).to_contain_text("still miss 1 Shears")
+    # one click from the target to its crafting tree
+    page.get_by_role("button", name="How is Shears made?").click()
+    expect(page.locator("#craft-info")).to_contain_text("About Shears")
+    expect(page.locator("#craft-info .craft-tree").first).to_contain_text("Iron Ingot")
 
     # the recipe book: a fractional smelting run with coal chosen as the fuel (the default would burn a stick)
     page.get_by_label("Search recipes by item name").fill("iron ingot")
