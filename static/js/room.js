@@ -1,12 +1,13 @@
 // The game room (/games/<id>): one seat's live game over Socket.IO. `join` claims (or restores) the
 // seat and returns the envelope and the whole history; `update` pushes and action acks bring new events;
 // the envelope with the highest log_size is the state shown. Trade (propose / pass / accept / reject) and
-// craft (possible crafts, recipe search, run amounts, finish) go through the declared actions and queries;
+// craft (static/js/craft.js: grid, recipe book, possible crafts, item info) go through the declared actions and queries;
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
 import { describeEvent, seatName, itemsText } from "./narrate.js";
 import { statusText } from "./board.js";
+import { createCraftPanel } from "./craft.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -17,7 +18,6 @@ let envelope = null;
 let seats = [];
 let ruleset = null;
 const draft = { to: null, offer: {}, request: {} };
-let craftsShownFor = -1;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -37,6 +37,7 @@ function errorText(answer) {
 }
 
 const socket = io({ transports: ["websocket"] });
+const craftPanel = createCraftPanel({ emit, absorb });
 
 function emit(event, data) {
   return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
@@ -91,7 +92,7 @@ function render() {
   renderOutcome(view, mine);
   renderDecide(view);
   renderToM(view, mine);
-  renderCraft(view);
+  craftPanel.render(view, envelope, seats, ruleset, mine); // static/js/craft.js
   renderEnd(view, mine);
   renderTimeline();
   renderDeadline();
@@ -396,50 +397,6 @@ function renderOutcome(view, mine) {
   box.className = `outcome ${outcome.type === "decided" && p.accept ? "outcome-accepted" : "outcome-rejected"}`;
 }
 
-async function renderCraft(view) {
-  const panel = $("room-craft");
-  const crafting = view.phase === "craft" && view.crafting_hand !== null && view.legal_actions.includes("finish_crafting");
-  panel.hidden = !crafting;
-  if (!crafting) return;
-  $("craft-hand").replaceChildren(...itemListOf(view.crafting_hand, { flagFractions: true }).children);
-  if (craftsShownFor === envelope.log_size) return;
-  craftsShownFor = envelope.log_size;
-  const answer = await emit("query", { query: { type: "possible_crafts", limit: 100 } });
-  const list = $("craft-possible");
-  list.replaceChildren();
-  if (!answer || !answer.ok) {
-    list.append(el("li", "error", errorText(answer)));
-    return;
-  }
-  for (const craft of answer.answer.crafts) list.append(craftRow(craft.recipe, craft.result, craft.count, craft.max_runs, view));
-  if (!list.children.length) list.append(el("li", "empty", "Nothing: your crafting hand has no complete recipe."));
-}
-
-function craftRow(recipe, result, count, maxRuns, view) {
-  const row = el("li", "craft-row");
-  row.append(iconFor(result, ruleset), ` ${count} × ${itemName(result, ruleset)} `);
-  const whole = view.rules.crafting_runs === "whole";
-  const input = el("input", "count-input");
-  const label = `Runs of ${recipe}`;
-  input.setAttribute("aria-label", label);
-  if (whole) {
-    input.type = "number";
-    input.min = "1";
-    input.step = "1";
-    if (maxRuns) input.max = String(Math.floor(eval_fraction(maxRuns)));
-    input.value = "1";
-  } else {
-    input.type = "text";
-    input.inputMode = "decimal";
-    input.value = maxRuns && eval_fraction(maxRuns) < 1 ? String(maxRuns) : "1";
-  }
-  const button = el("button", null, "Craft");
-  button.type = "button";
-  button.addEventListener("click", () => act("craft", { recipe, runs: input.value }, "room-craft-error"));
-  row.append(el("span", "muted", maxRuns ? `(up to ${maxRuns} run${eval_fraction(maxRuns) > 1 ? "s" : ""}) ` : ""), input, " ", button);
-  return row;
-}
-
 function renderEnd(view, mine) {
   const panel = $("room-end");
   panel.hidden = !view.finished;
@@ -534,29 +491,6 @@ $("propose-send").addEventListener("click", async () => {
 $("propose-pass").addEventListener("click", () => act("pass", {}, "room-propose-error"));
 $("decide-accept").addEventListener("click", () => act("decide", { accept: true, message: $("room-decide-reply").value }, "room-decide-error"));
 $("decide-reject").addEventListener("click", () => act("decide", { accept: false, message: $("room-decide-reply").value }, "room-decide-error"));
-$("craft-finish").addEventListener("click", () => act("finish_crafting", {}, "room-craft-error"));
-let searchTimer = null;
-$("craft-search").addEventListener("input", (event) => {
-  clearTimeout(searchTimer);
-  const text = event.target.value.trim();
-  searchTimer = setTimeout(async () => {
-    const list = $("craft-results");
-    list.replaceChildren();
-    if (!text) return;
-    const answer = await emit("query", { query: { type: "recipe_search", text, limit: 10 } });
-    if (!answer || !answer.ok) {
-      list.append(el("li", "error", errorText(answer)));
-      return;
-    }
-    for (const recipe of answer.answer.recipes) {
-      const row = craftRow(recipe.recipe, recipe.result, recipe.count, null, envelope.view);
-      row.append(el("span", "muted", ` needs ${recipe.ingredients.map((i) => `${i.count} ${i.options.slice(0, 2).map((o) => itemName(o, ruleset)).join(" or ")}`).join(", ")}${recipe.burns_fuel ? " + fuel" : ""}`));
-      list.append(row);
-    }
-    if (!list.children.length) list.append(el("li", "empty", "No recipe makes that."));
-  }, 250);
-});
-
 // ------------------------------------------------------------------------------------------- connection
 socket.on("connect", async () => {
   const answer = await emit("join", {});
