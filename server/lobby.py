@@ -86,6 +86,11 @@ class Lobby:
                 "instance_choice": hall.instances.choice,
                 "difficulties": self.offered_bands(hall),
                 "seats": [spec.kind for spec in hall.seat_specs()],
+                # the bot each fixed bot seat gets (null for other seats)
+                "seat_bots": [
+                    (spec.bot or self.settings.bots.default) if spec.kind == "bot" else None
+                    for spec in hall.seat_specs()
+                ],
                 "allow_custom_seats": hall.allow_custom_seats,
                 "settings": hall.game_settings().model_dump(mode="json"),
             }

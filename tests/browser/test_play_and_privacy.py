@@ -66,6 +66,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         # no passing: the bot proposes every other turn, so the newcomer gets proposals to answer
         "game": {"max_turns": 4, "first_proposer": 0, "allow_pass": False},
     }
+    data["halls"]["fixed_bot"] = {  # seats fixed by the operator: the lobby shows them, greyed out
+        "title": "Fixed seats",
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "fixed", "root": str(root)},
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "tom1"}],
+        "allow_custom_seats": False,
+        "game": {"max_turns": 3},
+    }
     data["halls"]["banded"] = {  # the shipped standard set: big enough difficulty bands
         "title": "Banded duel",
         "ruleset": "minecraft",
@@ -432,6 +441,12 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
         "Hard",
     ]
     assert page.get_by_label("Exact task (admins only)").count() == 0  # an ordinary player never sees it
+    page.get_by_label("Game mode").select_option("fixed_bot")
+    expect(page.get_by_label("Seat 2")).to_be_disabled()
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: tom1")
+    expect(difficulty).to_be_disabled()  # a fixed instance: nothing to choose
+    page.get_by_label("Game mode").select_option("banded")
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: random")
     difficulty.select_option("hard")
     frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
     page.get_by_role("button", name="Create and join").click()
