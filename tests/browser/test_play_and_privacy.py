@@ -301,7 +301,6 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     assert "Built-in bot: random" in offered and "Open (anyone)" in offered
     seat_two.select_option("bot:random")
     page.screenshot(path=artifacts / "lobby-new-game.png", full_page=True)
-    docs_screenshot(page, "lobby")
     page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
@@ -448,6 +447,7 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     page.get_by_label("Game mode").select_option("banded")
     expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: random")
     difficulty.select_option("hard")
+    docs_screenshot(page, "lobby")
     frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
     page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
