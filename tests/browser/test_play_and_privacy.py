@@ -537,3 +537,53 @@ def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
         context.close()
         bob.close()
         first.stop()
+
+
+def tab_to(page: Page, name: re.Pattern[str], presses: int = 120) -> None:
+    """Press Tab until the focused control's text or label matches ``name`` (keyboard only)."""
+    names = []
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "() => { const e = document.activeElement;"
+            " return (e.getAttribute('aria-label') || e.innerText || e.value || '').trim(); }"
+        )
+        names.append(focused)
+        if name.search(focused):
+            outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+            assert outline != "none", f"no visible focus on {focused!r}"
+            return
+    seen = page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
+    raise AssertionError(f"Tab never reached a control named {name.pattern!r} (last: {seen}) {names[-15:]}")
+
+
+def test_a_keyboard_alone_creates_a_game_and_proposes_a_trade(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(server.url + "/")
+    tab_to(page, re.compile("^$"))  # the display name field (empty, no label text of its own)
+    page.keyboard.type("Keys")
+    page.keyboard.press("Enter")
+    expect(page.locator("#lobby[data-user=Keys]")).to_be_attached()
+    tab_to(page, re.compile("players · minecraft rules"))  # the game mode
+    page.keyboard.press("End")  # a select moves with the arrow, Home and End keys
+    expect(page.get_by_label("Game mode")).not_to_have_value("duel")
+    page.get_by_label("Game mode").select_option("versus_bot")  # (choose the test hall exactly)
+    page.get_by_label("Game mode").focus()
+    tab_to(page, re.compile("^Create and join$"))
+    page.keyboard.press("Enter")
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    tab_to(page, re.compile(r"^Give\b"))
+    page.keyboard.press("Enter")
+    # the redraw keeps the focus on the same item: Enter again gives one more
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("How many Cobblestone")).to_have_value("2")
+    tab_to(page, re.compile(r"^Ask for\b"))
+    page.keyboard.press("Enter")
+    tab_to(page, re.compile("^Propose$"))
+    page.screenshot(path=artifacts / "room-keyboard-focus.png")
+    page.keyboard.press("Enter")
+    expect(page.locator("#room-outcome")).to_contain_text("your proposal")
+    context.close()
