@@ -537,8 +537,23 @@ socket.on("connect", async () => {
   const answer = await emit("join", {});
   if (!answer || !answer.ok) {
     const code = answer && answer.error ? answer.error.code : "";
-    const hint = code === "not_logged_in" ? " Choose a display name in the lobby first." : code === "game_full" ? " You can still watch it." : "";
-    showError("room-error", errorText(answer) + hint);
+    showError("room-error", errorText(answer));
+    if (!envelope) {
+      // nothing to show but the refusal (a reconnect that fails keeps the last state on screen)
+      root.querySelector(".room-statusbar").hidden = true;
+      root.querySelector(".room-layout").hidden = true;
+    }
+    // where to go instead: the lobby to choose a name, or the spectator page of a game one cannot sit in
+    const next = code === "not_logged_in"
+      ? { href: "/", text: "Choose a display name in the lobby" }
+      : code === "game_full" || code === "seat_taken"
+        ? { href: `/games/${encodeURIComponent(gameId)}/watch`, text: "Open the spectator page" }
+        : null;
+    if (next) {
+      const link = el("a", null, next.text);
+      link.href = next.href;
+      $("room-error").append(" ", link);
+    }
     root.dataset.ready = "true";
     return;
   }

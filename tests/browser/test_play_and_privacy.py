@@ -587,3 +587,28 @@ def test_a_keyboard_alone_creates_a_game_and_proposes_a_trade(
     page.keyboard.press("Enter")
     expect(page.locator("#room-outcome")).to_contain_text("your proposal")
     context.close()
+
+
+def test_a_full_game_or_no_name_sends_the_visitor_somewhere_useful(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    ada, bob = Client(server.url, "Ada F").connect(), Client(server.url, "Bob F").connect()
+    try:
+        game_id = ada.call("create_game", {"hall": "duel", "join": True})["game"]["game_id"]
+        assert bob.call("join", {"game_id": game_id})["seat"] == 1
+        anonymous = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = anonymous.new_page()
+        page.goto(f"{server.url}/games/{game_id}")
+        expect(page.locator("#room-error")).to_contain_text("Log in first")
+        page.get_by_role("link", name="Choose a display name in the lobby").click()
+        login(page, server, "Late")
+        page.goto(f"{server.url}/games/{game_id}")
+        expect(page.locator("#room-error")).to_contain_text("every seat is taken")
+        page.screenshot(path=artifacts / "room-game-full.png")
+        expect(page.locator(".room-layout")).to_be_hidden()  # no empty panels around the refusal
+        page.get_by_role("link", name="Open the spectator page").click()
+        expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        anonymous.close()
+    finally:
+        ada.close()
+        bob.close()
