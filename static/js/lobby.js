@@ -188,7 +188,19 @@ $("create-form").addEventListener("submit", async (event) => {
 const LIVE_PANELS = ["mine-panel", "games-panel"];
 let refreshTimer = null;
 
+let refreshing = false;
+
 async function refreshTables() {
+  if (refreshing) return; // one redraw at a time; the next push schedules another
+  refreshing = true;
+  try {
+    await redrawTables();
+  } finally {
+    refreshing = false;
+  }
+}
+
+async function redrawTables() {
   const response = await fetch("/", { credentials: "same-origin", headers: { Accept: "text/html" } });
   if (!response.ok) return;
   // the server's own escaped rendering; nodes from DOMParser never run scripts
@@ -204,8 +216,13 @@ async function refreshTables() {
 const socket = io({ transports: ["websocket"] });
 socket.on("connect", () => socket.emit("lobby", { limit: 1 }, () => {})); // subscribes to `lobby` pushes
 socket.on("lobby", () => {
-  clearTimeout(refreshTimer); // a burst of pushes (a game created and filled at once): one refresh
-  refreshTimer = setTimeout(refreshTables, 250);
+  // a burst of pushes (a bot game created, started and finished; a tournament): one redraw a second at most
+  if (refreshTimer === null) {
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      refreshTables();
+    }, 1000);
+  }
 });
 
 root.dataset.ready = "true";
