@@ -389,3 +389,32 @@ def test_fixed_offer_with_options_makes_exactly_that_proposal():
     for _ in range(2):
         action = bot.act(view, ["propose", "pass"])
         assert (action["to"], action["offer"], action["request"]) == (1, {mine: 1}, {theirs: 1})
+
+
+def test_bots_over_seat_connections_leave_their_traces_with_the_driver():
+    # the path the server, the environments and remote clients use: each seat in its own thread, the
+    # driver collecting each move's trace records (the game log's ``trace`` records)
+    import threading
+
+    from agents.driver import run_seat
+    from agents.local_connection import LocalTable
+
+    instance_id = "minecraft/1p_v_1p/paper#5"
+    instance = get_instance(instance_id)
+    table = LocalTable.new(instance, _settings(instance_id, "paper", 6), load_rule_set(instance.ruleset), 4)
+    bots = [make_policy("planner", 1), make_policy("tom1", 2)]
+    outcomes: list[Any] = [None, None]
+
+    def play(seat: int) -> None:
+        outcomes[seat] = run_seat(bots[seat], table.connection(seat), turn_timeout=60)
+
+    threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert table.game.finished
+    for seat, outcome in enumerate(outcomes):
+        assert outcome is not None and not outcome.refusals and not outcome.fallbacks
+        assert outcome.traces, f"seat {seat} left no trace"
+        assert {t.get("policy") for t in outcome.traces} == {bots[seat].name}
