@@ -418,3 +418,26 @@ def test_bots_over_seat_connections_leave_their_traces_with_the_driver():
         assert outcome is not None and not outcome.refusals and not outcome.fallbacks
         assert outcome.traces, f"seat {seat} left no trace"
         assert {t.get("policy") for t in outcome.traces} == {bots[seat].name}
+
+
+@pytest.mark.parametrize(
+    ("set_id", "whole"), [("minecraft/1p_v_1p/paper", True), ("minecraft/1p_v_1p/standard", False)]
+)
+def test_progress_one_means_the_planner_can_craft_the_target(set_id, whole):
+    # the requirement (an integer program) is exact: holding it, the planner's executed plan crafts the
+    # target under the set's crafting-runs rule; one unit fewer of any item and progress is below 1
+    rules = load_rule_set("minecraft")
+    planner = planner_for(rules, whole_runs=whole)
+    for number in range(0, 40, 4):
+        instance = get_instance(f"{set_id}#{number}")
+        pool: dict[str, int] = {}
+        for hand in instance.hands:
+            for item, n in hand.items():
+                pool[item] = pool.get(item, 0) + n
+        for target in instance.targets:
+            need = requirement(planner, target, pool)
+            assert need, (instance.id, target)
+            assert coverage(need, need) == 1.0
+            assert planner.can_craft(need, target), (instance.id, target, need)
+            item = sorted(need)[0]
+            assert coverage({**need, item: need[item] - 1}, need) < 1.0
