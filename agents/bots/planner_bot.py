@@ -43,6 +43,7 @@ from craft_rules.model import RuleSet
 TRACE_LIMIT = 400
 MAX_OFFERS = 400
 ACCEPT_RULES = ("no_loss", "gain")
+SEEN_LIMIT = 1000
 
 
 class OracleBot:
@@ -70,6 +71,8 @@ class OracleBot:
         for event in events:
             if event.get("type") in ("proposed", "decided"):
                 self.seen.append({"type": event["type"], **(event.get("payload") or {})})
+        if len(self.seen) > SEEN_LIMIT:  # bots that never read it stay bounded over a long game
+            del self.seen[: len(self.seen) - SEEN_LIMIT]
 
     def drain_traces(self) -> list[dict[str, Any]]:
         out, self._undrained = self._undrained, []
