@@ -441,3 +441,38 @@ def test_progress_one_means_the_planner_can_craft_the_target(set_id, whole):
             assert planner.can_craft(need, target), (instance.id, target, need)
             item = sorted(need)[0]
             assert coverage({**need, item: need[item] - 1}, need) < 1.0
+
+
+@pytest.mark.parametrize("name", ["always_accept", "always_reject", "rational", "item_fixated"])
+def test_idle_proposals_never_ask_for_what_the_partner_needs(name):
+    # no passing in the paper protocol: the idle proposal must stay uninformative and costless
+    checked = 0
+    for number in (4, 12, 21):
+        instance_id = f"minecraft/1p_v_1p/paper#{number}"
+        bot = Checked(make_policy(name, 1))
+        _play(instance_id, _settings(instance_id, "paper", 6), [bot, make_policy("always_reject", 2)])
+        for view, _, action in bot.moves:
+            if action["type"] != "propose":
+                continue
+            need = CraftingOracle.for_view(view, load_rule_set(view["ruleset"])).my_need or {}
+            assert not set(action["request"]) & set(need), (instance_id, action, need)
+            assert not action["offer"] or not action["request"]  # asks or gives, never both
+            checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("name", ["always_accept", "always_reject", "rational", "item_fixated"])
+def test_idle_proposal_when_the_addressee_holds_only_needed_items(name):
+    rules = load_rule_set("minecraft")
+    for number in range(0, 40, 3):
+        view = copy.deepcopy(_views(f"minecraft/1p_v_1p/paper#{number}", "paper", "propose", count=1)[0])
+        need = CraftingOracle.for_view(view, rules).my_need or {}
+        view["hands"][1] = {item: n for item, n in need.items() if view["hands"][0].get(item, 0) == 0}
+        need = CraftingOracle.for_view(view, rules).my_need or {}  # the pool changed: plan again
+        if view["hands"][1] and set(view["hands"][1]) <= set(need):
+            break
+    else:
+        pytest.fail("no view where the addressee holds only what seat 0 needs")
+    action = make_policy(name, 1).act(view, ["propose"])
+    assert action["type"] == "propose" and not set(action["request"]) & set(need), action
+    assert len(action["offer"]) == 1 and not action["request"]  # it gives one unit away instead

@@ -55,6 +55,8 @@ class OracleBot:
 
     name: ClassVar[str] = "oracle"
     best_response: ClassVar[dict[str, str]] = {}
+    strict_idle: ClassVar[bool] = False
+    """Whether its fallback proposal never asks for an item it needs (:func:`harmless_offer` ``strict``)."""
 
     def __init__(self, seed: int | None = 0, *, rules: RuleSet | None = None) -> None:
         self.seed = seed
@@ -100,7 +102,9 @@ class OracleBot:
                 return offer_action(offer)
             if "pass" in options or "propose" not in options:
                 return {"type": "pass"}
-            fallback = harmless_offer(oracle.me, oracle.hands, oracle.opponents, oracle.my_need)
+            fallback = harmless_offer(
+                oracle.me, oracle.hands, oracle.opponents, oracle.my_need, strict=self.strict_idle
+            )
             return offer_action(fallback) if fallback else {"type": "pass"}
         raise ValueError(f"{self.name} has no move among legal actions {list(legal)}; ask only when awaited.")
 
