@@ -201,6 +201,8 @@ def make_settings(
 ) -> GameSettings:
     base = settings.model_dump() if isinstance(settings, GameSettings) else dict(settings or {})
     base.setdefault("ruleset", instance.ruleset)
+    if instance.crafting_runs is not None:  # the rule the instance was made and validated for
+        base.setdefault("crafting_runs", instance.crafting_runs)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return GameSettings(**base)
 
