@@ -32,6 +32,9 @@ MAX_STALE_ROUNDS = 20
 this many in a row the driver gives up on the move rather than spin."""
 STALE_CODES = frozenset({"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over"})
 """Refusals that mean "the game moved on since your view", not "your action was wrong"."""
+SEAT_LOST_CODES = frozenset({"seat_taken_over", "not_your_seat", "spectator", "player_left"})
+"""Refusals that mean the seat is no longer this player's to play (an idle seat handed to a bot, a
+resigned seat): the driver stops instead of trying again."""
 
 
 @dataclass
@@ -46,6 +49,8 @@ class SeatOutcome:
     """Every fallback sent: ``{"action", "after"}`` (the refusals or the exception that led to it)."""
     traces: list[dict[str, Any]] = field(default_factory=list)
     final_view: dict[str, Any] | None = None
+    seat_lost: dict[str, Any] | None = None
+    """The refusal that took the seat away (``SEAT_LOST_CODES``), if the driver stopped for it."""
 
     @property
     def winners(self) -> list[int]:
@@ -63,6 +68,7 @@ class SeatOutcome:
             "end_reason": view.get("end_reason"),
             "turns": view.get("turn"),
             "finished": bool(view.get("finished")),
+            "seat_lost": (self.seat_lost or {}).get("code"),
         }
 
 
@@ -142,6 +148,12 @@ def take_turn(
             return True
         error = answer.get("error") or {}
         outcome.refusals.append({"action": action, "error": error})
+        if error.get("code") in SEAT_LOST_CODES:
+            log.warning(
+                "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
+            )
+            outcome.seat_lost = error
+            return False
         if error.get("code") in STALE_CODES:
             stale += 1
             if stale > MAX_STALE_ROUNDS:
@@ -190,14 +202,15 @@ def run_seat(
     turn_timeout: float | None = None,
     on_move: Callable[[SeatOutcome], None] | None = None,
 ) -> SeatOutcome:
-    """Play ``conn``'s seat with ``policy`` until the game ends; what happened.
+    """Play ``conn``'s seat with ``policy`` until the game ends (or the seat is no longer ours: an idle
+    seat handed to a bot, see ``outcome.seat_lost``); what happened.
 
     ``turn_timeout``: give up (``TimeoutError``) when the seat waits longer than this for its turn (None:
     wait as long as the game runs; a server's deadlines and bots keep games moving). ``on_move`` is called
     after each applied action (e.g. to print progress).
     """
     outcome = SeatOutcome(seat=conn.seat)
-    while not conn.finished:
+    while not conn.finished and outcome.seat_lost is None:
         if not conn.wait_for_turn(timeout=turn_timeout):
             raise TimeoutError(f"seat {conn.seat} waited more than {turn_timeout} s for its turn")
         if conn.finished:

@@ -370,3 +370,15 @@ def test_tradecraft_bot_starts_without_the_web_layer() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_seat_handed_to_a_bot_for_idleness_stops_the_driver(server: ServerProcess) -> None:
+    token = make_token(server, "too-slow")
+    game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}], hall="idle")
+    slow = Recording(make_policy("random", 4), delay=1.5)  # the hall's deadlines are 0.5 s
+    with RemoteConnection(server.url, game_id, token=token) as conn:
+        outcome = run_seat(slow, conn, turn_timeout=30)
+        assert outcome.seat_lost is not None and outcome.seat_lost["code"] == "seat_taken_over"
+        assert len(outcome.refusals) == 1 and not outcome.fallbacks  # stopped at once, no retry storm
+        seats = conn.envelope()["seats"]
+        assert seats[0]["bot"]  # the server's bot plays the seat on
