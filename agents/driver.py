@@ -2,7 +2,8 @@
 
 :func:`run_seat` waits for the seat's turn, hands the policy the seat's new events (``observe``, when it
 has one), asks it for an action (``act(view, legal)``) and sends it. A refused action (a typed error; the
-game did not change) is offered back to the policy up to ``retries`` more times, with the fresh view;
+game did not change) is told to the policy (``refused(error)``, when it has that hook) and the policy is asked
+again up to ``retries`` more times, with the fresh view;
 then the driver sends a **fallback**: a safe legal action (:func:`fallback_action`) and logs it, so a
 confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the policy
 keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first event
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.bots.base import Policy, drain_traces, observe
+from agents.bots.base import Policy, drain_traces, observe, tell_refused
 from agents.connection import SeatConnection
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ def take_turn(
             )
             outcome.seat_lost = error
             return False
+        tell_refused(policy, error)  # a policy that can learn from it (an LLM agent) hears why first
         if error.get("code") in STALE_CODES:
             stale += 1
             if stale > MAX_STALE_ROUNDS:

@@ -131,6 +131,17 @@ class LocalTable:
             self._views[seat] = (size, view)
             return view
 
+    def seq_of(self, seat: int, n: int) -> int | None:
+        """The game's sequence number of event ``n`` of ``seat``'s log (None if there is no such event)."""
+        with self.lock:
+            count = -1
+            for event in self.game.events:
+                if visible_to(event, seat):
+                    count += 1
+                    if count == n:
+                        return event.seq
+            return None
+
     def envelope(self, seat: int, with_view: bool = True) -> dict[str, Any]:
         """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1); ``with_view=False``
         leaves ``view`` null (for callers that read the view when they next need it)."""
