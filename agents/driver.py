@@ -31,8 +31,11 @@ DEFAULT_RETRIES = 2
 MAX_STALE_ROUNDS = 20
 """Refusals that say the view was stale (the turn moved on meanwhile) are not the policy's fault; after
 this many in a row the driver gives up on the move rather than spin."""
-STALE_CODES = frozenset({"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over"})
-"""Refusals that mean "the game moved on since your view", not "your action was wrong"."""
+STALE_CODES = frozenset(
+    {"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over", "answer_failed"}
+)
+"""Refusals that mean "the game moved on since your view" (or, ``answer_failed``, "it was applied but the
+answer was lost"), not "your action was wrong": the driver re-reads the view and asks again."""
 SEAT_LOST_CODES = frozenset({"seat_taken_over", "not_your_seat", "spectator", "player_left"})
 """Refusals that mean the seat is no longer this player's to play (an idle seat handed to a bot, a
 resigned seat): the driver stops instead of trying again."""
@@ -160,7 +163,11 @@ def take_turn(
             stale += 1
             if stale > MAX_STALE_ROUNDS:
                 return False
-            conn.wait_for_turn(timeout=0.2)  # let the connection catch up with the game
+            refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
+            if refresh is not None:
+                refresh()
+            else:
+                conn.wait_for_turn(timeout=0.2)
             continue
         log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
         failures.append({"action": action, "error": error})
