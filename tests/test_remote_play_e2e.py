@@ -382,3 +382,28 @@ def test_a_seat_handed_to_a_bot_for_idleness_stops_the_driver(server: ServerProc
         assert len(outcome.refusals) == 1 and not outcome.fallbacks  # stopped at once, no retry storm
         seats = conn.envelope()["seats"]
         assert seats[0]["bot"]  # the server's bot plays the seat on
+
+
+def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelope() -> None:
+    conn = RemoteConnection("http://127.0.0.1:9", "g1", token="tc_x")  # never connected: bookkeeping only
+
+    def event(n: int) -> dict[str, Any]:
+        return {"n": n, "type": f"e{n}", "actor": None, "payload": {}, "visibility": "public"}
+
+    def envelope(size: int, events: list[int], game_id: str = "g1") -> dict[str, Any]:
+        view = {"log_size": size, "your_turn": False, "finished": False}
+        return {"game_id": game_id, "status": "running", "seat": 0, "log_size": size, "view": view,
+                "events": [event(n) for n in events]}  # fmt: skip
+
+    conn._absorb(envelope(3, [0, 1, 2]))
+    conn._absorb(envelope(5, [3, 4]))  # an ack ...
+    conn._absorb(envelope(4, [3]))  # ... and the older push it overtook
+    conn._absorb(envelope(9, [7, 8], game_id="another"))  # another game's push is ignored
+    assert conn.envelope()["log_size"] == 5
+    assert [e["n"] for e in conn.events()] == [0, 1, 2, 3, 4]
+    conn._absorb(envelope(5, [2, 3, 4]))  # repeats of what was handed out
+    assert conn.events() == []
+    conn._absorb(envelope(7, [6]))  # event 5 missing: nothing past the gap is handed out
+    with conn._cond:
+        ready = 5 in conn._log
+    assert not ready and conn.envelope()["log_size"] == 7
