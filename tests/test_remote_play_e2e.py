@@ -407,3 +407,54 @@ def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelo
     with conn._cond:
         ready = 5 in conn._log
     assert not ready and conn.envelope()["log_size"] == 7
+
+
+def test_remote_players_ride_out_a_server_crash_and_restart(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "crash")
+    first = ServerProcess(config).start()
+    second: ServerProcess | None = None
+    try:
+        tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
+        game_id = create_game(first, tokens[0], ["agent", "agent"])
+        players = [
+            Recording(make_policy("random", 11), delay=0.2),
+            Recording(make_policy("random", 12), delay=0.2),
+        ]
+        conns = [
+            RemoteConnection(
+                first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
+            ).connect()
+            for s in (0, 1)
+        ]
+        outcomes: dict[int, SeatOutcome] = {}
+        errors: list[BaseException] = []
+
+        def play(seat: int) -> None:
+            try:
+                outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
+            except BaseException as err:  # reported by the assertion below
+                errors.append(err)
+
+        threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.8)  # a few moves in
+        first.kill()  # SIGKILL: no goodbye to any socket
+        assert not conns[0].finished  # the crash really is mid-game
+        seen_before = len(players[0].seen)
+        time.sleep(1.0)
+        second = ServerProcess(config, port=first.port).start()
+        for thread in threads:
+            thread.join(timeout=120)
+        for conn in conns:
+            conn.close()
+        assert not errors, errors
+        assert all(conn.reconnects >= 1 for conn in conns)
+        for seat in (0, 1):
+            assert outcomes[seat].final_view["finished"]
+            assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
+        assert len(players[0].seen) > seen_before
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
