@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,11 @@ from server.game import Game, GameError, GameSettings, viewer_log, visible_to
 from server.game.actions import parse_action
 from server.game.queries import answer_query, parse_query, query_context
 from server.game.views import player_view
+
+# id(game) -> its table, for as long as some connection keeps the table (which keeps the game, so the id
+# cannot be reused meanwhile); a weak key would not do: the table refers to its game
+_TABLES: weakref.WeakValueDictionary[int, LocalTable] = weakref.WeakValueDictionary()
+_TABLES_LOCK = threading.Lock()
 
 
 class LocalTable:
@@ -49,8 +55,20 @@ class LocalTable:
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.times: list[float | None] = []
+        self._views: dict[int, tuple[int, dict[str, Any]]] = {}  # seat -> (events when built, view)
         self.seat_names = seat_names or [f"Player {s}" for s in range(game.players)]
         self._stamp()
+
+    @classmethod
+    def of(cls, game: Game) -> LocalTable:
+        """The table of ``game``: the same one for every caller, so connections made from the bare game
+        share its lock and its waiters."""
+        with _TABLES_LOCK:
+            table = _TABLES.get(id(game))
+            if table is None or table.game is not game:
+                table = cls(game)
+                _TABLES[id(game)] = table
+            return table
 
     @classmethod
     def new(
@@ -64,13 +82,13 @@ class LocalTable:
         """A table around a fresh game of ``instance``."""
         return cls(Game.new(instance, settings, rules, seed), **kwargs)
 
-    def connection(self, seat: int) -> LocalConnection:
+    def connection(self, seat: int, *, ack_views: bool = True) -> LocalConnection:
         """A connection playing ``seat`` (any number of them may exist, e.g. one per thread)."""
-        return LocalConnection(self, seat)
+        return LocalConnection(self, seat, ack_views=ack_views)
 
-    def connections(self) -> list[LocalConnection]:
+    def connections(self, *, ack_views: bool = True) -> list[LocalConnection]:
         """One connection per seat, in seat order."""
-        return [self.connection(seat) for seat in range(self.game.players)]
+        return [self.connection(seat, ack_views=ack_views) for seat in range(self.game.players)]
 
     def _stamp(self) -> None:
         # the events since the last stamp happened now (one action's events share its time)
@@ -101,16 +119,40 @@ class LocalTable:
             for seat in range(self.game.players)
         ]
 
-    def envelope(self, seat: int) -> dict[str, Any]:
-        """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1)."""
+    def view(self, seat: int) -> dict[str, Any]:
+        """``seat``'s player view now. Views change only with events, so each is built once per change
+        and shared by every caller until the next event (as the server shares them): read, don't modify."""
         with self.lock:
+            size = len(self.game.events)
+            cached = self._views.get(seat)
+            if cached is not None and cached[0] == size:
+                return cached[1]
             view = player_view(self.game, seat)
+            self._views[seat] = (size, view)
+            return view
+
+    def seq_of(self, seat: int, n: int) -> int | None:
+        """The game's sequence number of event ``n`` of ``seat``'s log (None if there is no such event)."""
+        with self.lock:
+            count = -1
+            for event in self.game.events:
+                if visible_to(event, seat):
+                    count += 1
+                    if count == n:
+                        return event.seq
+            return None
+
+    def envelope(self, seat: int, with_view: bool = True) -> dict[str, Any]:
+        """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1); ``with_view=False``
+        leaves ``view`` null (for callers that read the view when they next need it)."""
+        with self.lock:
+            view = self.view(seat) if with_view else None
             return {
                 "game_id": self.game_id,
                 "hall": None,
                 "status": "finished" if self.game.finished else "running",
                 "seat": seat,
-                "log_size": view["log_size"],
+                "log_size": self.game.log_size(seat),
                 "deadline": None,
                 "seats": self.seats(),
                 "view": view,
@@ -127,10 +169,15 @@ def _add_times(
 
 
 class LocalConnection:
-    """One seat of a :class:`LocalTable`: a :class:`~agents.connection.SeatConnection` in-process."""
+    """One seat of a :class:`LocalTable`: a :class:`~agents.connection.SeatConnection` in-process.
 
-    def __init__(self, table: LocalTable | Game, seat: int) -> None:
-        self.table = table if isinstance(table, LocalTable) else LocalTable(table)
+    ``ack_views=False`` leaves the view out of action acks (``"view": null``; the rest of the envelope
+    and the events are there): for players that read :meth:`view` before each move anyway, such as the
+    seats an environment drives, it saves building a view nobody reads when the turn passes on.
+    """
+
+    def __init__(self, table: LocalTable | Game, seat: int, *, ack_views: bool = True) -> None:
+        self.table = table if isinstance(table, LocalTable) else LocalTable.of(table)
         game = self.table.game
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < game.players:
             raise GameError(
@@ -139,6 +186,7 @@ class LocalConnection:
                 {"seat": seat if isinstance(seat, int) else str(seat)},
             )
         self._seat = seat
+        self._ack_views = ack_views
         self._scanned = 0  # events of the game's log already handed out by events()
         self._numbered = 0  # how many of them this seat may see (its own log's length so far)
 
@@ -155,8 +203,7 @@ class LocalConnection:
         return self.table.game.finished
 
     def view(self) -> dict[str, Any]:
-        with self.table.lock:
-            return player_view(self.table.game, self._seat)
+        return self.table.view(self._seat)
 
     def envelope(self) -> dict[str, Any]:
         """The seat's envelope now (the ack of the protocol's ``view`` request)."""
@@ -189,7 +236,7 @@ class LocalConnection:
                 table.apply(self._seat, parsed)
             except GameError as err:
                 return {"ok": False, "error": err.to_dict()}
-            envelope = table.envelope(self._seat)
+            envelope = table.envelope(self._seat, with_view=self._ack_views)
             produced = table.game.events[before:]
             visible = viewer_log(produced, self._seat, start=0)
             start = envelope["log_size"] - len(visible)
