@@ -100,14 +100,16 @@ def _number(instance_id: str) -> int:
     return int(instance_id.rsplit("#", 1)[1])
 
 
-def test_bots_drain_json_safe_traces():
+def test_bots_traces_reach_the_game_log():
+    # play_local drains each policy after every move (the trace contract) into the log's trace records
     import json
 
     bots = [make_policy("tom2", 1), make_policy("planner", 2)]
-    _play("minecraft/1p_v_1p/paper#4", _settings("minecraft/1p_v_1p/paper#4", "paper", 6), bots)
-    for bot in bots:
-        records = bot.drain_traces()
+    result = _play("minecraft/1p_v_1p/paper#4", _settings("minecraft/1p_v_1p/paper#4", "paper", 6), bots)
+    for seat, bot in enumerate(bots):
+        records = [t.model_dump() for t in result.traces if t.seat == seat]
         assert records and all(r["policy"] == bot.name for r in records)
+        assert {r["event"] for r in records} >= {"propose", "report"}
         json.dumps(records)
         assert bot.drain_traces() == []  # drained means forgotten
 

@@ -85,7 +85,9 @@ class OracleBot:
         rng = random.Random(f"{self.seed}:{own_move_key(view)}")
         oracle = CraftingOracle.for_view(view, self._rules.for_view(view))
         if "report_tom" in options:
-            return self.report(view, oracle)
+            report = self.report(view, oracle)
+            self._record({"event": "report", "turn": view.get("turn"), "v0": report["v0"]})
+            return report
         if "decide" in options:
             pending = view.get("pending_proposal") or {}
             accept = can_accept(view, pending) and self.accepts(view, oracle, pending)
