@@ -45,7 +45,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agents.bots.random_bot import RandomBot, own_move_key
+from agents.bots.random_bot import own_move_key
+from agents.driver import fallback_action
 from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
 from agents.llm.tools import SeatTools, strip_reasoning
@@ -64,9 +65,6 @@ from craft_rules.model import RuleSet
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
 """The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
-
-FALLBACK_TOM_VALUE = 5
-"""The value every item gets in a fallback ToM report (flagged ``fallback`` in the trace)."""
 
 OPENAI_COMPATIBLE = ("openai", "vllm", "ollama", "llamacpp", "lmstudio")
 """Providers served through ``ChatOpenAI`` (an OpenAI-compatible HTTP API)."""
@@ -479,28 +477,11 @@ class LLMAgent:
 
     # --- the fallback -----------------------------------------------------------------------------------
     def _fallback(self, view: Mapping[str, Any], legal: Sequence[str], reason: str) -> dict[str, Any]:
-        """A safe legal move when the model cannot decide: no report values of its own (every item
-        FALLBACK_TOM_VALUE), reject, pass, finish crafting; a proposer that may not pass makes the
-        random bot's proposal."""
-        options = [kind for kind in legal if kind != "resign"]
-        action: dict[str, Any]
-        if "report_tom" in options:
-            duty = view["tom"]
-            items = sorted(duty["items"])
-            action = {"type": "report_tom", "v0": dict.fromkeys(items, FALLBACK_TOM_VALUE)}
-            for order in duty["orders"]:
-                if order:
-                    action[f"v{order}"] = {
-                        str(s): dict.fromkeys(items, FALLBACK_TOM_VALUE) for s in duty["opponents"]
-                    }
-        elif "decide" in options:
-            action = {"type": "decide", "accept": False, "message": ""}
-        elif "finish_crafting" in options:
+        """The driver's safe legal move (:func:`agents.driver.fallback_action`: a ToM report of 5 for every
+        item, reject, finish crafting, pass, else the smallest ask), logged with the reason."""
+        action = fallback_action({**view, "legal_actions": list(legal)})
+        if action is None:  # not awaited after all: nothing safe to send, the runner will see it refused
             action = {"type": "finish_crafting"}
-        elif "pass" in options:
-            action = {"type": "pass"}
-        else:
-            action = RandomBot(self.seed, rules=self._rules_of(view)).act(dict(view), list(legal))
         self.fallbacks += 1
         decision = self._decision
         self._trace(
