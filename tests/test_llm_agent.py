@@ -288,6 +288,7 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
         ("llm:openai:m?persona=sneaky", "persona must be one of"),
         ("llm:openai:m?cot=maybe", "cot must be 0 or 1"),
         ("llm?tom=0", "llm:<provider>:<model>"),
+        ("llm:no-such-provider:m", "provider"),
     ]:
         with pytest.raises(PolicySpecError, match=words):
             make_policy(spec, 0)
@@ -340,3 +341,21 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
     reports = [e for e in table.game.events if e.type == "tom_reported"]
     assert {e.actor for e in reports} == {0, 1} and all(e.payload["v1"] for e in reports if e.actor == 0)
     assert all(t["seat"] in (0, 1) for o in outcomes.values() for t in o.traces)
+
+
+@pytest.mark.parametrize(("persona", "cot"), [("none", False), ("greedy", True), ("selfless", False)])
+def test_persona_and_reasoning_mode_shape_the_stable_prompt_only(persona: str, cot: bool) -> None:
+    script = [Reply(content="Step 1: coal is scarce. Step 2: pass for now.", tool_calls=[("pass", {})])]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play(agent_for(server, persona=persona, reasoning="cot" if cot else "direct"), max_turns=1)
+        system = server.requests[0]["messages"][0]["content"]
+        later = json.dumps(server.requests[1:])
+    assert ("# Your persona" in system) == (persona != "none")
+    if persona != "none":
+        assert f"You are {persona}" in system and "keep it private" in system
+    assert ("think step by step" in system) == cot
+    # free reasoning text goes to the trace, not to the game, and not back into the memory
+    assert "coal is scarce" in traces(result, "llm_call")[0]["reasoning"]
+    assert "coal is scarce" not in later and "coal is scarce" not in json.dumps(
+        [e.to_dict() for e in result.events]
+    )
