@@ -86,19 +86,21 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
         Reply(status=429, retry_after=0.01, content="slow down"),
         Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 5}, "request": {}})]),  # not held
+        Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),  # the engine refuses it
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}})]),
     ]
     with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
-        agent = agent_for(server, timeout=0.5)
+        agent = agent_for(server, timeout=0.5, max_invalid=4)
         result = play(agent, max_turns=1)
         requests = server.requests
     assert result.end_reason == "max_turns" and agent.fallbacks == 0
     proposals = [e for e in result.events if e.type == "proposed"]
     assert proposals[0].payload["offer"] == {"coal": 1}
-    # the malformed call got the typed error as its tool result
+    # the malformed call and the illegal trade got their typed errors as tool results
     answers = [r["answer"] for t in traces(result, "tool_results") for r in t["results"]]
     assert answers[0]["error"]["code"] == "invalid_action"
     assert "not valid JSON" in answers[0]["error"]["message"]
+    assert answers[1]["error"]["code"] == "item_not_held" and answers[1]["error"]["details"]["held"] == 2
     # the 429 and the timeout were retried with backoff (Retry-After honoured)
     retried = [r for t in traces(result, "llm_call") for r in t["provider_retries"]]
     assert retried[0]["kind"] == "rate_limit" and retried[0]["status"] == 429
@@ -106,9 +108,9 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
     assert retried[1]["kind"] == "timeout" and retried[1]["status"] is None
     # the engine refused the trade; the model was told its typed error and chose again
     refused = traces(result, "refused")
-    assert refused[0]["error"]["code"] == "item_not_held" and refused[0]["event_seq"] is None
-    told = [m["content"] for m in requests[4]["messages"] if m["role"] == "user"][-1]
-    assert told.startswith("The game refused your propose: [item_not_held]")
+    assert refused[0]["error"]["code"] == "empty_trade" and refused[0]["event_seq"] is None
+    told = [m["content"] for m in requests[5]["messages"] if m["role"] == "user"][-1]
+    assert told.startswith("The game refused your propose: [empty_trade]")
     assert result.refusals == 1
 
 
@@ -314,7 +316,7 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
         last = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
         if "Your move: propose" in last and not illegal_sent:
             illegal_sent.append(True)
-            return Reply(tool_calls=[("propose", {"to": 1, "offer": {"diamond": 1}, "request": {}})])
+            return Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})])  # engine refuses
         return player(request)
 
     with OpenAITestServer(policy=policy) as server:
@@ -335,7 +337,7 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
     assert table.game.finished and set(outcomes) == {0, 1}
     assert not outcomes[0].fallbacks and not outcomes[1].fallbacks
     # the refused proposal came back as the engine's error; the agent was told and chose again
-    assert outcomes[0].refusals[0]["error"]["code"] == "item_not_held"
+    assert outcomes[0].refusals[0]["error"]["code"] == "empty_trade"
     notes = [t for t in outcomes[0].traces if t.get("trace") == "refused"]
     assert notes and notes[0]["error"]["code"] == "not_applied"
     reports = [e for e in table.game.events if e.type == "tom_reported"]
