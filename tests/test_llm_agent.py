@@ -361,3 +361,22 @@ def test_persona_and_reasoning_mode_shape_the_stable_prompt_only(persona: str, c
     assert "coal is scarce" not in later and "coal is scarce" not in json.dumps(
         [e.to_dict() for e in result.events]
     )
+
+
+def test_an_agent_reused_for_a_new_game_starts_afresh() -> None:
+    other = TaskInstance(
+        id="test/1p_v_1p/llm#1",
+        ruleset="minecraft",
+        mode="1p_v_1p",
+        hands=({"cobblestone": 3, "stick": 2}, {"oak_log": 2, "coal": 1}),
+        targets=({"stone_pickaxe": 1}, {"torch": 4}),
+    )
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+        agent = agent_for(server)
+        play(agent, max_turns=1)
+        first_calls = len(server.requests)
+        settings = GameSettings(ruleset="minecraft", max_turns=1)
+        play_local(other, settings, RULES, [agent, RandomBot(1)], 0)
+        second = server.requests[first_calls]["messages"]
+    assert "Stone Pickaxe" in second[0]["content"] and "Torch" not in second[0]["content"].split("# You")[1]
+    assert len(second) == 2  # the new system prompt and the first observation: no memory of game one

@@ -163,9 +163,25 @@ class LLMAgent:
 
     # --- the policy contract ------------------------------------------------------------------------
     def observe(self, events: list[dict[str, Any]]) -> None:
-        """Keep the seat's new events: narrated in the next observation, answered by ``history``."""
+        """Keep the seat's new events: narrated in the next observation, answered by ``history``.
+
+        A log that starts again at ``n = 0`` is a new game (an environment reusing the agent): everything
+        of the last game is forgotten, its prompt prefix included, and the retry budget starts afresh."""
+        if events and events[0].get("n") == 0 and self._seat_log:
+            self._new_game()
         self._seat_log.extend(dict(e) for e in events)
         self._unseen.extend(dict(e) for e in events)
+
+    def _new_game(self) -> None:
+        self._system = None
+        self._seat = None
+        self._memory = []
+        self._seat_log = []
+        self._unseen = []
+        self._decision = None
+        self._pending_note = None
+        self._last_submitted = None
+        self.retries_used = 0
 
     def refused(self, error: Mapping[str, Any]) -> None:
         """The runner's engine refused the action ``act`` returned: tell the model at the next ``act``."""
