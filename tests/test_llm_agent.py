@@ -380,3 +380,14 @@ def test_an_agent_reused_for_a_new_game_starts_afresh() -> None:
         second = server.requests[first_calls]["messages"]
     assert "Stone Pickaxe" in second[0]["content"] and "Torch" not in second[0]["content"].split("# You")[1]
     assert len(second) == 2  # the new system prompt and the first observation: no memory of game one
+
+
+def test_a_slow_model_is_cut_off_by_the_moves_time_limit() -> None:
+    dawdle = Reply(delay=0.15, tool_calls=[("recipe_search", {"text": "torch"})])
+    with OpenAITestServer([dawdle] * 8, policy=ScriptedPlayer()) as server:
+        agent = agent_for(server, move_seconds=0.4, max_queries=20)
+        started = time.monotonic()
+        result = play(agent, max_turns=1)
+    fallback = traces(result, "fallback")[0]
+    assert fallback["reason"] == "move_time_limit" and fallback["action"] == {"type": "pass"}
+    assert time.monotonic() - started < 5 and result.game.finished

@@ -16,8 +16,9 @@ One decision (one ``act`` call):
    After ``max_invalid`` such errors in one decision the agent plays a logged fallback action.
 3. Provider failures (HTTP 429 / 5xx, timeouts, connection errors) are retried with exponential backoff
    and jitter (honouring ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget``
-   per game; a call that still fails, or any call once the budget is spent, ends in the fallback. A
-   provider outage therefore ends the decision, never hangs the game.
+   per game, and no new call or retry starts after ``move_seconds`` on one move; a call that still
+   fails, or any call once a budget is spent, ends in the fallback. A provider outage therefore ends
+   the decision, never hangs the game.
 
 Reasoning (``<think>`` blocks, ``reasoning_content``, chain-of-thought text) goes to the trace only: it
 is cut from every message field sent to the game and from the memory.
@@ -87,6 +88,7 @@ class AgentSettings:
     game_retry_budget: int = 40
     backoff_base: float = 1.0
     backoff_cap: float = 30.0
+    move_seconds: float = 300.0  # no new model call or retry starts after this long on one move
     tom_orders: tuple[int, ...] | None = None  # what `tradecraft play` asks of this seat (None: the game's)
 
     def __post_init__(self) -> None:
@@ -107,6 +109,7 @@ class _Decision:
     """Book-keeping of the move being decided."""
 
     key: str
+    deadline: float = float("inf")
     invalid: int = 0
     steps: int = 0
     queries: int = 0
@@ -203,7 +206,7 @@ class LLMAgent:
         self._start(view)
         key = own_move_key(view)
         if self._decision is None or self._decision.key != key:
-            self._decision = _Decision(key)
+            self._decision = _Decision(key, deadline=time.monotonic() + self.settings.move_seconds)
             self._pending_note = None
         elif self._last_submitted is not None and self._pending_note is None:
             # asked again for the same move without a refusal note (a runner without the ``refused``
@@ -226,6 +229,8 @@ class LLMAgent:
         tools = SeatTools(connection, strict=self.settings.strict, max_queries=self.settings.max_queries)
         self._last_submitted = None
         while decision.steps < self.settings.max_steps:
+            if time.monotonic() >= decision.deadline:
+                return self._fallback(view, legal, "move_time_limit")
             decision.steps += 1
             answer = self._call_model(decision)
             if answer is None:
@@ -354,11 +359,17 @@ class LLMAgent:
                     "message": str(err)[:500],
                     "latency_s": round(latency, 4),
                 }
-                if not retryable or attempt >= self.settings.provider_retries or budget_left <= 0:
+                wait = self._backoff(attempt, _retry_after(err))
+                out_of_time = time.monotonic() + wait >= decision.deadline
+                if (
+                    not retryable
+                    or attempt >= self.settings.provider_retries
+                    or budget_left <= 0
+                    or out_of_time
+                ):
                     retries.append(failure)
                     self._trace_call(decision, messages, None, offline_prompt, latency, retries)
                     return None
-                wait = self._backoff(attempt, _retry_after(err))
                 failure["wait_s"] = round(wait, 4)
                 retries.append(failure)
                 self.retries_used += 1
@@ -683,6 +694,7 @@ def llm_policy(
     provider_retries: str = "4",
     retry_budget: str = "40",
     backoff: str = "1",
+    move_seconds: str = "300",
 ) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
 
@@ -705,6 +717,7 @@ def llm_policy(
         provider_retries=int(_number("provider_retries", provider_retries, 0, 20)),
         game_retry_budget=int(_number("retry_budget", retry_budget, 0, 10_000)),
         backoff_base=_number("backoff", backoff, 0, 60),
+        move_seconds=_number("move_seconds", move_seconds, 0.1, 86_400),
         tom_orders=parse_tom_orders(tom) if tom is not None else None,
     )
     chat = build_chat_model(
