@@ -49,6 +49,7 @@ class LocalTable:
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.times: list[float | None] = []
+        self._views: dict[int, tuple[int, dict[str, Any]]] = {}  # seat -> (events when built, view)
         self.seat_names = seat_names or [f"Player {s}" for s in range(game.players)]
         self._stamp()
 
@@ -64,13 +65,13 @@ class LocalTable:
         """A table around a fresh game of ``instance``."""
         return cls(Game.new(instance, settings, rules, seed), **kwargs)
 
-    def connection(self, seat: int) -> LocalConnection:
+    def connection(self, seat: int, *, ack_views: bool = True) -> LocalConnection:
         """A connection playing ``seat`` (any number of them may exist, e.g. one per thread)."""
-        return LocalConnection(self, seat)
+        return LocalConnection(self, seat, ack_views=ack_views)
 
-    def connections(self) -> list[LocalConnection]:
+    def connections(self, *, ack_views: bool = True) -> list[LocalConnection]:
         """One connection per seat, in seat order."""
-        return [self.connection(seat) for seat in range(self.game.players)]
+        return [self.connection(seat, ack_views=ack_views) for seat in range(self.game.players)]
 
     def _stamp(self) -> None:
         # the events since the last stamp happened now (one action's events share its time)
@@ -101,16 +102,29 @@ class LocalTable:
             for seat in range(self.game.players)
         ]
 
-    def envelope(self, seat: int) -> dict[str, Any]:
-        """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1)."""
+    def view(self, seat: int) -> dict[str, Any]:
+        """``seat``'s player view now. Views change only with events, so each is built once per change
+        and shared by every caller until the next event (as the server shares them): read, don't modify."""
         with self.lock:
+            size = len(self.game.events)
+            cached = self._views.get(seat)
+            if cached is not None and cached[0] == size:
+                return cached[1]
             view = player_view(self.game, seat)
+            self._views[seat] = (size, view)
+            return view
+
+    def envelope(self, seat: int, with_view: bool = True) -> dict[str, Any]:
+        """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1); ``with_view=False``
+        leaves ``view`` null (for callers that read the view when they next need it)."""
+        with self.lock:
+            view = self.view(seat) if with_view else None
             return {
                 "game_id": self.game_id,
                 "hall": None,
                 "status": "finished" if self.game.finished else "running",
                 "seat": seat,
-                "log_size": view["log_size"],
+                "log_size": self.game.log_size(seat),
                 "deadline": None,
                 "seats": self.seats(),
                 "view": view,
@@ -127,9 +141,14 @@ def _add_times(
 
 
 class LocalConnection:
-    """One seat of a :class:`LocalTable`: a :class:`~agents.connection.SeatConnection` in-process."""
+    """One seat of a :class:`LocalTable`: a :class:`~agents.connection.SeatConnection` in-process.
 
-    def __init__(self, table: LocalTable | Game, seat: int) -> None:
+    ``ack_views=False`` leaves the view out of action acks (``"view": null``; the rest of the envelope
+    and the events are there): for players that read :meth:`view` before each move anyway, such as the
+    seats an environment drives, it saves building a view nobody reads when the turn passes on.
+    """
+
+    def __init__(self, table: LocalTable | Game, seat: int, *, ack_views: bool = True) -> None:
         self.table = table if isinstance(table, LocalTable) else LocalTable(table)
         game = self.table.game
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < game.players:
@@ -139,6 +158,7 @@ class LocalConnection:
                 {"seat": seat if isinstance(seat, int) else str(seat)},
             )
         self._seat = seat
+        self._ack_views = ack_views
         self._scanned = 0  # events of the game's log already handed out by events()
         self._numbered = 0  # how many of them this seat may see (its own log's length so far)
 
@@ -155,8 +175,7 @@ class LocalConnection:
         return self.table.game.finished
 
     def view(self) -> dict[str, Any]:
-        with self.table.lock:
-            return player_view(self.table.game, self._seat)
+        return self.table.view(self._seat)
 
     def envelope(self) -> dict[str, Any]:
         """The seat's envelope now (the ack of the protocol's ``view`` request)."""
@@ -189,7 +208,7 @@ class LocalConnection:
                 table.apply(self._seat, parsed)
             except GameError as err:
                 return {"ok": False, "error": err.to_dict()}
-            envelope = table.envelope(self._seat)
+            envelope = table.envelope(self._seat, with_view=self._ack_views)
             produced = table.game.events[before:]
             visible = viewer_log(produced, self._seat, start=0)
             start = envelope["log_size"] - len(visible)

@@ -193,9 +193,8 @@ class RemoteConnection:
         with self._cond:
             out = []
             while self._cursor in self._log:
-                out.append(self._log[self._cursor])
+                out.append(self._log.pop(self._cursor))  # handed out once; later copies are dropped
                 self._cursor += 1
-            # an envelope may announce events whose records never came (a lost push): fetch them next time
             return out
 
     def act(self, action: dict[str, Any] | str) -> dict[str, Any]:

@@ -21,7 +21,9 @@ the last ``result`` (an ack, a query answer or a refusal), ``error``, ``legal_to
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +37,7 @@ from agents.connection import MAX_ACTION_BYTES, oversized
 from agents.driver import SeatOutcome, take_turn
 from agents.local import derive_seed
 from agents.local_connection import LocalConnection, LocalTable
-from agents.narrator import observation as narrate
+from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
@@ -59,6 +61,7 @@ MAX_TURN_COUNTER = 1_000_000
 TEXT_CHARSET = frozenset(
     "\t\n\r" + "".join(chr(c) for c in range(0x20, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10000))
 )
+_OUTSIDE_CHARSET = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\uffff]")
 ACTION_CHARSET = frozenset(chr(c) for c in range(0x20, 0x7F))
 """Printable ASCII: the JSON text of a tool call (``json.dumps`` escapes the rest)."""
 
@@ -72,12 +75,26 @@ MAX_DRIVEN_ACTIONS_PER_PHASE = 1_000
 as in :func:`agents.local.play_local`)."""
 
 
+_TEXT_PROTOTYPE: spaces.Text | None = None
+
+
+def _text_space() -> spaces.Text:
+    """A Text space over :data:`TEXT_CHARSET`. Building one indexes 63k characters (a third of a second),
+    so one prototype is built and each space is a shallow copy of it with its own random generator."""
+    global _TEXT_PROTOTYPE
+    if _TEXT_PROTOTYPE is None:
+        _TEXT_PROTOTYPE = spaces.Text(max_length=MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET)
+    space = copy.copy(_TEXT_PROTOTYPE)
+    space._np_random = None  # seeded on first use or by space.seed(), never shared with another space
+    return space
+
+
 def observation_space() -> spaces.Dict:
     """The observation space of one seat (build it once per agent and hand out that object)."""
     return spaces.Dict(
         {
-            "text": spaces.Text(max_length=MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET),
-            "view": spaces.Text(max_length=MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET),
+            "text": _text_space(),
+            "view": _text_space(),
             "tool_mask": spaces.MultiBinary(len(TOOLS)),
             "your_turn": spaces.Discrete(2),
             "turn": spaces.Box(low=0, high=MAX_TURN_COUNTER, shape=(1,), dtype=np.int64),
@@ -92,10 +109,8 @@ def action_space() -> spaces.Text:
 
 def fit_text(text: str) -> str:
     """``text`` inside the observation charset and length: astral characters escaped, cut if too long."""
-    if any(
-        ord(c) > 0xFFFF or 0xD800 <= ord(c) < 0xE000 or (ord(c) < 0x20 and c not in "\t\n\r") for c in text
-    ):
-        text = "".join(c if c in TEXT_CHARSET else c.encode("unicode_escape").decode("ascii") for c in text)
+    if _OUTSIDE_CHARSET.search(text):
+        text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     if len(text) > MAX_TEXT_CHARS:
         marker = "\n[... cut: longer than the observation allows]"
         text = text[: MAX_TEXT_CHARS - len(marker)] + marker
@@ -226,13 +241,23 @@ class Match:
 
     table: LocalTable
     driven: dict[int, Policy]
+    narrate: bool = True
+    """False: ``text`` holds only the answer to the last request, not the narration (RL throughput)."""
     conns: list[LocalConnection] = field(init=False)
     news: list[list[dict[str, Any]]] = field(init=False)
     last: list[dict[str, Any] | None] = field(init=False)
     outcomes: dict[int, SeatOutcome] = field(init=False)
+    _prefix: dict[int, str] = field(init=False, default_factory=dict)
+    _observed: dict[int, tuple[tuple[int, int, int], dict[str, Any], str]] = field(
+        init=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
-        self.conns = self.table.connections()
+        # the driven seats' policies read the view before each move: their acks need none
+        self.conns = [
+            self.table.connection(seat, ack_views=seat not in self.driven)
+            for seat in range(self.table.game.players)
+        ]
         players = self.table.game.players
         self.news = [[] for _ in range(players)]
         self.last = [None] * players
@@ -246,8 +271,9 @@ class Match:
         rules: RuleSet,
         seed: int,
         driven: dict[int, Policy],
+        narrate: bool = True,
     ) -> Match:
-        return cls(LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}"), driven)
+        return cls(LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}"), driven, narrate)
 
     @property
     def game(self) -> Any:
@@ -294,12 +320,16 @@ class Match:
     def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
         """The seat's observation and info now (news since its last step, its last request's answer)."""
         self.collect(seat)
-        conn = self.conns[seat]
-        view = conn.view()
-        text = narrate(view, self.news[seat], self.game.rules)
         result = self.last[seat]
+        key = (len(self.game.events), id(result), len(self.news[seat]))
+        cached = self._observed.get(seat)
+        if cached is not None and cached[0] == key:
+            return _fresh(cached[1], cached[2])
+        view = self.conns[seat].view()
+        parts = [self._narrate(seat, view)] if self.narrate else []
         if result is not None:
-            text += "\n\n" + describe_result(result)
+            parts.append(describe_result(result))
+        text = "\n\n".join(parts)
         legal = set(view.get("legal_actions") or [])
         queries_open = not view["finished"]
         mask = np.array(
@@ -307,7 +337,7 @@ class Match:
         )
         obs = {
             "text": fit_text(text),
-            "view": fit_text(json.dumps(view, sort_keys=True)),
+            "view": fit_text(json.dumps(view)),
             "tool_mask": mask,
             "your_turn": int(bool(view.get("your_turn"))),
             "turn": np.array([min(int(view.get("turn") or 0), MAX_TURN_COUNTER)], dtype=np.int64),
@@ -322,11 +352,27 @@ class Match:
             info.update(
                 winners=list(self.game.winners), scores=self.game.scores, end_reason=self.game.end_reason
             )
-        return obs, info
+        # callers keep what they are given (gymnasium's checker insists): each call gets its own copy
+        self._observed[seat] = (key, obs, json.dumps(info))
+        return _fresh(obs, self._observed[seat][2])
+
+    def _narrate(self, seat: int, view: dict[str, Any]) -> str:
+        """:func:`agents.narrator.observation`, with the seat's stable prefix built once per game (it
+        never changes during a game; a test checks the text equals the narrator's)."""
+        rules = self.game.rules
+        prefix = self._prefix.get(seat)
+        if prefix is None:
+            prefix = self._prefix[seat] = stable_prefix(view, rules)
+        news = SECTION_EVENTS + "\n" + narrate_events(self.news[seat], seat, rules)
+        return "\n\n".join([prefix, describe_view(view, rules), news])
 
     def mark_shown(self, seat: int) -> None:
         """The seat acted on its observation: its news has been shown."""
         self.news[seat] = []
+
+
+def _fresh(obs: dict[str, Any], info_json: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {**obs, "tool_mask": obs["tool_mask"].copy(), "turn": obs["turn"].copy()}, json.loads(info_json)
 
 
 def describe_result(result: Mapping[str, Any]) -> str:

@@ -19,6 +19,8 @@ refused calls included, and earns 0 reward: the game's outcome is the only rewar
 *terminated* when the game ends by a win or by too few players, *truncated* when it ends at the turn limit
 (nobody won in time) or at ``max_steps``. ``reset(seed=S)`` plays the same game (the game's seed and the
 opponents' seeds come from ``S``), so equal seeds and equal actions give equal observations.
+``reset(options={"instance": ...})`` plays another instance of the same rule set and player count for that
+episode (an id or an index, as the constructor takes).
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
     (default: the first minecraft 1p_v_1p instance). ``opponents``: a policy spec for every other seat
     (default ``"random"``), a list with one spec or policy object per other seat in seat order, or a dict
     seat -> spec/policy. ``settings`` / ``max_turns``: the game settings (a :class:`GameSettings` or its
-    fields). ``reward``: ``"outcome"`` or ``"points"``.
+    fields). ``reward``: ``"outcome"`` or ``"points"``. ``narrate=False`` leaves the narration out of
+    ``text`` (only the answer to the last request stays): for agents that learn from the structured
+    parts, at a fraction of the cost per step.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
@@ -70,8 +74,10 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
         max_turns: int | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: str = "outcome",
+        narrate: bool = True,
         render_mode: str | None = None,
     ) -> None:
+        self.narrate = narrate
         self.instance = resolve_instance(instance, ruleset, players)
         if not 0 <= seat < self.instance.players:
             raise ValueError(
@@ -106,8 +112,15 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
         super().reset(seed=seed)
         # a given seed is the game's seed itself (readable in logs); otherwise draw one from the env's rng
         self.game_seed = int(seed) if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+        instance = self.instance
+        if options and options.get("instance") is not None:
+            instance = resolve_instance(options["instance"], self.instance.ruleset, self.instance.players)
+            if instance.ruleset != self.instance.ruleset:
+                raise ValueError(f"options['instance'] must be a {self.instance.ruleset} instance")
         driven = make_policies(self.opponent_specs, self._driven_seats(), self.game_seed)
-        self.match = Match.start(self.instance, self.game_settings, self.rules, self.game_seed, driven)
+        self.match = Match.start(
+            instance, self.game_settings, self.rules, self.game_seed, driven, self.narrate
+        )
         self.steps = 0
         self.match.advance()
         obs, info = self.match.observe(self.seat)

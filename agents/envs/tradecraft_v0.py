@@ -67,9 +67,11 @@ class raw_env(AECEnv):
         max_turns: int | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: str = "outcome",
+        narrate: bool = True,
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
+        self.narrate = narrate
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -102,7 +104,9 @@ class raw_env(AECEnv):
             import random
 
             seed = random.SystemRandom().randrange(2**31 - 1)
-        self.match = Match.start(self.instance, self.game_settings, self.rules, int(seed), driven={})
+        self.match = Match.start(
+            self.instance, self.game_settings, self.rules, int(seed), driven={}, narrate=self.narrate
+        )
         self.steps = 0
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -127,9 +131,12 @@ class raw_env(AECEnv):
         obs, _ = self.match.observe(self._seat(agent))
         return obs
 
-    def _refresh_infos(self) -> None:
+    def _refresh_infos(self, agents: list[str] | None = None) -> None:
+        """Fresh infos for ``agents`` (default: all). After a move only the selected agent's is rebuilt
+        (the mover's own when its call was refused or was a query): an agent's info is read when it is
+        selected, and it is rebuilt then."""
         assert self.match is not None
-        for agent in self.agents:
+        for agent in self.agents if agents is None else agents:
             _, info = self.match.observe(self._seat(agent))
             self.infos[agent] = info
 
@@ -158,11 +165,13 @@ class raw_env(AECEnv):
         elif self.steps >= self.max_steps:
             for other in self.agents:
                 self.truncations[other] = True
-        self._refresh_infos()
         if game.finished or self.steps >= self.max_steps:
             self.agent_selection = self.agents[0]
-        elif applied:
-            self.agent_selection = self._next_agent(after=seat)
+            self._refresh_infos()
+        else:
+            if applied:
+                self.agent_selection = self._next_agent(after=seat)
+            self._refresh_infos([self.agent_selection])  # the mover itself when its call was refused
         self._accumulate_rewards()
 
     def render(self) -> str | None:
