@@ -391,3 +391,16 @@ def test_a_slow_model_is_cut_off_by_the_moves_time_limit() -> None:
     fallback = traces(result, "fallback")[0]
     assert fallback["reason"] == "move_time_limit" and fallback["action"] == {"type": "pass"}
     assert time.monotonic() - started < 5 and result.game.finished
+
+
+def test_a_refused_key_is_not_retried_and_never_reaches_the_trace() -> None:
+    unauthorised = Reply(status=401, content=f"Incorrect API key provided: {SECRET_KEY}.")
+    with OpenAITestServer([unauthorised] * 50) as server:
+        agent = agent_for(server)
+        result = play(agent, max_turns=1)
+        sent = len(server.requests)
+    calls = traces(result, "llm_call")
+    assert sent == len(calls) and all(len(c["provider_retries"]) == 1 for c in calls)  # 401: no retry
+    assert calls[0]["provider_retries"][0]["kind"] == "client_error"
+    assert "[redacted]" in calls[0]["provider_retries"][0]["message"]
+    assert SECRET_KEY not in roundtrip(result) and result.game.finished
