@@ -336,10 +336,10 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
             thread.join(60)
     assert table.game.finished and set(outcomes) == {0, 1}
     assert not outcomes[0].fallbacks and not outcomes[1].fallbacks
-    # the refused proposal came back as the engine's error; the agent was told and chose again
+    # the refused proposal came back as the engine's error; the driver told the agent, which chose again
     assert outcomes[0].refusals[0]["error"]["code"] == "empty_trade"
     notes = [t for t in outcomes[0].traces if t.get("trace") == "refused"]
-    assert notes and notes[0]["error"]["code"] == "not_applied"
+    assert notes and notes[0]["error"]["code"] == "empty_trade"
     reports = [e for e in table.game.events if e.type == "tom_reported"]
     assert {e.actor for e in reports} == {0, 1} and all(e.payload["v1"] for e in reports if e.actor == 0)
     assert all(t["seat"] in (0, 1) for o in outcomes.values() for t in o.traces)
@@ -404,3 +404,18 @@ def test_a_refused_key_is_not_retried_and_never_reaches_the_trace() -> None:
     assert calls[0]["provider_retries"][0]["kind"] == "client_error"
     assert "[redacted]" in calls[0]["provider_retries"][0]["message"]
     assert SECRET_KEY not in roundtrip(result) and result.game.finished
+
+
+def test_asked_again_for_the_same_move_without_a_refusal_the_agent_knows_it_did_not_go_through() -> None:
+    from server.game import Game, legal_actions, player_view
+
+    game = Game.new(INSTANCE, GameSettings(ruleset="minecraft", max_turns=1), RULES, 0)
+    script = [Reply(tool_calls=[("pass", {})]), Reply(tool_calls=[("pass", {})])]
+    with OpenAITestServer(script) as server:
+        agent = agent_for(server)
+        view, legal = player_view(game, 0), legal_actions(game, 0)
+        assert agent.act(view, legal) == {"type": "pass"}
+        assert agent.act(view, legal) == {"type": "pass"}  # a runner without the hook asks again
+        told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-1]
+    assert told.startswith("The game refused your pass: [not_applied]")
+    assert [t["error"]["code"] for t in agent.drain_traces() if t["trace"] == "refused"] == ["not_applied"]
