@@ -156,6 +156,7 @@ class LLMAgent:
         self._unseen: list[dict[str, Any]] = []
         self._decision: _Decision | None = None
         self._pending_note: str | None = None
+        self._last_submitted: dict[str, Any] | None = None  # the move act() returned last
         self._traces: list[dict[str, Any]] = []
         self.retries_used = 0
         self.fallbacks = 0
@@ -254,8 +255,6 @@ class LLMAgent:
             if decision.invalid >= self.settings.max_invalid:
                 return self._fallback(view, legal, "too_many_invalid_calls")
         return self._fallback(view, legal, "step_limit")
-
-    _last_submitted: dict[str, Any] | None = None
 
     # --- set-up ---------------------------------------------------------------------------------------
     def _rules_of(self, view: Mapping[str, Any]) -> RuleSet:
