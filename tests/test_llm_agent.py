@@ -201,6 +201,8 @@ def test_strict_mode_round_trips_through_the_test_server() -> None:
     with OpenAITestServer(policy=player) as server:
         result = play(agent_for(server, strict=True), max_turns=2, tom=[[0, 1, 2], [0]])
         tools = server.requests[0]["tools"]
+        system = server.requests[0]["messages"][0]["content"]
+    assert "lists of pairs" in system
     propose = next(t["function"] for t in tools if t["function"]["name"] == "propose")
     offer_schema = propose["parameters"]["properties"]["offer"]
     pairs = next(option for option in offer_schema["anyOf"] if option["type"] == "array")["items"]

@@ -277,6 +277,7 @@ class LLMAgent:
                 persona=self.settings.persona,
                 reasoning=self.settings.reasoning,
                 max_queries=self.settings.max_queries,
+                strict=self.settings.strict,
             )
         )
         self._system = SystemMessage(text)

@@ -37,7 +37,7 @@ REASONING_MODES: dict[str, str] = {
 }
 
 
-def instructions(*, persona: str, reasoning: str, max_queries: int) -> str:
+def instructions(*, persona: str, reasoning: str, max_queries: int, strict: bool = False) -> str:
     """The agent's instructions, identical at every step of a game (part of the cached prefix)."""
     lines = [
         "# How you play",
@@ -48,6 +48,14 @@ def instructions(*, persona: str, reasoning: str, max_queries: int) -> str:
         f"Before an action you may call query tools ({', '.join(QUERY_TOOLS)}), at most {max_queries} per "
         "move; they change nothing.",
         "A refused call comes back with an error code and a sentence saying what to fix; then call again.",
+        *(
+            [
+                "The tools' arguments write item bundles and values as lists of pairs ({item, count}, "
+                "{item, value}, {seat, values}) instead of the JSON objects shown under Actions."
+            ]
+            if strict
+            else []
+        ),
         "",
         "# Reasoning",
         REASONING_MODES[reasoning],
