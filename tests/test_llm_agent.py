@@ -262,9 +262,11 @@ def test_tradecraft_play_writes_llm_traces_without_the_api_key(
             ["--players", "llm:openai:test-model?tom=0,1,random", "--max-turns", "1", "--log", str(out)],
         )
         sent_keys = {r.get("model") for r in server.requests}
+        seeds = {r.get("seed") for r in server.requests}
     assert done.exit_code == 0, done.output
     text = out.read_text()
     assert SECRET_KEY not in text and sent_keys == {"test-model"}
+    assert len(seeds) == 1 and isinstance(seeds.pop(), int)  # the seat's seed, as the sampling seed
     records = [json.loads(line) for line in text.splitlines()]
     header = records[0]
     assert header["seats"][0] == {

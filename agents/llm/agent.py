@@ -621,6 +621,7 @@ def build_chat_model(
     base_url: str | None = None,
     timeout: float = 60.0,
     temperature: float | None = None,
+    seed: int | None = None,
 ) -> BaseChatModel:
     """A chat model for ``provider:model``; credentials only from the environment.
 
@@ -628,6 +629,7 @@ def build_chat_model(
     URL from ``base_url`` or ``OPENAI_BASE_URL``, key from ``OPENAI_API_KEY`` (a local server without
     one gets a placeholder). Other providers go through ``init_chat_model`` with their own environment
     variables (e.g. ``ANTHROPIC_API_KEY``). The client's own retries are off: the agent retries.
+    ``seed`` is passed to OpenAI-compatible servers (their best-effort sampling seed).
     """
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
     if provider in OPENAI_COMPATIBLE:
@@ -642,7 +644,11 @@ def build_chat_model(
                     "OpenAI-compatible server)"
                 )
             key = "not-needed"  # local servers ignore the key, the client insists on one
-        return ChatOpenAI(model=model, base_url=url, api_key=key, timeout=timeout, max_retries=0, **extra)  # type: ignore[arg-type]
+        if seed is not None:
+            extra["seed"] = seed % 2**31  # best-effort determinism where the server supports it
+        return ChatOpenAI(  # type: ignore[arg-type]
+            model=model, base_url=url, api_key=key, timeout=timeout, max_retries=0, **extra
+        )
     from langchain.chat_models import init_chat_model
 
     try:
@@ -726,5 +732,6 @@ def llm_policy(
         base_url=url,
         timeout=_number("timeout", timeout, 0.01, 3600),
         temperature=_number("temperature", temperature, 0, 2) if temperature is not None else None,
+        seed=seed,
     )
     return LLMAgent(chat, model_name=model_spec, settings=settings, seed=seed)
