@@ -793,3 +793,158 @@ def _deal_from_pool(
             item = rng.choice(distractors)
             hand[item] = hand.get(item, 0) + rng.randint(1, 3)
     return targets, hands
+
+
+# --- one instance at a time, within a difficulty band (a server's fresh deal for each game) --------
+
+DIFFICULTY_LEVELS = ("easy", "medium", "hard")
+
+#: Survival pool: (crafting depth of the first target, trading steps it needs) drawn for each band. Measured
+#: over many draws, these shapes land in their band most often (easy is the rarest level: mostly depth 1).
+POOL_BAND_SHAPES: dict[str, tuple[tuple[int, int], ...]] = {
+    "easy": ((1, 1), (1, 1), (1, 1), (2, 1)),
+    "medium": ((1, 1), (2, 1), (2, 2), (3, 2)),
+    "hard": ((2, 2), (3, 1), (3, 2), (3, 3), (4, 1), (4, 2), (4, 3)),
+}
+#: Every raw material (rule sets without the survival items, e.g. alchemy): (share of the rule set's depth
+#: range for the first target, how close to raw materials the bills are expanded, 0 to 1) per band.
+TREE_BAND_SHAPES: dict[str, tuple[tuple[float, float], ...]] = {
+    "easy": ((0.0, 0.0), (0.0, 1.0), (0.2, 0.0), (0.4, 0.0)),
+    "medium": ((0.2, 1.0), (0.4, 0.5), (0.4, 1.0), (1.0, 0.0)),
+    "hard": ((0.5, 0.5), (0.5, 1.0), (0.7, 0.5), (0.7, 1.0), (1.0, 0.5)),
+}
+DEFAULT_DEAL_ATTEMPTS = 150
+
+
+class GenerationError(RuntimeError):
+    """No instance met the request within the attempts allowed (the message says what was asked)."""
+
+
+@dataclass(frozen=True)
+class Dealt:
+    """One generated instance and the draws it took (each draw costs one assessment at most)."""
+
+    instance: TaskInstance
+    attempts: int
+
+
+def generate_instance(
+    rules: RuleSet,
+    players: int,
+    seed: int,
+    *,
+    band: str | None = None,
+    crafting_runs: CraftingRuns = "rational",
+    mode: str | None = None,
+    instance_id: str | None = None,
+    item_pool: str | None = None,
+    max_attempts: int = DEFAULT_DEAL_ATTEMPTS,
+    reject: Callable[[TaskInstance], bool] | None = None,
+) -> Dealt:
+    """One valid, not scarce instance for ``players`` under ``crafting_runs``, reproducible for a seed, whose
+    difficulty level is ``band`` (any level when None); ``reject`` refuses a draw (e.g. one that repeats a
+    published instance). At most ``max_attempts`` draws, then :class:`GenerationError`.
+
+    Unlike :func:`generate_instances` (a set spread from easy to hard), each draw picks a shape likely to
+    land in the band (:data:`POOL_BAND_SHAPES`, :data:`TREE_BAND_SHAPES`) and keeps the first that does."""
+    if band is not None and band not in DIFFICULTY_LEVELS:
+        raise ValueError(f"unknown difficulty {band!r}; choose one of {', '.join(DIFFICULTY_LEVELS)}")
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    rng = random.Random(seed)
+    whole = crafting_runs == "whole"
+    planner = planner_for(rules, whole_runs=whole)
+    pool_name = item_pool or ("survival" if set(ITEM_POOLS["survival"]) <= set(rules.items) else "all")
+    draw = (
+        _tree_drawer(rules, planner, rng, players, band)
+        if pool_name == "all"
+        else _pool_drawer(rules, planner, rng, players, band, ITEM_POOLS[pool_name])
+    )
+    mode = mode or mode_for_players(players)
+    for attempt in range(1, max_attempts + 1):
+        dealt = draw()
+        if dealt is None:
+            continue
+        targets, hands = dealt
+        instance = TaskInstance(
+            id=instance_id or f"{rules.name}/{mode}/generated",
+            ruleset=rules.name,
+            mode=mode,
+            hands=tuple(hands),
+            targets=tuple({t: 1} for t in targets),
+            crafting_runs=crafting_runs,
+        )
+        if reject is not None and reject(instance):
+            continue
+        report = assess_instance(rules, instance, planner, crafting_runs=crafting_runs)
+        if not report.valid or report.scarce:
+            continue
+        if band is not None and report.difficulty["level"] != band:
+            continue
+        return Dealt(dataclasses.replace(instance, difficulty=report.difficulty), attempt)
+    wanted = f"an {band} " if band == "easy" else f"a {band} " if band else "a "
+    raise GenerationError(
+        f"could not generate {wanted}{rules.name} instance for {players} players ({crafting_runs} runs) in "
+        f"{max_attempts} tries"
+    )
+
+
+_Draw = Callable[[], tuple[list[str], list[dict[str, int]]] | None]
+
+
+def _pool_drawer(
+    rules: RuleSet,
+    planner: Planner,
+    rng: random.Random,
+    players: int,
+    band: str | None,
+    pool: tuple[str, ...],
+) -> _Draw:
+    world = _PoolWorld(rules, pool, planner.whole_runs, rng)
+    by_depth = {d: world.targets(d, planner.item_levels) for d in range(1, MAX_POOL_DEPTH + 1)}
+    if not any(by_depth.values()):
+        raise GenerationError(f"the item pool makes no target in rule set {rules.name}")
+    shapes = (
+        POOL_BAND_SHAPES[band] if band else tuple(s for b in DIFFICULTY_LEVELS for s in POOL_BAND_SHAPES[b])
+    )
+
+    def draw() -> tuple[list[str], list[dict[str, int]]] | None:
+        depth, trades = rng.choice(shapes)
+        if not by_depth.get(depth):
+            return None
+        return _deal_from_pool(world, planner, by_depth, depth, players, trades, False, DEFAULT_HAND_UNITS)
+
+    return draw
+
+
+def _tree_drawer(
+    rules: RuleSet, planner: Planner, rng: random.Random, players: int, band: str | None
+) -> _Draw:
+    bases = base_items(rules)
+    expander = _TreeExpander(rules, rng, bases)
+    by_depth = candidate_targets(rules, planner)
+    depths = sorted(by_depth)
+    if not depths:
+        raise GenerationError(f"rule set {rules.name} has no craftable targets")
+    distractors = sorted(bases - set(rules.starting_items)) or sorted(bases)
+    shapes = (
+        TREE_BAND_SHAPES[band] if band else tuple(s for b in DIFFICULTY_LEVELS for s in TREE_BAND_SHAPES[b])
+    )
+
+    def draw() -> tuple[list[str], list[dict[str, int]]] | None:
+        share, hardness = rng.choice(shapes)
+        depth = depths[min(len(depths) - 1, int(share * len(depths)))]
+        targets = [rng.choice(by_depth[depth])]
+        reachable = depths[: depths.index(depth) + 1]
+        if sum(len(by_depth[d]) for d in reachable) < players:
+            return None
+        while len(targets) < players:
+            pick = rng.choice(by_depth[rng.choice(reachable)])
+            if pick not in targets:
+                targets.append(pick)
+        hands = _deal(rules, expander, targets, distractors, rng, planner, hardness)
+        if any(t in hand for t in targets for hand in hands):
+            return None  # a target dealt as is makes a trivial game
+        return targets, hands
+
+    return draw
