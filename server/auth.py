@@ -83,6 +83,7 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "unknown_instance": "no such task instance for this hall",
     "instance_choice_forbidden": "only admins pick an exact task instance; choose a difficulty or random",
     "difficulty_not_offered": "this hall offers no such difficulty (or deals its instances in a set order)",
+    "deal_failed": "no fresh instance of that difficulty came within the hall's attempts; retry",
     "unknown_bot": "no built-in bot of that name",
     "invalid_seats": "the seat list does not fit the hall",
     "game_full": "every seat of the game is taken",

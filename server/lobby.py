@@ -6,31 +6,50 @@ When the last seat is taken the game starts (``Rooms.seats_changed``). Seat clai
 server processes (``Store.set_value_if_absent``), so two people racing for the last seat never both
 get it.
 
-Instances: a hall draws its task instance ``fixed`` (always the first id), ``sequential`` (the hall's
-k-th game gets the k-th instance; the counter is shared by every worker through the store) or
-``random`` (from a seed that is recorded with the game, derived from the hall's seed and the game's
-number when the hall sets one, so a study's sequence of instances is reproducible).
+Instances: a hall deals each game a ``generated`` instance (made at creation, see below), or draws it
+from instance files: ``fixed`` (always the first id), ``sequential`` (the hall's k-th game gets the k-th
+instance; the counter is shared by every worker through the store) or ``random`` (from a seed that is
+recorded with the game, derived from the hall's seed and the game's number when the hall sets one, so a
+study's sequence of instances is reproducible).
+
+Fresh deals (``generated``): every player sees every starting hand, and the shipped instance files are
+public, so a game dealt from them can be looked up by its hands and all its targets read. A generated game
+gets an instance made by ``craft_rules.taskgen.generate_instance`` for the hall's rule set, players and
+crafting-runs rule, within the creator's difficulty band (or a band drawn evenly), seeded by an HMAC of the
+game id under a secret made once per server and kept in the store (like the session key): neither the id
+nor anything published reproduces the deal. A draw whose hands or targets repeat a shipped instance is
+refused. The instance is stored whole with the game (``instance`` in its record, which the researcher export
+reads) and written to a private file under the data folder, which the room loader reads. Generation is
+bounded: at most ``instances.max_attempts`` draws (then ``deal_failed``), one deal at a time per process
+(a creation waits at most :data:`DEAL_WAIT_SECONDS` for its turn, then ``rate_limited``), after the
+per-user creation limits.
 
 Who may choose: the shipped instance files are public, so whoever picks an exact instance knows every
 player's target. Only admins (researchers) may name an ``instance_id`` (:meth:`Lobby.instance_catalog`
-lists a hall's pool with each instance's difficulty for them). Anyone else creating a game in a ``random``
-hall may ask for a difficulty band (``easy`` / ``medium`` / ``hard``): the server draws the instance
-secretly among the band's instances of the hall's pool, and offers a band only when it holds at least
-:data:`MIN_BAND_INSTANCES` of them, so the band narrows the creator's guess to no fewer candidates than
-that. The band is recorded for researchers only: no summary, view or push shows it while the game runs.
+lists a hall's pool with each instance's difficulty for them). Anyone else creating a game in a
+``random`` or ``generated`` hall may ask for a difficulty band (``easy`` / ``medium`` / ``hard``). A
+``random`` hall draws the instance secretly among the band's instances of its pool and offers a band only
+when it holds at least :data:`MIN_BAND_INSTANCES` of them, so the band narrows the creator's guess to no
+fewer candidates than that; a ``generated`` hall offers every band (each game's instance is new). The band
+is recorded for researchers only: no summary, view or push shows it while the game runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import random
 import secrets
 import threading
+import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from craft_rules.loader import RuleSetError, load_rule_set
-from craft_rules.tasks import TC_GAMES_DIR, instance_set_ids, iter_instances
+from craft_rules.taskgen import GenerationError, generate_instance
+from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances
 from server.auth import Principal, ServerError, clean_display_name, parse_count
 from server.bots import BotRegistry
 from server.limits import RateLimiter, open_games_limited
@@ -48,6 +67,15 @@ DIFFICULTY_BANDS = ("easy", "medium", "hard")
 MIN_BAND_INSTANCES = 5
 #: Most recent games of each status read to find a user's own games ("my games").
 MY_GAMES_SCAN = 200
+#: Store key of the secret that seeds every fresh deal: made once, shared by every worker, never shown.
+DEAL_SECRET_NAME = "deal_secret"
+#: Fresh deals made at once in one process (pure-Python work that holds the interpreter): others wait.
+MAX_CONCURRENT_DEALS = 1
+#: Longest a creation waits for its turn to deal; then it is refused with ``rate_limited``.
+DEAL_WAIT_SECONDS = 10.0
+#: Folder (below the data folder) of the dealt instances' private files, and their file names' prefix.
+DEALT_FOLDER = "dealt"
+DEALT_PREFIX = "dealt-"
 
 
 class Lobby:
@@ -60,6 +88,8 @@ class Lobby:
         self._band_cache: dict[int, dict[str, list[str]]] = {}
         self._slot_lock = threading.Lock()
         self.limiter = RateLimiter(settings.limits)
+        self._deal_gate = threading.BoundedSemaphore(MAX_CONCURRENT_DEALS)
+        self._deal_secret: bytes | None = None
 
     # -------------------------------------------------------------------------------------------- halls
     def hall(self, name: Any) -> HallSettings:
@@ -151,7 +181,10 @@ class Lobby:
         return cached
 
     def offered_bands(self, hall: HallSettings) -> list[dict[str, Any]]:
-        """The bands an ordinary creator may ask for: only in ``random`` halls, only big enough ones."""
+        """The bands an ordinary creator may ask for: every band in ``generated`` halls (``instances`` is
+        null: each game is dealt afresh), the big enough ones in ``random`` halls, none otherwise."""
+        if hall.instances.choice == "generated":
+            return [{"band": band, "instances": None} for band in DIFFICULTY_BANDS]
         if hall.instances.choice != "random":
             return []
         return [
@@ -182,22 +215,8 @@ class Lobby:
         per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies."""
         hall = self.hall(hall_name)
         specs = self._seat_specs(hall, seats)
-        if address is not None and not creator.is_admin:
-            self._check_creation_limits(creator, address)
-        game_id = secrets.token_urlsafe(GAME_ID_BYTES)
-        choice = self._choose_instance(hall, hall_name, game_id, instance_id, creator, difficulty)
-        root = self.settings.instance_root(hall)
-        instance = load_instance(choice["instance_id"], str(root) if root else None)
-        if instance.players != hall.players:
-            raise ServerError(
-                "unknown_instance",
-                f"Instance {instance.id!r} has {instance.players} players but hall {hall_name!r} seats "
-                f"{hall.players}.",
-                {"instance_id": instance.id},
-            )
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
             raise ServerError("invalid_request", "seed must be a non-negative integer.")
-        game_seed = seed if seed is not None else secrets.randbits(32)
         seat_states = [
             SeatState(
                 seat=i,
@@ -213,6 +232,21 @@ class Lobby:
         for state in seat_states:
             if state.bot:
                 self.bots.require(state.bot)
+        # every check that costs nothing is made: now the limits, then the instance (a deal costs CPU)
+        if address is not None and not creator.is_admin:
+            self._check_creation_limits(creator, address)
+        game_id = secrets.token_urlsafe(GAME_ID_BYTES)
+        choice, instance, root = self._choose_instance(
+            hall, hall_name, game_id, instance_id, creator, difficulty
+        )
+        if instance.players != hall.players:
+            raise ServerError(
+                "unknown_instance",
+                f"Instance {instance.id!r} has {instance.players} players but hall {hall_name!r} seats "
+                f"{hall.players}.",
+                {"instance_id": instance.id},
+            )
+        game_seed = seed if seed is not None else secrets.randbits(32)
         game_settings = hall.game_settings()
         if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
             game_settings = game_settings.model_copy(
@@ -226,7 +260,7 @@ class Lobby:
             # game logs record it, so a replay can tell whether the rule set has changed since
             "ruleset_hash": _ruleset_hash(hall.ruleset),
             "instance_id": instance.id,
-            "instance_root": str(root) if root else None,
+            "instance_root": root,
             "instance_choice": choice,
             "settings": game_settings.model_dump(mode="json"),
             "seed": game_seed,
@@ -234,6 +268,8 @@ class Lobby:
             "status": "waiting",
             "created_by": creator.id,
         }
+        if choice["choice"] == "generated":  # the whole instance, for replay, recovery and exports
+            meta["instance"] = instance.to_json()
         self.store.create_game(game_id, meta)
         joined: int | None = None
         if join:
@@ -293,6 +329,23 @@ class Lobby:
         requested: Any,
         creator: Principal,
         difficulty: Any = None,
+    ) -> tuple[dict[str, Any], TaskInstance, str | None]:
+        """The game's instance, how it was chosen (recorded for researchers) and the folder it lives in."""
+        if hall.instances.choice == "generated" and requested is None:
+            return self._deal(hall, hall_name, game_id, difficulty)
+        choice = self._choose_from_files(hall, hall_name, game_id, requested, creator, difficulty)
+        root = self.settings.instance_root(hall)
+        folder = str(root) if root else None
+        return choice, load_instance(choice["instance_id"], folder), folder
+
+    def _choose_from_files(
+        self,
+        hall: HallSettings,
+        hall_name: str,
+        game_id: str,
+        requested: Any,
+        creator: Principal,
+        difficulty: Any = None,
     ) -> dict[str, Any]:
         if requested is not None and difficulty is not None:
             raise ServerError(
@@ -341,7 +394,7 @@ class Lobby:
             "instance_id": pool[random.Random(seed).randrange(len(pool))],
         }
 
-    def _draw_from_band(self, hall: HallSettings, hall_name: str, difficulty: Any) -> dict[str, Any]:
+    def _check_band(self, hall: HallSettings, hall_name: str, difficulty: Any) -> None:
         offered = [entry["band"] for entry in self.offered_bands(hall)]
         if difficulty not in offered:
             if hall.instances.choice != "random":
@@ -352,6 +405,9 @@ class Lobby:
                 why = f"Hall {hall_name!r} offers no difficulty bands; omit difficulty for a random instance."
             shown = difficulty if isinstance(difficulty, str) and len(difficulty) <= 40 else None
             raise ServerError("difficulty_not_offered", why, {"difficulty": shown, "offered": offered})
+
+    def _draw_from_band(self, hall: HallSettings, hall_name: str, difficulty: Any) -> dict[str, Any]:
+        self._check_band(hall, hall_name, difficulty)
         band = self._bands(hall)[difficulty]
         seed = secrets.randbits(32)
         return {
@@ -360,6 +416,84 @@ class Lobby:
             "seed": seed,
             "instance_id": band[random.Random(seed).randrange(len(band))],
         }
+
+    # ------------------------------------------------------------------------------------- fresh deals
+    def deal_seed(self, game_id: str) -> int:
+        """The generator seed of a game: an HMAC of its id under the server's secret, so neither a game id
+        nor any published seed reproduces a deal."""
+        if self._deal_secret is None:
+            made = self.store.set_value_if_absent(DEAL_SECRET_NAME, secrets.token_hex(32))
+            self._deal_secret = made.encode("utf-8")
+        digest = hmac.new(self._deal_secret, f"deal:{game_id}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(digest[:16], "big")
+
+    def deal_instance(self, hall: HallSettings, game_id: str, band: str) -> tuple[TaskInstance, int]:
+        """A fresh instance for game ``game_id`` of ``hall`` in difficulty ``band`` and the draws it took
+        (``GenerationError`` when none came within the hall's ``max_attempts``). Deterministic for the
+        server's secret and the game id; one deal at a time per process."""
+        runs = hall.game_settings().crafting_runs
+        if not self._deal_gate.acquire(timeout=DEAL_WAIT_SECONDS):
+            raise ServerError(
+                "rate_limited",
+                "The server is busy dealing other games; try again in a few seconds.",
+                {"limit": "concurrent_deals", "retry_after": 2},
+                status=429,
+            )
+        try:
+            dealt = generate_instance(
+                load_rule_set(hall.ruleset),
+                hall.players,
+                self.deal_seed(game_id),
+                band=band,
+                crafting_runs=runs,
+                mode=hall.mode_name,
+                instance_id=f"{hall.ruleset}/{hall.mode_name}/{DEALT_PREFIX}{game_id}#0",
+                max_attempts=hall.instances.max_attempts,
+                reject=lambda instance: repeats_published(instance, hall.ruleset),
+            )
+        finally:
+            self._deal_gate.release()
+        return dealt.instance, dealt.attempts
+
+    def _deal(
+        self, hall: HallSettings, hall_name: str, game_id: str, difficulty: Any
+    ) -> tuple[dict[str, Any], TaskInstance, str]:
+        if difficulty is not None and difficulty != "random":
+            self._check_band(hall, hall_name, difficulty)
+            band = str(difficulty)
+        else:  # each band equally likely
+            band = DIFFICULTY_BANDS[self.deal_seed(game_id) % len(DIFFICULTY_BANDS)]
+        started = time.perf_counter()
+        try:
+            instance, attempts = self.deal_instance(hall, game_id, band)
+        except GenerationError as exc:
+            raise ServerError(
+                "deal_failed",
+                f"The server could not deal a {band} game for hall {hall_name!r} this time ({exc}). "
+                "Try again, or choose another difficulty.",
+                {"difficulty": band},
+                status=503,
+            ) from None
+        seconds = time.perf_counter() - started
+        root = self._write_dealt(instance, game_id)
+        choice = {
+            "choice": "generated",
+            "difficulty": band,
+            "requested": difficulty is not None and difficulty != "random",
+            "attempts": attempts,
+            "seconds": round(seconds, 4),
+        }
+        return choice, instance, root
+
+    def _write_dealt(self, instance: TaskInstance, game_id: str) -> str:
+        """Write the dealt instance to its private file (the room loader reads instance files) and return
+        the folder to record as the game's instance root. The store's game record holds it too."""
+        root = self.settings.data_dir / DEALT_FOLDER / game_id
+        folder = root / instance.ruleset / instance.mode
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{DEALT_PREFIX}{game_id}.json"
+        path.write_text(json.dumps([instance.to_json()], sort_keys=True), encoding="utf-8")
+        return str(root)
 
     def my_games(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
         """The games in which ``principal`` holds a seat (newest first, among the latest
@@ -507,6 +641,30 @@ def summarize(meta: dict[str, Any], seats: list[SeatState]) -> dict[str, Any]:
         "winners": meta.get("winners"),
         "created_at": meta.get("created_at"),
     }
+
+
+@lru_cache(maxsize=16)
+def published_deals(ruleset: str) -> tuple[frozenset[frozenset[tuple[str, int]]], frozenset[tuple[str, ...]]]:
+    """Every hand and every list of targets in the shipped (public) instance files of ``ruleset``."""
+    hands: set[frozenset[tuple[str, int]]] = set()
+    targets: set[tuple[str, ...]] = set()
+    for instance in iter_instances(ruleset):
+        hands.update(frozenset(hand.items()) for hand in instance.hands)
+        targets.add(_target_key(instance))
+    return frozenset(hands), frozenset(targets)
+
+
+def _target_key(instance: TaskInstance) -> tuple[str, ...]:
+    return tuple(f"{count} {item}" for target in instance.targets for item, count in sorted(target.items()))
+
+
+def repeats_published(instance: TaskInstance, ruleset: str) -> bool:
+    """Whether a deal gives away its targets through the public files: one of its hands is a shipped hand,
+    or its targets are a shipped instance's (seat by seat)."""
+    hands, targets = published_deals(ruleset)
+    return (
+        any(frozenset(hand.items()) in hands for hand in instance.hands) or _target_key(instance) in targets
+    )
 
 
 def _ruleset_hash(name: str) -> str | None:

@@ -231,13 +231,19 @@ class LimitsSection(_Section):
         return storage
 
 
-InstanceChoice = Literal["fixed", "sequential", "random"]
+InstanceChoice = Literal["fixed", "sequential", "random", "generated"]
 SeatKindSpec = Literal["open", "human", "agent", "bot"]
+
+
+#: Instance keys that only make sense with instance files.
+_FILE_KEYS = ("ids", "seed", "root", "set", "first")
 
 
 class InstanceSection(_Section):
     choice: InstanceChoice = Field(
-        "random", description="fixed (always ids[0]), sequential (in order, shared by every worker) or random"
+        "generated",
+        description="generated (a fresh instance made for each game from the server's secret seed), fixed "
+        "(always ids[0]), sequential (in order, shared by every worker) or random (drawn from the files)",
     )
     ids: list[str] = Field(
         default_factory=list,
@@ -260,9 +266,31 @@ class InstanceSection(_Section):
         description="sequential: the r-th pass through the pool starts its games with seat r mod players "
         "(repetitions alternate who proposes first); the game's first_proposer is overridden",
     )
+    max_attempts: int = Field(
+        150,
+        ge=1,
+        le=1000,
+        description="generated: draws the generator may make for one game (each about 20-50 ms); then "
+        "creating the game fails with deal_failed",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files_mean_random(cls, data: Any) -> Any:
+        """A section naming instance files but no choice draws from them at random (the former default)."""
+        if isinstance(data, dict) and "choice" not in data and any(data.get(key) for key in _FILE_KEYS):
+            return {**data, "choice": "random"}
+        return data
 
     @model_validator(mode="after")
     def _one_source(self) -> InstanceSection:
+        if self.choice == "generated":
+            from_files = [key for key in _FILE_KEYS if getattr(self, key)]
+            if from_files:
+                raise ValueError(
+                    f"choice generated makes a fresh instance for each game: remove instances."
+                    f"{', instances.'.join(from_files)} (or choose fixed, sequential or random to use files)"
+                )
         if self.ids and self.set:
             raise ValueError("give instances.ids or instances.set, not both")
         if self.rotate_first_proposer and self.choice != "sequential":
