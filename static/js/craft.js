@@ -348,7 +348,7 @@ export function createCraftPanel({ emit, absorb }) {
       what.append(resultButton(craft.result, craft.count));
       if (craft.result in target) what.append(el("span", "badge badge-you", "your target"));
       else if (state.planRecipes.has(craft.recipe)) what.append(el("span", "badge badge-you", "toward your target"));
-      what.append(el("span", "craft-kind", recipeKind(craft.type)), el("span", "muted", `up to ${runsText(craft.max_runs)}`));
+      what.append(el("span", "craft-kind", recipeKind(craft.type, state.ruleset)), el("span", "muted", `up to ${runsText(craft.max_runs)}`));
       row.append(what, craftControls(craft, { key: `possible:${craft.recipe}`, label: `Runs of ${craft.recipe}`, options: state.options.get(craft.recipe) }));
       list.append(row);
     }
@@ -410,7 +410,7 @@ export function createCraftPanel({ emit, absorb }) {
     const head = el("p", "craft-grid-makes");
     head.append("Makes ", resultButton(match.result, match.count));
     box.append(head);
-    box.append(el("p", "muted", `${recipeKind(match.type)}${match.mirrored ? " (mirrored)" : ""}`));
+    box.append(el("p", "muted", `${recipeKind(match.type, state.ruleset)}${match.mirrored ? " (mirrored)" : ""}`));
     if (quantity(match.max_runs) > 0) {
       box.append(el("p", null, `Your hand allows up to ${runsText(match.max_runs)}.`));
       box.append(craftControls(match, { key: `grid:${match.recipe}`, label: "Runs of the grid's recipe", fixedChoices: match.choices }));
@@ -475,7 +475,7 @@ export function createCraftPanel({ emit, absorb }) {
       const row = el("li", "craft-book-row");
       row.dataset.recipe = recipe.recipe;
       const top = el("div", "craft-book-top");
-      top.append(resultButton(recipe.result, recipe.count), el("span", "craft-kind", recipeKind(recipe.type)));
+      top.append(resultButton(recipe.result, recipe.count), el("span", "craft-kind", recipeKind(recipe.type, state.ruleset)));
       const runnable = state.possible.get(recipe.recipe);
       if (runnable) top.append(el("span", "badge badge-ok", `craftable now: up to ${runsText(runnable.max_runs)}`));
       else {
@@ -559,7 +559,7 @@ export function createCraftPanel({ emit, absorb }) {
       if (isCrafting) {
         $("craft-rules-note").textContent = wholeRuns()
           ? "This game crafts whole runs only: each craft runs a recipe 1, 2, 3, … times."
-          : "This game allows parts of a run: 1/2 run of “2 planks → 4 sticks” uses 1 plank and makes 2 sticks. At the end of the phase every count is rounded down, so leftover fractions are lost.";
+          : `This game allows parts of a run: ${ruleset === "minecraft" ? "1/2 run of “2 planks → 4 sticks” uses 1 plank and makes 2 sticks" : "1/2 run of a recipe uses half of each ingredient and makes half the result"}. At the end of the phase every count is rounded down, so leftover fractions are lost.`;
         renderHand();
       }
       if (state.builtFor === envelope.log_size && state.wasCrafting === isCrafting) return;

@@ -71,7 +71,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     const ways = el("ul", "craft-list craft-ways");
     for (const recipe of details.recipes) {
       const row = el("li");
-      row.append(el("span", "craft-kind", recipeKind(recipe.type)));
+      row.append(el("span", "craft-kind", recipeKind(recipe.type, ruleset)));
       row.append(el("span", null, `${recipe.ingredients.map((i) => ingredientText(i, ruleset)).join(" + ")}${recipe.burns_fuel ? " + fuel" : ""} → ${recipe.count} × ${itemName(recipe.result, ruleset)}`));
       if (recipe.grid) row.append(miniGrid(recipe, ruleset, hand || {}));
       ways.append(row);

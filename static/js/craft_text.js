@@ -86,8 +86,9 @@ export function ingredientText(ingredient, ruleset) {
   return `${ingredient.count} × ${label}`;
 }
 
-/** How a recipe type is made, in a player's words. */
-export function recipeKind(type) {
+/** How a recipe type is made, in a player's words (alchemy has no crafting table: elements combine). */
+export function recipeKind(type, ruleset = "minecraft") {
+  if (ruleset === "alchemy" && type === "crafting_shapeless") return "combine";
   return (
     {
       crafting_shaped: "crafting table, in a shape",

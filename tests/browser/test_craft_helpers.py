@@ -34,6 +34,9 @@ WHOLE = {
     "targets": [{"torch": 1}, {"stone_button": 1}],
 }
 
+# alchemy: elements combine in any arrangement (life + water = algae)
+ALCHEMY = {"hands": [{"life": 1, "water": 1, "fire": 1}, {"earth": 2}], "targets": [{"algae": 1}, {"mud": 1}]}
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
@@ -50,6 +53,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             "instances": {"choice": "fixed", "root": str(root), "set": name},
             "game": {"max_turns": 2, "first_proposer": 0, "crafting_runs": runs},
         }
+    alchemy = root / "alchemy" / "1p_v_1p"
+    alchemy.mkdir(parents=True, exist_ok=True)
+    (alchemy / "craftlab.json").write_text(json.dumps([ALCHEMY]), encoding="utf-8")
+    config["halls"]["craftalchemy"] = {
+        "title": "Craft lab (alchemy)",
+        "ruleset": "alchemy",
+        "players": 2,
+        "instances": {"choice": "fixed", "root": str(root), "set": "craftlab"},
+        "game": {"max_turns": 2, "first_proposer": 0},
+    }
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = ServerProcess(config_path).start()
     yield proc
@@ -247,4 +260,43 @@ def test_whole_runs_game_neither_offers_nor_accepts_fractions(
     expect(page.locator("#craft-target-check")).to_contain_text("you hold your whole target")
     assert axe_violations(page) == []
     assert errors == []
+    context.close()
+
+
+def test_alchemy_combines_on_the_grid_by_keyboard_alone(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    start_crafting(page, server, "Alchemist", "craftalchemy")
+    hand = page.locator("#craft-hand")
+    for element, square in (
+        ("Life", "Square row 2, column 2: empty"),
+        ("Water", "Square row 3, column 3: empty"),
+    ):
+        page.get_by_role("button", name=f"Pick {element}").focus()
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name=square).focus()
+        page.keyboard.press("Enter")
+    result = page.locator("#craft-grid-result")
+    expect(result).to_contain_text("1 × Algae")
+    expect(result).to_contain_text("combine")
+    page.keyboard.press("Tab")  # from the grid to its result's controls: the run amount, then max, then Craft
+    runs = page.get_by_label("Runs of the grid's recipe")
+    runs.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(hand).to_contain_text("1 × Algae")
+    expect(page.locator("#craft-target-check")).to_contain_text("you hold your whole target")
+    expect(result).to_contain_text("lacks some of these items")  # life and water are used up
+    # Delete empties a square from the keyboard
+    page.get_by_role("button", name="Square row 2, column 2: Life").focus()
+    page.keyboard.press("Delete")
+    expect(page.get_by_role("button", name="Square row 2, column 2: empty")).to_be_focused()
+    expect(result).to_contain_text("No recipe has this pattern")  # water alone makes nothing
+    page.screenshot(path=artifacts / "craft-alchemy.png", full_page=True)
+    assert axe_violations(page) == []
     context.close()
