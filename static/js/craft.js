@@ -175,15 +175,17 @@ export function createCraftPanel({ emit, absorb }) {
       if (Object.keys(choices).length) fields.choices = choices;
       const fuel = box.querySelector("select.craft-fuel");
       if (fuel && fuel.value) fields.fuel = fuel.value;
-      button.disabled = true;
+      if (button.getAttribute("aria-busy") === "true") return; // a double click sends one craft
+      button.setAttribute("aria-busy", "true"); // not `disabled`: that would take the focus away
       const answer = await emit("craft", fields);
-      button.disabled = false;
+      button.removeAttribute("aria-busy");
       if (!answer || !answer.ok) {
         showError(box, craftErrorText(answer && answer.error, state.ruleset, { maxRuns: mostWithChoices(box, meta.max_runs) }), answer && answer.error ? answer.error.code : "no_answer");
         return;
       }
       showError(null, "");
       state.drafts.delete(key);
+      announceCraft(answer);
       await absorb(answer);
     });
     const label_ = el("span", "craft-runs-label", whole ? "Runs (whole):" : "Runs:");
@@ -204,6 +206,14 @@ export function createCraftPanel({ emit, absorb }) {
     }
     box.append(" ", button, makes);
     return box;
+  }
+
+  /** "Crafted 1/2 Iron Ingot, using 1/2 Raw Iron and 1/16 Coal.": from the crafted event of the ack. */
+  function announceCraft(answer) {
+    const crafted = (answer.events || []).filter((e) => e.type === "crafted").pop();
+    if (!crafted) return;
+    const list = (counts) => Object.entries(counts || {}).map(([item, amount]) => `${amount} ${itemName(item, state.ruleset)}`).join(" and ");
+    $("craft-status").textContent = `Crafted ${list(crafted.payload.produced)}, using ${list(crafted.payload.consumed)}.`;
   }
 
   /** The most runs the chosen fuel and items allow (each select's option knows its own limit). */
@@ -305,15 +315,33 @@ export function createCraftPanel({ emit, absorb }) {
       const options = await fetchOptions([...state.possible.values()]);
       if (generation !== state.generation) return;
       state.options = options;
-      const focus = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focusKey : null;
-      renderPossible(answer);
-      renderGridMatch(state.lastMatch);
-      if (focus) {
-        const again = document.querySelector(`[data-focus-key="${CSS.escape(focus)}"]`);
-        if (again) again.focus();
+      keepingFocus(() => {
+        renderPossible(answer);
+        renderGridMatch(state.lastMatch);
+      });
+    }
+    keepingFocus(renderBook);
+  }
+
+  /**
+   * Re-render without losing the player's place: the control that had the focus gets it back in the new
+   * list; if its row is gone (the hand cannot run that recipe any more), its list's heading gets it.
+   */
+  function keepingFocus(renderFn) {
+    const active = document.activeElement;
+    const key = active && active.dataset ? active.dataset.focusKey : null;
+    const section = key ? active.closest("section") : null;
+    renderFn();
+    if (!key || document.activeElement === active && active.isConnected) return;
+    const again = document.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+    if (again) again.focus();
+    else if (section) {
+      const heading = section.querySelector("h2, h3");
+      if (heading) {
+        heading.tabIndex = -1;
+        heading.focus();
       }
     }
-    renderBook();
   }
 
   const SHORT_LIST = 8;
@@ -388,7 +416,7 @@ export function createCraftPanel({ emit, absorb }) {
     const answer = await emit("query", { query: { type: "match_grid", grid: grid.rows() } });
     if (ticket !== gridTicket) return;
     state.lastMatch = answer;
-    renderGridMatch(answer);
+    keepingFocus(() => renderGridMatch(answer));
   }
 
   function renderGridMatch(answer) {
@@ -571,6 +599,7 @@ export function createCraftPanel({ emit, absorb }) {
         scheduleGridMatch();
       } else {
         showError(null, "");
+        $("craft-status").textContent = "";
       }
       rebuild(state.generation);
       info.refresh();

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE
+from conftest import AXE, docs_screenshot
 from e2e_helpers import ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, expect
 
@@ -124,6 +124,9 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     row.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("3/2 × Iron Ingot")
     expect(hand).to_contain_text("15/16 × Coal")  # 1/2 run burns 1/16 coal
+    expect(page.locator("#craft-status")).to_have_text(
+        "Crafted 1/2 Iron Ingot, using 1/16 Coal and 1/2 Raw Iron."
+    )
     expect(hand).to_contain_text("2 × Stick")  # the sticks were not burnt
     expect(hand.locator(".rounds-down").filter(has_text="Iron Ingot")).to_contain_text("rounds down to 1")
     page.screenshot(path=artifacts / "craft-recipe-book.png", full_page=True)
@@ -169,6 +172,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     expect(result).to_contain_text("up to 1 run")
     page.screenshot(path=artifacts / "craft-grid.png", full_page=True)
     page.locator(".craft-columns").screenshot(path=artifacts / "craft-grid-closeup.png")
+    page.locator("#room-craft").scroll_into_view_if_needed()
+    docs_screenshot(page, "craft")
     # a reload mid-craft restores the crafting hand and the grid's placement
     page.reload()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
@@ -290,6 +295,8 @@ def test_alchemy_combines_on_the_grid_by_keyboard_alone(
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     expect(hand).to_contain_text("1 × Algae")
+    # the hand cannot run the recipe again, so its Craft button is gone: the focus goes to the grid's heading
+    expect(page.locator("#craft-grid-title")).to_be_focused()
     expect(page.locator("#craft-target-check")).to_contain_text("you hold your whole target")
     expect(result).to_contain_text("lacks some of these items")  # life and water are used up
     # Delete empties a square from the keyboard
