@@ -165,7 +165,7 @@ export function createCraftPanel({ emit, absorb }) {
     button.addEventListener("click", async () => {
       const refused = refuseRuns(runs.value, whole);
       if (refused) {
-        showError(box, refused, "whole_runs_only");
+        showError(box, refused, "refused_by_the_control");
         runs.focus();
         return;
       }
@@ -188,9 +188,9 @@ export function createCraftPanel({ emit, absorb }) {
       announceCraft(answer);
       await absorb(answer);
     });
-    const label_ = el("span", "craft-runs-label", whole ? "Runs (whole):" : "Runs:");
-    label_.setAttribute("aria-hidden", "true");
-    box.append(...selects, label_, runs);
+    const visibleLabel = el("span", "craft-runs-label", whole ? "Runs (whole):" : "Runs:");
+    visibleLabel.setAttribute("aria-hidden", "true"); // the field's own label says more: "Runs of torch"
+    box.append(...selects, visibleLabel, runs);
     if (most) {
       const max = el("button", "link-button", "max");
       max.type = "button";

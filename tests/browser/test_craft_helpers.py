@@ -107,6 +107,7 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     start_crafting(page, server, "Smith", "craftlab")
     hand = page.locator("#craft-hand")
     expect(page.locator("#craft-rules-note")).to_contain_text("parts of a run")
+    page.screenshot(path=artifacts / "craft-first-screen.png")  # what a player sees first at 1280x800
     expect(page.locator("#craft-target-check")).to_contain_text("still miss 1 Shears")
     # one click from the target to its crafting tree
     page.get_by_role("button", name="How is Shears made?").click()
