@@ -34,6 +34,7 @@ export function createCraftPanel({ emit, absorb }) {
     possible: new Map(), // recipe id -> possible_crafts entry
     drafts: new Map(), // control key -> {runs, fuel, choices}: what the player typed survives rebuilds
     options: new Map(), // recipe id -> craft_options answer (fuel and item choices)
+    optionsAsked: new Set(), // recipe ids whose craft_options were asked for this hand
     lastSearch: null,
     lastMatch: null,
     planRecipes: new Set(), // recipe ids the planner would run toward the target
@@ -291,15 +292,24 @@ export function createCraftPanel({ emit, absorb }) {
   }
 
   // ---------------------------------------------------------------------------- possible crafts
-  async function fetchOptions(crafts) {
-    const needing = crafts.filter((c) => c.burns_fuel || (c.choosable && c.choosable.length));
+  /**
+   * The craft_options answers (fuel and item choices) of the shown rows that need them, asked once per
+   * hand: only shown rows ask, so a rich hand does not send a query per runnable recipe. Resolves to
+   * whether new answers arrived (the caller then re-renders).
+   */
+  async function ensureOptions(crafts) {
+    const needing = crafts.filter((c) => (c.burns_fuel || (c.choosable && c.choosable.length)) && !state.optionsAsked.has(c.recipe));
+    if (!needing.length) return false;
+    const generation = state.generation;
+    needing.forEach((c) => state.optionsAsked.add(c.recipe));
     const answers = await Promise.all(needing.map((c) => emit("query", { query: { type: "craft_options", recipe: c.recipe } })));
-    const options = new Map();
+    if (generation !== state.generation) return false;
     needing.forEach((craft, index) => {
-      if (answers[index] && answers[index].ok) options.set(craft.recipe, answers[index].answer);
+      if (answers[index] && answers[index].ok) state.options.set(craft.recipe, answers[index].answer);
     });
-    return options;
+    return true;
   }
+
 
   async function rebuild(generation) {
     const [answer, plan] = await Promise.all([
@@ -311,10 +321,12 @@ export function createCraftPanel({ emit, absorb }) {
     const steps = plan && plan.ok ? [...plan.answer.steps, ...plan.answer.with_missing_steps] : [];
     state.planRecipes = new Set(steps.map((step) => step.recipe));
     state.possible = new Map(answer && answer.ok ? answer.answer.crafts.map((c) => [c.recipe, c]) : []);
+    state.options = new Map();
+    state.optionsAsked = new Set();
     if (crafting()) {
-      const options = await fetchOptions([...state.possible.values()]);
+      // the rows shown first come with their choices (no flicker); others ask when they are shown
+      await ensureOptions(possibleShown(answer));
       if (generation !== state.generation) return;
-      state.options = options;
       keepingFocus(() => {
         renderPossible(answer);
         renderGridMatch(state.lastMatch);
@@ -346,6 +358,22 @@ export function createCraftPanel({ emit, absorb }) {
 
   const SHORT_LIST = 8;
 
+  /** The possible crafts the filter lets through, the target's and the steps toward it first. */
+  function possibleMatching(answer) {
+    if (!answer || !answer.ok) return [];
+    const target = state.view.target || {};
+    const filter = $("craft-possible-filter").value.trim().toLowerCase();
+    return answer.answer.crafts
+      .filter((c) => !filter || itemName(c.result, state.ruleset).toLowerCase().includes(filter) || c.recipe.includes(filter))
+      .sort((a, b) => relevance(b, target) - relevance(a, target));
+  }
+
+  /** The rows the list shows: the first few, unless the player filtered or asked for all. */
+  function possibleShown(answer) {
+    const crafts = possibleMatching(answer);
+    return $("craft-possible-filter").value.trim() || state.showAllPossible ? crafts : crafts.slice(0, SHORT_LIST);
+  }
+
   /** Target recipes first, then the steps the planner would take toward the target, then the rest. */
   function relevance(craft, target) {
     return craft.result in target ? 2 : state.planRecipes.has(craft.recipe) ? 1 : 0;
@@ -362,13 +390,12 @@ export function createCraftPanel({ emit, absorb }) {
       list.append(el("li", "error", answer && answer.error ? answer.error.message : "The server did not answer; try again."));
       return;
     }
-    // the target's items first: they are what the player is here for
     const target = state.view.target || {};
-    const filter = $("craft-possible-filter").value.trim().toLowerCase();
-    const crafts = answer.answer.crafts
-      .filter((c) => !filter || itemName(c.result, state.ruleset).toLowerCase().includes(filter) || c.recipe.includes(filter))
-      .sort((a, b) => relevance(b, target) - relevance(a, target));
-    const shown = filter || state.showAllPossible ? crafts : crafts.slice(0, SHORT_LIST);
+    const crafts = possibleMatching(answer);
+    const shown = possibleShown(answer);
+    if (shown.some((c) => (c.burns_fuel || c.choosable.length) && !state.optionsAsked.has(c.recipe))) {
+      ensureOptions(shown).then((fresh) => fresh && keepingFocus(() => renderPossible()));
+    }
     for (const craft of shown) {
       const row = el("li", "craft-row");
       row.dataset.recipe = craft.recipe;
@@ -499,6 +526,10 @@ export function createCraftPanel({ emit, absorb }) {
     const { recipes, total, truncated } = answer.answer;
     status.textContent = total ? `${total} recipe${total > 1 ? "s" : ""} found${truncated ? `, showing the first ${recipes.length}` : ""}.` : "No recipe makes that: try another word, e.g. “plank”.";
     const hand = currentHand();
+    const runnableShown = recipes.map((r) => state.possible.get(r.recipe)).filter(Boolean);
+    if (crafting() && runnableShown.some((c) => (c.burns_fuel || c.choosable.length) && !state.optionsAsked.has(c.recipe))) {
+      ensureOptions(runnableShown).then((fresh) => fresh && keepingFocus(renderBook));
+    }
     for (const recipe of recipes) {
       const row = el("li", "craft-book-row");
       row.dataset.recipe = recipe.recipe;
