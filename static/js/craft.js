@@ -181,7 +181,7 @@ export function createCraftPanel({ emit, absorb }) {
       const answer = await emit("craft", fields);
       button.removeAttribute("aria-busy");
       if (!answer || !answer.ok) {
-        showError(box, craftErrorText(answer && answer.error, state.ruleset, { maxRuns: mostWithChoices(box, meta.max_runs) }), answer && answer.error ? answer.error.code : "no_answer");
+        showError(box, craftErrorText(answer && answer.error, state.ruleset, { maxRuns: mostWithChoices(box, meta.max_runs), fuel: fields.fuel }), answer && answer.error ? answer.error.code : "no_answer");
         return;
       }
       showError(null, "");

@@ -144,7 +144,7 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     error = page.locator("#room-craft-error")
     expect(error).to_be_visible()
     expect(error).to_contain_text("You do not have enough")
-    expect(error).to_contain_text("1 more Stick")
+    expect(error).to_contain_text("1 more Stick to burn as fuel")
     expect(error).to_contain_text("at most 1 run of this recipe")  # the limit with sticks as the fuel
     expect(error).to_contain_text("Nothing was crafted")
     assert error.get_attribute("data-code") == "insufficient_items"
