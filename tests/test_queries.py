@@ -132,6 +132,13 @@ def test_recipe_search_and_tree_answers() -> None:
     # coal and a stick are held by seat 1: the tree stops there and says who holds them
     assert inputs["coal"]["stop"] == "held" and inputs["coal"]["held_by"] == [1]
     assert inputs["stick"]["stop"] == "held" and inputs["stick"]["held_by"] == [1]
+    # raw iron is made only from a block of raw iron, itself made of raw iron: the tree stops there as raw
+    irons = run_query(game, 0, {"type": "crafting_tree", "item": "iron_ingot", "count": 3, "depth": 6})[
+        "tree"
+    ]
+    (raw_iron,) = (i for w in irons["recipes"] for i in w["inputs"] if i["item"] == "raw_iron")
+    assert raw_iron["item"] == "raw_iron" and raw_iron["stop"] == "raw" and raw_iron["recipes_total"] > 0
+    assert all(w["recipe"] != "iron_ingot_from_iron_block" for w in irons["recipes"])
     # the ways whose inputs some hand holds come first: sticks from seat 0's planks, not from bamboo
     sticks = run_query(game, 0, {"type": "crafting_tree", "item": "stick", "count": 8})["tree"]
     assert sticks["recipes"][0]["recipe"] == "stick"

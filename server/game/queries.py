@@ -480,6 +480,9 @@ def _tree_node(
     if held.get(item, 0) >= need:
         node["stop"] = "held"
         return node
+    # a recipe that only undoes another (raw iron from a block of raw iron, which is made of raw iron) is
+    # no way to obtain the item: an item made only so is as raw as one no recipe makes
+    recipes = tuple(r for r in recipes if not _undoes(rules, r, path))
     if not recipes:
         node["stop"] = "raw"
         return node
@@ -533,6 +536,19 @@ def _tree_node(
             }
         node["recipes"].append(way)
     return node
+
+
+def _undoes(rules: RuleSet, recipe: Recipe, path: tuple[str, ...]) -> bool:
+    """Whether some input of ``recipe`` can only be made from items on ``path`` (the item being made and
+    its ancestors in the tree), so running it would first need what it is meant to produce."""
+    for ing in recipe.ingredients:
+        makers = [rules.recipes_by_result.get(option, ()) for option in ing.options]
+        if all(
+            ways and all(any(o in path for i in way.ingredients for o in i.options) for way in ways)
+            for ways in makers
+        ):
+            return True
+    return False
 
 
 def _pick_option(options: tuple[str, ...], held: Mapping[str, Fraction], levels: Mapping[str, int]) -> str:

@@ -108,29 +108,29 @@ export function createCraftPanel({ emit, absorb }) {
         select.setAttribute("aria-label", `Which ${name} to use for ${meta.recipe}`);
         select.dataset.focusKey = `${key}:choice:${input.index}`;
         select.dataset.ingredient = String(input.index);
-        select.append(new Option(`${name}: automatic`, ""));
+        select.append(new Option("automatic", ""));
         for (const held of input.held) {
-          const option = new Option(`${itemName(held.item, state.ruleset)} (enough for ${runsText(held.max_runs)})`, held.item);
+          const option = new Option(`${itemName(held.item, state.ruleset)} (up to ${runsText(held.max_runs)})`, held.item);
           option.dataset.maxRuns = held.max_runs;
           select.append(option);
         }
         select.value = (draft.choices || {})[input.index] || "";
         select.addEventListener("change", () => remember(key, { choices: { ...(state.drafts.get(key)?.choices || {}), [input.index]: select.value } }));
-        selects.push(select);
+        selects.push(labelled(`${name[0].toUpperCase()}${name.slice(1)}:`, select));
       }
       if (options.summary.burns_fuel) {
         const select = el("select", "craft-fuel");
         select.setAttribute("aria-label", `Fuel for ${meta.recipe}`);
         select.dataset.focusKey = `${key}:fuel`;
-        select.append(new Option("Fuel: automatic", ""));
+        select.append(new Option("automatic", ""));
         for (const fuel of options.fuels) {
-          const option = new Option(`Fuel: ${itemName(fuel.item, state.ruleset)}, ${fuel.per_run} per run (enough for ${runsText(fuel.max_runs)})`, fuel.item);
+          const option = new Option(`${itemName(fuel.item, state.ruleset)}: ${fuel.per_run} per run, up to ${runsText(fuel.max_runs)}`, fuel.item);
           option.dataset.maxRuns = fuel.max_runs;
           select.append(option);
         }
         select.value = draft.fuel || "";
         select.addEventListener("change", () => remember(key, { fuel: select.value }));
-        selects.push(select);
+        selects.push(labelled("Fuel:", select));
       }
     }
     const runs = el("input", "count-input craft-runs");
@@ -207,6 +207,15 @@ export function createCraftPanel({ emit, absorb }) {
     }
     box.append(" ", button, makes);
     return box;
+  }
+
+  /** A control with a short visible caption; its own aria-label (which names the recipe) stays its name. */
+  function labelled(caption, control) {
+    const wrap = el("span", "craft-select");
+    const text = el("span", null, caption);
+    text.setAttribute("aria-hidden", "true");
+    wrap.append(text, " ", control);
+    return wrap;
   }
 
   /** "Crafted 1/2 Iron Ingot, using 1/2 Raw Iron and 1/16 Coal.": from the crafted event of the ack. */

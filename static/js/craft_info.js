@@ -111,7 +111,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     if (node.you_hold !== undefined && node.you_hold !== "0") line.append(el("span", "badge badge-you", `you hold ${node.you_hold}`));
     const others = (node.held_by || []).filter((seat) => seat !== ctx.mine);
     if (others.length) line.append(el("span", "badge", `held by ${others.map((s) => seatName(ctx.seats, s)).join(", ")}`));
-    const stops = { held: "enough is held", raw: "raw material: no recipe makes it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
+    const stops = { held: "enough is held", raw: "raw material: trade for it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
     if (node.stop) line.append(el("span", "muted", ` (${stops[node.stop] || node.stop})`));
     if (node.options && node.options.length > 1) line.append(el("span", "muted", ` (or ${node.options.length - 1} other kind${node.options.length > 2 ? "s" : ""})`));
     item.append(line);
