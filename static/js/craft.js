@@ -532,9 +532,12 @@ export function createCraftPanel({ emit, absorb }) {
       list.append(el("li", "error", answer.error ? answer.error.message : "The server did not answer; try again."));
       return;
     }
-    const { recipes, total, truncated } = answer.answer;
+    let { recipes } = answer.answer;
+    const { total, truncated } = answer.answer;
     status.textContent = total ? `${total} recipe${total > 1 ? "s" : ""} found${truncated ? `, showing the first ${recipes.length}` : ""}.` : "No recipe makes that: try another word, e.g. “plank”.";
     const hand = currentHand();
+    // what the hand can craft now first, otherwise in the search's order
+    recipes = [...recipes].sort((a, b) => Number(state.possible.has(b.recipe)) - Number(state.possible.has(a.recipe)));
     const runnableShown = recipes.map((r) => state.possible.get(r.recipe)).filter(Boolean);
     if (crafting() && runnableShown.some((c) => (c.burns_fuel || c.choosable.length) && !state.optionsAsked.has(c.recipe))) {
       ensureOptions(runnableShown).then((fresh) => fresh && keepingFocus(renderBook));
