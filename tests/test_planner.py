@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
 from craft_rules.crafting import craft
-from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.planner import (
     InvalidQuantityError,
@@ -26,19 +23,6 @@ from craft_rules.planner import (
     planner_for,
 )
 from tradecraft.cli import main
-
-
-@pytest.fixture
-def mini(tmp_path: Path) -> RuleSet:
-    rules, _ = load_rule_set_from(write_rule_set(tmp_path / "mini", MINI_RECIPES, MINI_TAGS, MINI_FUELS))
-    return rules
-
-
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("the minecraft rule set is not installed")
-    return load_rule_set("minecraft")
 
 
 def replay(rules: RuleSet, hand: Mapping[str, F | int], steps: Sequence[PlanStep]) -> dict[str, F]:
@@ -279,10 +263,8 @@ def test_minecraft_missing_from_others(minecraft: RuleSet) -> None:
 # --- the shipped alchemy rule set ---------------------------------------------------------------------------
 
 
-def test_alchemy_chain_from_the_four_elements() -> None:
-    if "alchemy" not in rule_set_dirs():
-        pytest.skip("the alchemy rule set is not installed")
-    rules = load_rule_set("alchemy")
+def test_alchemy_chain_from_the_four_elements(alchemy: RuleSet) -> None:
+    rules = alchemy
     planner = planner_for(rules)
     elements = {item: 4 for item in rules.starting_items}
     for item in sorted(rules.recipes_by_result)[:40]:

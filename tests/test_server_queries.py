@@ -39,14 +39,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture
-def clients() -> Iterator[list[Client]]:
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
 def planner_keys(crafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """possible_crafts entries without the keys the query adds (type, burns_fuel, choosable)."""
     return [{k: v for k, v in c.items() if k not in ("type", "burns_fuel", "choosable")} for c in crafts]
