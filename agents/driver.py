@@ -2,7 +2,8 @@
 
 :func:`run_seat` waits for the seat's turn, hands the policy the seat's new events (``observe``, when it
 has one), asks it for an action (``act(view, legal)``) and sends it. A refused action (a typed error; the
-game did not change) is offered back to the policy up to ``retries`` more times, with the fresh view;
+game did not change) is told to the policy (``refused(error)``, when it has that hook) and the policy is asked
+again up to ``retries`` more times, with the fresh view;
 then the driver sends a **fallback**: a safe legal action (:func:`fallback_action`) and logs it, so a
 confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the policy
 keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first event
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.bots.base import Policy, drain_traces, observe
+from agents.bots.base import Policy, drain_traces, observe, tell_refused
 from agents.connection import SeatConnection
 
 log = logging.getLogger(__name__)
@@ -30,8 +31,14 @@ DEFAULT_RETRIES = 2
 MAX_STALE_ROUNDS = 20
 """Refusals that say the view was stale (the turn moved on meanwhile) are not the policy's fault; after
 this many in a row the driver gives up on the move rather than spin."""
-STALE_CODES = frozenset({"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over"})
-"""Refusals that mean "the game moved on since your view", not "your action was wrong"."""
+STALE_CODES = frozenset(
+    {"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over", "answer_failed"}
+)
+"""Refusals that mean "the game moved on since your view" (or, ``answer_failed``, "it was applied but the
+answer was lost"), not "your action was wrong": the driver re-reads the view and asks again."""
+SEAT_LOST_CODES = frozenset({"seat_taken_over", "not_your_seat", "spectator", "player_left"})
+"""Refusals that mean the seat is no longer this player's to play (an idle seat handed to a bot, a
+resigned seat): the driver stops instead of trying again."""
 
 
 @dataclass
@@ -46,6 +53,8 @@ class SeatOutcome:
     """Every fallback sent: ``{"action", "after"}`` (the refusals or the exception that led to it)."""
     traces: list[dict[str, Any]] = field(default_factory=list)
     final_view: dict[str, Any] | None = None
+    seat_lost: dict[str, Any] | None = None
+    """The refusal that took the seat away (``SEAT_LOST_CODES``), if the driver stopped for it."""
 
     @property
     def winners(self) -> list[int]:
@@ -63,6 +72,7 @@ class SeatOutcome:
             "end_reason": view.get("end_reason"),
             "turns": view.get("turn"),
             "finished": bool(view.get("finished")),
+            "seat_lost": (self.seat_lost or {}).get("code"),
         }
 
 
@@ -142,11 +152,22 @@ def take_turn(
             return True
         error = answer.get("error") or {}
         outcome.refusals.append({"action": action, "error": error})
+        if error.get("code") in SEAT_LOST_CODES:
+            log.warning(
+                "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
+            )
+            outcome.seat_lost = error
+            return False
+        tell_refused(policy, error)  # a policy that can learn from it (an LLM agent) hears why first
         if error.get("code") in STALE_CODES:
             stale += 1
             if stale > MAX_STALE_ROUNDS:
                 return False
-            conn.wait_for_turn(timeout=0.2)  # let the connection catch up with the game
+            refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
+            if refresh is not None:
+                refresh()
+            else:
+                conn.wait_for_turn(timeout=0.2)
             continue
         log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
         failures.append({"action": action, "error": error})
@@ -190,14 +211,15 @@ def run_seat(
     turn_timeout: float | None = None,
     on_move: Callable[[SeatOutcome], None] | None = None,
 ) -> SeatOutcome:
-    """Play ``conn``'s seat with ``policy`` until the game ends; what happened.
+    """Play ``conn``'s seat with ``policy`` until the game ends (or the seat is no longer ours: an idle
+    seat handed to a bot, see ``outcome.seat_lost``); what happened.
 
     ``turn_timeout``: give up (``TimeoutError``) when the seat waits longer than this for its turn (None:
     wait as long as the game runs; a server's deadlines and bots keep games moving). ``on_move`` is called
     after each applied action (e.g. to print progress).
     """
     outcome = SeatOutcome(seat=conn.seat)
-    while not conn.finished:
+    while not conn.finished and outcome.seat_lost is None:
         if not conn.wait_for_turn(timeout=turn_timeout):
             raise TimeoutError(f"seat {conn.seat} waited more than {turn_timeout} s for its turn")
         if conn.finished:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,11 @@ from server.game import Game, GameError, GameSettings, viewer_log, visible_to
 from server.game.actions import parse_action
 from server.game.queries import answer_query, parse_query, query_context
 from server.game.views import player_view
+
+# id(game) -> its table, for as long as some connection keeps the table (which keeps the game, so the id
+# cannot be reused meanwhile); a weak key would not do: the table refers to its game
+_TABLES: weakref.WeakValueDictionary[int, LocalTable] = weakref.WeakValueDictionary()
+_TABLES_LOCK = threading.Lock()
 
 
 class LocalTable:
@@ -52,6 +58,17 @@ class LocalTable:
         self._views: dict[int, tuple[int, dict[str, Any]]] = {}  # seat -> (events when built, view)
         self.seat_names = seat_names or [f"Player {s}" for s in range(game.players)]
         self._stamp()
+
+    @classmethod
+    def of(cls, game: Game) -> LocalTable:
+        """The table of ``game``: the same one for every caller, so connections made from the bare game
+        share its lock and its waiters."""
+        with _TABLES_LOCK:
+            table = _TABLES.get(id(game))
+            if table is None or table.game is not game:
+                table = cls(game)
+                _TABLES[id(game)] = table
+            return table
 
     @classmethod
     def new(
@@ -114,6 +131,17 @@ class LocalTable:
             self._views[seat] = (size, view)
             return view
 
+    def seq_of(self, seat: int, n: int) -> int | None:
+        """The game's sequence number of event ``n`` of ``seat``'s log (None if there is no such event)."""
+        with self.lock:
+            count = -1
+            for event in self.game.events:
+                if visible_to(event, seat):
+                    count += 1
+                    if count == n:
+                        return event.seq
+            return None
+
     def envelope(self, seat: int, with_view: bool = True) -> dict[str, Any]:
         """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1); ``with_view=False``
         leaves ``view`` null (for callers that read the view when they next need it)."""
@@ -149,7 +177,7 @@ class LocalConnection:
     """
 
     def __init__(self, table: LocalTable | Game, seat: int, *, ack_views: bool = True) -> None:
-        self.table = table if isinstance(table, LocalTable) else LocalTable(table)
+        self.table = table if isinstance(table, LocalTable) else LocalTable.of(table)
         game = self.table.game
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < game.players:
             raise GameError(

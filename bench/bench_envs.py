@@ -117,6 +117,8 @@ def main() -> None:
         "overhead_gym_pct": round(100 * (best["gym"] / best["bare"] - 1), 1),
         "overhead_gym_lean_pct": round(100 * (best["gym_lean"] / best["bare"] - 1), 1),
         "overhead_aec_pct": round(100 * (best["aec"] / best["bare"] - 1), 1),
+        # the ways' games differ in length (the seats' seeds meet different views): per event is fairer
+        "us_per_event": {name: round(1e6 * t / (events[name] / args.repeats), 1) for name, t in best.items()},
     }
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -127,6 +129,12 @@ def main() -> None:
             f"  {name:<8} {figures['games_per_s'][name]:>8} games/s  "
             f"{figures['ms_per_game'][name]:>8} ms/game"
         )
+    per_event = figures["us_per_event"]
+    print(
+        "  per event: "
+        + ", ".join(f"{name} {per_event[name]} us" for name in ("bare", "gym", "gym_lean", "aec"))
+        + f"  (gym env +{100 * (per_event['gym'] / per_event['bare'] - 1):.0f}%)"
+    )
     print(
         f"  overhead: gym env {figures['overhead_gym_pct']}% "
         f"(narrate=False: {figures['overhead_gym_lean_pct']}%), "

@@ -250,3 +250,38 @@ def test_reset_options_choose_the_instance_for_one_episode() -> None:
     assert other["view"]["hands"] != first["view"]["hands"]
     _obs, again = env.reset(seed=0)
     assert again["view"]["hands"] == first["view"]["hands"]
+
+
+def test_game_log_keeps_the_opponents_traces_linked_to_their_moves() -> None:
+    from server.game.gamelog import decode_log, encode_log
+
+    class TracingBot:
+        name = "tracing-random"
+
+        def __init__(self) -> None:
+            self.bot, self.pending = make_policy("random", 4), []
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            action = self.bot.act(view, legal)
+            self.pending.append({"trace": "decision", "chose": action["type"]})
+            return action
+
+        def drain_traces(self) -> list[dict[str, Any]]:
+            out, self.pending = self.pending, []
+            return out
+
+    env = TradeCraftEnv(opponents=[TracingBot()], max_turns=4)
+    _obs, info = env.reset(seed=6)
+    me, done = make_policy("random", 1), False
+    while not done:
+        _obs, _r, terminated, truncated, info = env.step(policy_call(me, info))
+        done = terminated or truncated
+    log = decode_log(encode_log(env.game_log()))  # survives the JSONL round trip
+    game = env.match.game
+    assert log.summary.log_digest == game.log_digest() and len(log.events) == len(game.events)
+    assert log.traces and all(t.seat == 1 for t in log.traces)
+    for trace in log.traces:
+        event = game.events[trace.event_seq]
+        assert event.actor == 1  # the move the trace led to
+        produced = {"pass": "passed", "propose": "proposed", "decide": "decided", "craft": "crafted"}
+        assert event.type == produced.get(trace.model_extra["chose"], "craft_finished")

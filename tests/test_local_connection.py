@@ -244,3 +244,23 @@ def test_wait_for_turn_times_out_and_wakes(instance, rules) -> None:
     assert other.wait_for_turn(timeout=10) is True
     timer.join()
     assert json.dumps(other.view()["pending_proposal"]["offer"]) == '{"string": 1}'
+
+
+def test_a_policy_with_a_refused_hook_hears_the_error_and_corrects_itself(instance, rules) -> None:
+    class Learner:
+        def __init__(self) -> None:
+            self.heard: list[dict[str, Any]] = []
+
+        def refused(self, error: dict[str, Any]) -> None:
+            self.heard.append(error)
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            if not self.heard:
+                return {"type": "propose", "to": 1, "offer": {"diamond_block": 1}, "request": {}}
+            return {"type": "propose", "to": 1, "offer": {"string": 1}, "request": {}}
+
+    table = new_table(instance, rules)
+    policy, outcome = Learner(), SeatOutcome(seat=0)
+    assert take_turn(policy, table.connection(0), outcome)
+    assert [e["code"] for e in policy.heard] == ["item_not_held"] and not outcome.fallbacks
+    assert table.game.pending_proposal["offer"] == {"string": 1}

@@ -370,3 +370,91 @@ def test_tradecraft_bot_starts_without_the_web_layer() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_seat_handed_to_a_bot_for_idleness_stops_the_driver(server: ServerProcess) -> None:
+    token = make_token(server, "too-slow")
+    game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}], hall="idle")
+    slow = Recording(make_policy("random", 4), delay=1.5)  # the hall's deadlines are 0.5 s
+    with RemoteConnection(server.url, game_id, token=token) as conn:
+        outcome = run_seat(slow, conn, turn_timeout=30)
+        assert outcome.seat_lost is not None and outcome.seat_lost["code"] == "seat_taken_over"
+        assert len(outcome.refusals) == 1 and not outcome.fallbacks  # stopped at once, no retry storm
+        seats = conn.envelope()["seats"]
+        assert seats[0]["bot"]  # the server's bot plays the seat on
+
+
+def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelope() -> None:
+    conn = RemoteConnection("http://127.0.0.1:9", "g1", token="tc_x")  # never connected: bookkeeping only
+
+    def event(n: int) -> dict[str, Any]:
+        return {"n": n, "type": f"e{n}", "actor": None, "payload": {}, "visibility": "public"}
+
+    def envelope(size: int, events: list[int], game_id: str = "g1") -> dict[str, Any]:
+        view = {"log_size": size, "your_turn": False, "finished": False}
+        return {"game_id": game_id, "status": "running", "seat": 0, "log_size": size, "view": view,
+                "events": [event(n) for n in events]}  # fmt: skip
+
+    conn._absorb(envelope(3, [0, 1, 2]))
+    conn._absorb(envelope(5, [3, 4]))  # an ack ...
+    conn._absorb(envelope(4, [3]))  # ... and the older push it overtook
+    conn._absorb(envelope(9, [7, 8], game_id="another"))  # another game's push is ignored
+    assert conn.envelope()["log_size"] == 5
+    assert [e["n"] for e in conn.events()] == [0, 1, 2, 3, 4]
+    conn._absorb(envelope(5, [2, 3, 4]))  # repeats of what was handed out
+    assert conn.events() == []
+    conn._absorb(envelope(7, [6]))  # event 5 missing: nothing past the gap is handed out
+    with conn._cond:
+        ready = 5 in conn._log
+    assert not ready and conn.envelope()["log_size"] == 7
+
+
+def test_remote_players_ride_out_a_server_crash_and_restart(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "crash")
+    first = ServerProcess(config).start()
+    second: ServerProcess | None = None
+    try:
+        tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
+        game_id = create_game(first, tokens[0], ["agent", "agent"])
+        players = [
+            Recording(make_policy("random", 11), delay=0.2),
+            Recording(make_policy("random", 12), delay=0.2),
+        ]
+        conns = [
+            RemoteConnection(
+                first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
+            ).connect()
+            for s in (0, 1)
+        ]
+        outcomes: dict[int, SeatOutcome] = {}
+        errors: list[BaseException] = []
+
+        def play(seat: int) -> None:
+            try:
+                outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
+            except BaseException as err:  # reported by the assertion below
+                errors.append(err)
+
+        threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.8)  # a few moves in
+        first.kill()  # SIGKILL: no goodbye to any socket
+        assert not conns[0].finished  # the crash really is mid-game
+        seen_before = len(players[0].seen)
+        time.sleep(1.0)
+        second = ServerProcess(config, port=first.port).start()
+        for thread in threads:
+            thread.join(timeout=120)
+        for conn in conns:
+            conn.close()
+        assert not errors, errors
+        assert all(conn.reconnects >= 1 for conn in conns)
+        for seat in (0, 1):
+            assert outcomes[seat].final_view["finished"]
+            assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
+        assert len(players[0].seen) > seen_before
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()

@@ -100,14 +100,16 @@ def _number(instance_id: str) -> int:
     return int(instance_id.rsplit("#", 1)[1])
 
 
-def test_bots_drain_json_safe_traces():
+def test_bots_traces_reach_the_game_log():
+    # play_local drains each policy after every move (the trace contract) into the log's trace records
     import json
 
     bots = [make_policy("tom2", 1), make_policy("planner", 2)]
-    _play("minecraft/1p_v_1p/paper#4", _settings("minecraft/1p_v_1p/paper#4", "paper", 6), bots)
-    for bot in bots:
-        records = bot.drain_traces()
+    result = _play("minecraft/1p_v_1p/paper#4", _settings("minecraft/1p_v_1p/paper#4", "paper", 6), bots)
+    for seat, bot in enumerate(bots):
+        records = [t.model_dump() for t in result.traces if t.seat == seat]
         assert records and all(r["policy"] == bot.name for r in records)
+        assert {r["event"] for r in records} >= {"propose", "report"}
         json.dumps(records)
         assert bot.drain_traces() == []  # drained means forgotten
 
@@ -389,3 +391,90 @@ def test_fixed_offer_with_options_makes_exactly_that_proposal():
     for _ in range(2):
         action = bot.act(view, ["propose", "pass"])
         assert (action["to"], action["offer"], action["request"]) == (1, {mine: 1}, {theirs: 1})
+
+
+def test_bots_over_seat_connections_leave_their_traces_with_the_driver():
+    # the path the server, the environments and remote clients use: each seat in its own thread, the
+    # driver collecting each move's trace records (the game log's ``trace`` records)
+    import threading
+
+    from agents.driver import run_seat
+    from agents.local_connection import LocalTable
+
+    instance_id = "minecraft/1p_v_1p/paper#5"
+    instance = get_instance(instance_id)
+    table = LocalTable.new(instance, _settings(instance_id, "paper", 6), load_rule_set(instance.ruleset), 4)
+    bots = [make_policy("planner", 1), make_policy("tom1", 2)]
+    outcomes: list[Any] = [None, None]
+
+    def play(seat: int) -> None:
+        outcomes[seat] = run_seat(bots[seat], table.connection(seat), turn_timeout=60)
+
+    threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert table.game.finished
+    for seat, outcome in enumerate(outcomes):
+        assert outcome is not None and not outcome.refusals and not outcome.fallbacks
+        assert outcome.traces, f"seat {seat} left no trace"
+        assert {t.get("policy") for t in outcome.traces} == {bots[seat].name}
+
+
+@pytest.mark.parametrize(
+    ("set_id", "whole"), [("minecraft/1p_v_1p/paper", True), ("minecraft/1p_v_1p/standard", False)]
+)
+def test_progress_one_means_the_planner_can_craft_the_target(set_id, whole):
+    # the requirement (an integer program) is exact: holding it, the planner's executed plan crafts the
+    # target under the set's crafting-runs rule; one unit fewer of any item and progress is below 1
+    rules = load_rule_set("minecraft")
+    planner = planner_for(rules, whole_runs=whole)
+    for number in range(0, 40, 4):
+        instance = get_instance(f"{set_id}#{number}")
+        pool: dict[str, int] = {}
+        for hand in instance.hands:
+            for item, n in hand.items():
+                pool[item] = pool.get(item, 0) + n
+        for target in instance.targets:
+            need = requirement(planner, target, pool)
+            assert need, (instance.id, target)
+            assert coverage(need, need) == 1.0
+            assert planner.can_craft(need, target), (instance.id, target, need)
+            item = sorted(need)[0]
+            assert coverage({**need, item: need[item] - 1}, need) < 1.0
+
+
+@pytest.mark.parametrize("name", ["always_accept", "always_reject", "rational", "item_fixated"])
+def test_idle_proposals_never_ask_for_what_the_partner_needs(name):
+    # no passing in the paper protocol: the idle proposal must stay uninformative and costless
+    checked = 0
+    for number in (4, 12, 21):
+        instance_id = f"minecraft/1p_v_1p/paper#{number}"
+        bot = Checked(make_policy(name, 1))
+        _play(instance_id, _settings(instance_id, "paper", 6), [bot, make_policy("always_reject", 2)])
+        for view, _, action in bot.moves:
+            if action["type"] != "propose":
+                continue
+            need = CraftingOracle.for_view(view, load_rule_set(view["ruleset"])).my_need or {}
+            assert not set(action["request"]) & set(need), (instance_id, action, need)
+            assert not action["offer"] or not action["request"]  # asks or gives, never both
+            checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("name", ["always_accept", "always_reject", "rational", "item_fixated"])
+def test_idle_proposal_when_the_addressee_holds_only_needed_items(name):
+    rules = load_rule_set("minecraft")
+    for number in range(0, 40, 3):
+        view = copy.deepcopy(_views(f"minecraft/1p_v_1p/paper#{number}", "paper", "propose", count=1)[0])
+        need = CraftingOracle.for_view(view, rules).my_need or {}
+        view["hands"][1] = {item: n for item, n in need.items() if view["hands"][0].get(item, 0) == 0}
+        need = CraftingOracle.for_view(view, rules).my_need or {}  # the pool changed: plan again
+        if view["hands"][1] and set(view["hands"][1]) <= set(need):
+            break
+    else:
+        pytest.fail("no view where the addressee holds only what seat 0 needs")
+    action = make_policy(name, 1).act(view, ["propose"])
+    assert action["type"] == "propose" and not set(action["request"]) & set(need), action
+    assert len(action["offer"]) == 1 and not action["request"]  # it gives one unit away instead

@@ -148,3 +148,10 @@ def test_the_planner_and_scripted_partners_play_in_tournaments():
     records = run_games(specs)
     assert len(records) == 6 and not any(r.get("error") for r in records)
     assert all(r["end_reason"] for r in records)
+
+
+def test_cli_focus_naming_no_player_is_refused_with_its_code():
+    result = CliRunner().invoke(
+        cli, ["tournament", "--players", "tom1,random", "--focus", "planner", "--instances", INSTANCES]
+    )
+    assert result.exit_code != 0 and "[unknown_focus]" in result.output and "--players" in result.output

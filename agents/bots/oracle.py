@@ -239,19 +239,30 @@ def enumerate_offers(
 
 
 def harmless_offer(
-    me: int, hands: list[dict[str, int]], opponents: list[int], need: Hand | None
+    me: int,
+    hands: list[dict[str, int]],
+    opponents: list[int],
+    need: Hand | None,
+    strict: bool = False,
 ) -> Offer | None:
     """A proposal that costs the proposer nothing, for when passing is not allowed: one unit of an item it
-    does not need from an opponent, for nothing in return (a rational opponent rejects it)."""
+    does not need from an opponent, for nothing in return (a rational opponent rejects it).
+
+    Without ``strict`` (the ToM and planner bots' fallback, kept as the recorded tournaments played it),
+    when an opponent holds only items the proposer needs or holds, one unit of any of them is asked, which
+    is not harmless to a responder that gives away what it does not need. With ``strict`` (the scripted
+    partners' idle proposal) a needed item is never asked: one unit of an unneeded item the proposer
+    also holds, else one unit of its own least-needed item is given away.
+    """
     need = need or {}
     for to in opponents:
         for item, count in sorted(hands[to].items()):
             if count > 0 and item not in need and hands[me].get(item, 0) == 0:
                 return (to, (), ((item, 1),))
         for item, count in sorted(hands[to].items()):
-            if count > 0:
+            if count > 0 and (not strict or item not in need):
                 return (to, (), ((item, 1),))
-    # the opponents hold nothing: give away one unit of what we need least
+    # the opponents hold nothing (strict: nothing we do not need): give away one unit of what we need least
     mine = sorted(((k, v) for k, v in hands[me].items() if v > 0), key=lambda kv: (need.get(kv[0], 0), kv[0]))
     if opponents and mine:
         return (opponents[0], ((mine[0][0], 1),), ())

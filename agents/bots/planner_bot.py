@@ -43,6 +43,7 @@ from craft_rules.model import RuleSet
 TRACE_LIMIT = 400
 MAX_OFFERS = 400
 ACCEPT_RULES = ("no_loss", "gain")
+SEEN_LIMIT = 1000
 
 
 class OracleBot:
@@ -54,6 +55,8 @@ class OracleBot:
 
     name: ClassVar[str] = "oracle"
     best_response: ClassVar[dict[str, str]] = {}
+    strict_idle: ClassVar[bool] = False
+    """Whether its fallback proposal never asks for an item it needs (:func:`harmless_offer` ``strict``)."""
 
     def __init__(self, seed: int | None = 0, *, rules: RuleSet | None = None) -> None:
         self.seed = seed
@@ -70,6 +73,8 @@ class OracleBot:
         for event in events:
             if event.get("type") in ("proposed", "decided"):
                 self.seen.append({"type": event["type"], **(event.get("payload") or {})})
+        if len(self.seen) > SEEN_LIMIT:  # bots that never read it stay bounded over a long game
+            del self.seen[: len(self.seen) - SEEN_LIMIT]
 
     def drain_traces(self) -> list[dict[str, Any]]:
         out, self._undrained = self._undrained, []
@@ -80,7 +85,9 @@ class OracleBot:
         rng = random.Random(f"{self.seed}:{own_move_key(view)}")
         oracle = CraftingOracle.for_view(view, self._rules.for_view(view))
         if "report_tom" in options:
-            return self.report(view, oracle)
+            report = self.report(view, oracle)
+            self._record({"event": "report", "turn": view.get("turn"), "v0": report["v0"]})
+            return report
         if "decide" in options:
             pending = view.get("pending_proposal") or {}
             accept = can_accept(view, pending) and self.accepts(view, oracle, pending)
@@ -97,7 +104,9 @@ class OracleBot:
                 return offer_action(offer)
             if "pass" in options or "propose" not in options:
                 return {"type": "pass"}
-            fallback = harmless_offer(oracle.me, oracle.hands, oracle.opponents, oracle.my_need)
+            fallback = harmless_offer(
+                oracle.me, oracle.hands, oracle.opponents, oracle.my_need, strict=self.strict_idle
+            )
             return offer_action(fallback) if fallback else {"type": "pass"}
         raise ValueError(f"{self.name} has no move among legal actions {list(legal)}; ask only when awaited.")
 

@@ -9,7 +9,9 @@ crafting hand can (the planner's plan) and then finishes; it reports V0 (its own
 ToM report is due and V1/V2 all 0 (it models nobody).
 
 "Idle proposal" below: pass when the game allows it, else one unit of an item the partner does not need
-from the addressee, for nothing (:func:`agents.bots.oracle.harmless_offer`; a rational agent rejects it).
+from the addressee, for nothing, or, when the addressee holds only items it needs, one unit of its own
+least-needed item given away (:func:`agents.bots.oracle.harmless_offer` with ``strict``; a needed item is
+never asked for).
 "Gain" is progress change by :mod:`agents.bots.oracle`.
 
 ==================  ============================================================================
@@ -41,10 +43,16 @@ from agents.bots.oracle import EPS, Bundle, CraftingOracle, Offer, bundle, gain,
 from agents.bots.planner_bot import OracleBot, PlannerBot
 from craft_rules.model import RuleSet
 
-IDLE = "idle proposals (pass, or ask one unneeded unit for nothing)"
+IDLE = "idle proposals (pass, or ask one unit it does not need for nothing, or give one away)"
 
 
-class AlwaysAccept(OracleBot):
+class ScriptedPartner(OracleBot):
+    """A scripted partner: its idle proposal never asks for an item it needs."""
+
+    strict_idle = True
+
+
+class AlwaysAccept(ScriptedPartner):
     """Accepts every proposal it can pay for; makes idle proposals."""
 
     name = "always_accept"
@@ -59,7 +67,7 @@ class AlwaysAccept(OracleBot):
         return True
 
 
-class AlwaysReject(OracleBot):
+class AlwaysReject(ScriptedPartner):
     """Rejects every proposal; makes idle proposals."""
 
     name = "always_reject"
@@ -71,7 +79,7 @@ class AlwaysReject(OracleBot):
     }
 
 
-class RationalResponder(OracleBot):
+class RationalResponder(ScriptedPartner):
     """Accepts iff its own progress rises; makes idle proposals."""
 
     name = "rational"
@@ -86,7 +94,7 @@ class RationalResponder(OracleBot):
         return self.pending_gain(oracle, pending) > EPS
 
 
-class FixedOffer(OracleBot):
+class FixedOffer(ScriptedPartner):
     """Makes one fixed proposal every turn (options ``offer``, ``request``); rejects every proposal."""
 
     name = "fixed_offer"
@@ -123,7 +131,7 @@ class FixedOffer(OracleBot):
         return None  # it cannot make its proposal now: idle
 
 
-class ItemFixated(OracleBot):
+class ItemFixated(ScriptedPartner):
     """Accepts iff a proposal gives it at least one unit of ``item``; makes idle proposals."""
 
     name = "item_fixated"
@@ -158,7 +166,7 @@ class ItemFixated(OracleBot):
         return item is not None and int((pending.get("offer") or {}).get(item, 0)) > 0
 
 
-class TitForTat(OracleBot):
+class TitForTat(ScriptedPartner):
     """Proposes its best trade; accepts from a proposer iff that proposer accepted its last proposal."""
 
     name = "tit_for_tat"
@@ -194,7 +202,7 @@ class TitForTat(OracleBot):
         return best[0][1] if best else None
 
 
-class BestResponse(OracleBot):
+class BestResponse(ScriptedPartner):
     """Answers the partner's last move (see the module docstring); accepts iff its own gain is positive."""
 
     name = "best_response"

@@ -35,7 +35,7 @@ from agents.bots.base import Policy
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.connection import MAX_ACTION_BYTES, oversized
 from agents.driver import SeatOutcome, take_turn
-from agents.local import derive_seed
+from agents.local import LocalResult, derive_seed
 from agents.local_connection import LocalConnection, LocalTable
 from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from craft_rules.loader import load_rule_set
@@ -43,6 +43,7 @@ from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
 from server.game import GameError, GameSettings, Timeout
 from server.game.actions import PLAYER_ACTION_TYPES
+from server.game.gamelog import GameLog, TraceRecord
 from server.game.queries import QUERY_MODELS
 
 TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)
@@ -201,6 +202,8 @@ def make_settings(
 ) -> GameSettings:
     base = settings.model_dump() if isinstance(settings, GameSettings) else dict(settings or {})
     base.setdefault("ruleset", instance.ruleset)
+    if instance.crafting_runs is not None:  # the rule the instance was made and validated for
+        base.setdefault("crafting_runs", instance.crafting_runs)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return GameSettings(**base)
 
@@ -365,6 +368,37 @@ class Match:
             prefix = self._prefix[seat] = stable_prefix(view, rules)
         news = SECTION_EVENTS + "\n" + narrate_events(self.news[seat], seat, rules)
         return "\n\n".join([prefix, describe_view(view, rules), news])
+
+    def game_log(self, *, game_id: str | None = None, meta: Mapping[str, Any] | None = None) -> GameLog:
+        """The game so far as a researcher game log (:mod:`server.game.gamelog`, ``source: local``), with
+        the driven seats' trace records (``drain_traces``) linked to the events their moves produced."""
+        game = self.game
+        traces = []
+        for seat, outcome in self.outcomes.items():
+            for record in outcome.traces:
+                fields = dict(record)
+                n = fields.pop("event_n", None)
+                fields["event_seq"] = None if n is None else self.table.seq_of(seat, n)
+                traces.append(TraceRecord(**fields))
+        seats = [
+            {"seat": s, "kind": "bot", "name": type(p).__name__, "bot": getattr(p, "name", None)}
+            if s in self.driven
+            else {"seat": s, "kind": "agent", "name": "env"}
+            for s, p in ((s, self.driven.get(s)) for s in range(game.players))
+        ]
+        result = LocalResult(
+            winners=list(game.winners),
+            turns=game.turn,
+            events=list(game.events),
+            log_sha256=game.log_digest(),
+            end_reason=game.end_reason,
+            actions=sum(1 for e in game.events if e.actor is not None),
+            timeouts=0,
+            game=game,
+            times=list(self.table.times),
+            traces=traces,
+        )
+        return result.game_log(game_id=game_id or self.table.game_id, seats=seats, meta=meta)
 
     def mark_shown(self, seat: int) -> None:
         """The seat acted on its observation: its news has been shown."""

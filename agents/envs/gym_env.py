@@ -46,6 +46,7 @@ from agents.envs.core import (
 )
 from craft_rules.tasks import TaskInstance
 from server.game import GameSettings
+from server.game.gamelog import GameLog
 
 
 class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
@@ -148,6 +149,13 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
         info["steps"] = self.steps
         self._last_obs = obs
         return obs, reward, terminated, truncated, info
+
+    def game_log(self) -> GameLog:
+        """The current (or last) episode's game as a researcher game log (the format the server exports),
+        with the trace records of the seats policies played (:meth:`agents.envs.core.Match.game_log`)."""
+        if self.match is None:
+            raise gym.error.ResetNeeded("Call reset() first: there is no game yet.")
+        return self.match.game_log()
 
     def render(self) -> str | None:
         if self.render_mode == "ansi" and self._last_obs is not None:

@@ -40,6 +40,7 @@ from agents.envs.core import (
 )
 from craft_rules.tasks import TaskInstance
 from server.game import GameSettings
+from server.game.gamelog import GameLog
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -173,6 +174,13 @@ class raw_env(AECEnv):
                 self.agent_selection = self._next_agent(after=seat)
             self._refresh_infos([self.agent_selection])  # the mover itself when its call was refused
         self._accumulate_rewards()
+
+    def game_log(self) -> GameLog:
+        """The current (or last) episode's game as a researcher game log (the format the server exports),
+        with the trace records of the seats policies played (:meth:`agents.envs.core.Match.game_log`)."""
+        if self.match is None:
+            raise RuntimeError("Call reset() first: there is no game yet.")
+        return self.match.game_log()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.match is None or not self.agents:
