@@ -44,7 +44,8 @@ def instructions(*, persona: str, reasoning: str, max_queries: int) -> str:
         "allows (report_tom, propose, pass, decide, craft, finish_crafting); one craft per call, call "
         "finish_crafting when you are done crafting.",
         f"Before an action you may call query tools (item_info, possible_recipes_from_hands, recipe_search, "
-        f"crafting_tree, craftable, history), at most {max_queries} per move; they change nothing.",
+        f"crafting_tree, craftable, match_grid, craft_options, history), at most {max_queries} per move; "
+        "they change nothing.",
         "A refused call comes back with an error code and a sentence saying what to fix; then call again.",
         "",
         "# Reasoning",

@@ -3,11 +3,11 @@
 One tool per end-of-phase action of :data:`server.game.actions.ACTION_MODELS` (``report_tom``,
 ``propose``, ``pass``, ``decide``, ``craft``, ``finish_crafting``) and per in-phase query of
 :data:`server.game.queries.QUERY_MODELS` (``item_info``, ``possible_recipes_from_hands``,
-``recipe_search``, ``crafting_tree``, ``craftable``, ``history``). A tool's arguments are its model's
-JSON schema without the ``type`` tag (the tool's name says it), its description the model's docstring:
-there is no second copy of any schema here. ``resign`` gets no tool: leaving a study game for good is
-the participant's decision, not a move an LLM should stumble into while negotiating (a program that
-wants it sends ``{"type": "resign"}`` through its connection).
+``recipe_search``, ``crafting_tree``, ``craftable``, ``match_grid``, ``craft_options``, ``history``). A
+tool's arguments are its model's JSON schema without the ``type`` tag (the tool's name says it), its
+description the model's docstring: there is no second copy of any schema here. ``resign`` gets no tool:
+leaving a study game for good is the participant's decision, not a move an LLM should stumble into while
+negotiating (a program that wants it sends ``{"type": "resign"}`` through its connection).
 
 Strict mode (OpenAI strict tools, which refuse free-key objects) renders the arguments with
 :func:`server.game.schemas.strict_args_schema` (lists of ``{item, count}`` pairs) and parses calls back
@@ -53,6 +53,8 @@ QUERY_TOOLS: dict[str, str] = {
     "recipe_search": "recipe_search",
     "crafting_tree": "crafting_tree",
     "craftable": "craftable",
+    "match_grid": "match_grid",
+    "craft_options": "craft_options",
     "history": "history",
 }
 """Tool name -> query type (the paper's names ``item_info`` and ``possible_recipes_from_hands``)."""
