@@ -45,6 +45,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
   async function show(item) {
     const ticket = ++request;
     shown = item;
+    const hadFocus = panel.contains(document.activeElement); // a refresh must not drop the reader's place
     const { ruleset, seats, mine, hand } = context();
     panel.hidden = false;
     title.textContent = `About ${itemName(item, ruleset)}`;
@@ -98,6 +99,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     list.append(treeNode(tree.answer.tree, { ruleset, seats, mine }));
     body.append(list);
     if (tree.answer.truncated) body.append(el("p", "muted", "The tree was cut short: it is too large to show whole."));
+    if (hadFocus && !panel.contains(document.activeElement)) title.focus();
   }
 
   function treeNode(node, ctx) {
