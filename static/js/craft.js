@@ -263,6 +263,9 @@ export function createCraftPanel({ emit, absorb }) {
   // ------------------------------------------------------------------------------ hand preview
   function renderHand() {
     const hand = currentHand();
+    const key = JSON.stringify([hand, state.view.target, state.ruleset]);
+    if (key === state.handShown) return; // unchanged: keep the focus and the reader's place
+    state.handShown = key;
     const list = $("craft-hand");
     const entries = Object.entries(hand).sort(([a], [b]) => itemName(a, state.ruleset).localeCompare(itemName(b, state.ruleset)));
     list.replaceChildren(
@@ -638,7 +641,7 @@ export function createCraftPanel({ emit, absorb }) {
       state.wasCrafting = isCrafting;
       state.generation += 1;
       if (isCrafting) {
-        grid.render(currentHand(), ruleset, `tradecraft:grid:${envelope.game_id}:${view.turn}`);
+        keepingFocus(() => grid.render(currentHand(), ruleset, `tradecraft:grid:${envelope.game_id}:${view.turn}`));
         scheduleGridMatch();
       } else {
         showError(null, "");
