@@ -250,13 +250,13 @@ def test_whole_runs_game_neither_offers_nor_accepts_fractions(
     expect(stick).to_contain_text("you hold 1 of 2")
     assert stick.locator("input").count() == 0
 
-    # a typed fraction is refused by the control itself and changes nothing
+    # a typed fraction is refused by the control itself and changes nothing (a number field takes no "/")
     before = hand.inner_text()
-    page.evaluate("document.querySelector(\"#craft-possible li[data-recipe='torch'] input\").type = 'text'")
-    runs.fill("1/4")
+    runs.fill("0.5")  # what a number field lets one type: refused by the control, never sent
     torch.get_by_role("button", name="Craft", exact=True).click()
     error = page.locator("#room-craft-error")
     expect(error).to_contain_text("whole runs only")
+    assert error.get_attribute("data-code") == "refused_by_the_control"  # not sent to the server
     assert torch.locator("#room-craft-error").count() == 1
     assert hand.inner_text() == before
     page.screenshot(path=artifacts / "craft-whole-refused.png", full_page=True)
