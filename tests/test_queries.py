@@ -78,9 +78,14 @@ def test_every_query_model_is_exercised() -> None:
 def test_answers_agree_with_the_planner() -> None:
     game = new()
     info = run_query(game, 0, {"type": "item_info", "item": "minecraft:torch"})
-    assert {k: v for k, v in info.items() if k not in ("type", "recipes")} == PLANNER.item_info(
-        "torch"
-    ).as_dict()
+    assert {k: v for k, v in info.items() if k not in ("type", "recipes", "makes", "makes_total")} == (
+        PLANNER.item_info("torch").as_dict()
+    )
+    coal = run_query(game, 0, {"type": "item_info", "item": "coal"})
+    assert "torch" in coal["makes"] and "coal_block" in coal["makes"] and "coal" not in coal["makes"]
+    assert coal["makes_total"] == len(coal["makes"]) == len(set(coal["makes"]))
+    sticks = run_query(game, 0, {"type": "item_info", "item": "stick"})
+    assert len(sticks["makes"]) == 60 < sticks["makes_total"]  # bounded
     assert [r["recipe"] for r in info["recipes"]] == info["made_by"]
 
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})

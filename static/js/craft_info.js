@@ -79,15 +79,22 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     }
     if (details.made_by.length > details.recipes.length) ways.append(el("li", "muted", `and ${details.made_by.length - details.recipes.length} more recipes`));
     body.append(ways);
-    if (details.used_by.length) {
-      const used = el("p");
-      used.append(`Used in ${details.used_by.length} recipe${details.used_by.length > 1 ? "s" : ""}: `);
-      details.used_by.slice(0, 12).forEach((id, index) => {
-        if (index) used.append(", ");
-        used.append(el("span", "craft-recipe-id", id.replace(/_/g, " ")));
-      });
-      if (details.used_by.length > 12) used.append(", …");
-      body.append(used);
+    if (details.makes && details.makes.length) {
+      body.append(el("h4", null, `What it is used to make (${details.makes_total})`));
+      const makes = el("ul", "item-list craft-makes-list");
+      for (const result of details.makes) {
+        const entry = el("li");
+        const button = el("button", "link-button craft-result");
+        button.type = "button";
+        button.append(iconFor(result, ruleset), ` ${itemName(result, ruleset)}`);
+        button.addEventListener("click", () => onShowItem(result));
+        entry.append(button);
+        makes.append(entry);
+      }
+      if (details.makes_total > details.makes.length) makes.append(el("li", "muted", `and ${details.makes_total - details.makes.length} more`));
+      body.append(makes);
+    } else {
+      body.append(el("p", "muted", "No recipe uses it: it is only worth holding for a target."));
     }
     body.append(el("h4", null, "Crafting tree"));
     if (!tree || !tree.ok) {

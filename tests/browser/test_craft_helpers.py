@@ -113,6 +113,12 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     page.get_by_role("button", name="How is Shears made?").click()
     expect(page.locator("#craft-info")).to_contain_text("About Shears")
     expect(page.locator("#craft-info .craft-tree").first).to_contain_text("Iron Ingot")
+    # from the tree to an ingredient's info, and from what that is used to make back to the shears
+    page.locator("#craft-info .craft-tree").get_by_role("button", name=re.compile("Iron Ingot.*show")).click()
+    expect(page.locator("#craft-info-title")).to_have_text("About Iron Ingot")
+    expect(page.locator("#craft-info-title")).to_be_focused()
+    page.locator("#craft-info .craft-makes-list").get_by_role("button", name="Shears").click()
+    expect(page.locator("#craft-info-title")).to_have_text("About Shears")
 
     # the recipe book: a fractional smelting run with coal chosen as the fuel (the default would burn a stick)
     page.get_by_label("Search recipes by item name").fill("iron ingot")
