@@ -50,7 +50,7 @@ export function createCraftPanel({ emit, absorb }) {
     title: $("craft-info-title"),
     emit,
     onShowItem: (item) => showItem(item),
-    context: () => ({ ruleset: state.ruleset, seats: state.seats, mine: state.mine, hand: currentHand() }),
+    context: () => ({ ruleset: state.ruleset, seats: state.seats, mine: state.mine, hand: shownItems() }),
   });
 
   const grid = createCraftGrid({
@@ -74,6 +74,12 @@ export function createCraftPanel({ emit, absorb }) {
     if (!view) return {};
     if (view.crafting_hand) return view.crafting_hand;
     return state.mine !== null && view.hands[state.mine] ? view.hands[state.mine] : {};
+  }
+
+  /** Items to draw a tag's slot with: the player's own first, then any public hand's (else the first). */
+  function shownItems() {
+    const others = (state.view ? state.view.hands : []).flatMap((hand) => Object.keys(hand));
+    return { ...Object.fromEntries(others.map((item) => [item, "0"])), ...currentHand() };
   }
 
   function showItem(item) {
@@ -561,7 +567,7 @@ export function createCraftPanel({ emit, absorb }) {
       const needs = el("p", "craft-needs", `Needs ${recipe.ingredients.map((i) => ingredientText(i, state.ruleset)).join(" + ")}${recipe.burns_fuel ? " + fuel" : ""}.`);
       row.append(needs);
       if (recipe.grid) {
-        row.append(miniGrid(recipe, state.ruleset, hand));
+        row.append(miniGrid(recipe, state.ruleset, shownItems()));
         if (crafting()) {
           const put = el("button", "link-button", "Put it in the grid");
           put.type = "button";

@@ -32,10 +32,12 @@ export function miniGrid(recipe, ruleset, heldItems = {}) {
   return box;
 }
 
-/** The option of an ingredient to show or place: one the hand holds (the most), else the first. */
+/**
+ * The option of an ingredient to show or place: one the player holds, else one some hand holds (listed
+ * with count "0" in `heldItems`), else the first.
+ */
 export function pickOption(options, heldItems) {
-  const holding = options.filter((o) => heldItems[o] !== undefined);
-  return holding.length ? holding[0] : options[0];
+  return options.find((o) => heldItems[o] !== undefined && heldItems[o] !== "0") ?? options.find((o) => heldItems[o] !== undefined) ?? options[0];
 }
 
 export function createItemInfo({ panel, body, title, emit, onShowItem, context }) {
@@ -94,7 +96,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
       if (details.makes_total > details.makes.length) makes.append(el("li", "muted", `and ${details.makes_total - details.makes.length} more`));
       body.append(makes);
     } else {
-      body.append(el("p", "muted", "No recipe uses it: it is only worth holding for a target."));
+      body.append(el("p", "muted", "No recipe uses it."));
     }
     body.append(el("h4", null, "Crafting tree"));
     if (!tree || !tree.ok) {
@@ -120,7 +122,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     if (node.you_hold !== undefined && node.you_hold !== "0") line.append(el("span", "badge badge-you", `you hold ${node.you_hold}`));
     const others = (node.held_by || []).filter((seat) => seat !== ctx.mine);
     if (others.length) line.append(el("span", "badge", `held by ${others.map((s) => seatName(ctx.seats, s)).join(", ")}`));
-    const stops = { held: "enough is held", raw: "raw material: trade for it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
+    const stops = { held: "the hands hold enough", raw: "raw material: trade for it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
     if (node.stop) line.append(el("span", "muted", ` (${stops[node.stop] || node.stop})`));
     if (node.options && node.options.length > 1) line.append(el("span", "muted", ` (or ${node.options.length - 1} other kind${node.options.length > 2 ? "s" : ""})`));
     item.append(line);
