@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import queue
 import re
@@ -296,7 +297,7 @@ def bound_trace(
     string (a credential the server's environment holds becomes ``[redacted]``), and at most ``max_bytes``
     of JSON: long strings are cut (``…[truncated]``) and the record gets ``"truncated": true`` and its
     original size ``"original_bytes"``; a record still too big keeps only its scalar fields."""
-    text = json.dumps(record, default=repr, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(_finite(record), default=repr, ensure_ascii=False, separators=(",", ":"))
     for secret in secrets:
         escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as the secret appears inside JSON text
         if escaped in text:
@@ -316,6 +317,17 @@ def bound_trace(
         cut = {k: v for k, v in cut.items() if isinstance(v, int | float | bool) or v is None}
         cut.update(truncated=True, original_bytes=size)
     return cut
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities (which JSON cannot hold) become None; containers are copied, dict keys as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _cut_strings(value: Any, limit: int) -> Any:

@@ -193,6 +193,7 @@ class LiveGame:
     lock: threading.RLock = field(default_factory=threading.RLock)
     online: dict[int, int] = field(default_factory=dict)  # seat -> open connections in this process
     bot_failures: dict[int, int] = field(default_factory=dict)  # failed attempts at the seat's current move
+    bot_refused: dict[int, int] = field(default_factory=dict)  # failed bot attempts, all moves together
     bot_overdue: dict[int, int] = field(default_factory=dict)  # moves abandoned past the time limit
     policies: dict[int, LivePolicy] = field(default_factory=dict)  # bot seat -> its live policy
     fallbacks: set[int] = field(default_factory=set)  # bot seats whose overdue move the fallback is playing
@@ -1058,6 +1059,7 @@ class Rooms:
         until bots.max_failures in a row, then the seat resigns."""
         failures = live.bot_failures.get(seat, 0) + 1
         live.bot_failures[seat] = failures
+        live.bot_refused[seat] = live.bot_refused.get(seat, 0) + 1
         detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
         log.warning(
             "game %s: bot %s at seat %s failed (%s/%s): %s",
@@ -1194,7 +1196,18 @@ class Rooms:
                 **self.envelope(live, None),
                 "view": researcher_view(live.game) if live.game else None,
                 "meta": live.meta,
+                "bots": self._bot_counts(live),
             }
+
+    @staticmethod
+    def _bot_counts(live: LiveGame) -> dict[str, dict[str, int]]:
+        """Per bot seat: its moves refused by the engine or failed in the policy, and its moves abandoned past
+        the time limit (counted by this process since it loaded the game)."""
+        seats = set(live.bot_refused) | set(live.bot_overdue)
+        return {
+            str(seat): {"failed": live.bot_refused.get(seat, 0), "overdue": live.bot_overdue.get(seat, 0)}
+            for seat in sorted(seats)
+        }
 
     # ------------------------------------------------------------------------------------- presence
     def presence(self, game_id: str, seat: int, delta: int) -> None:

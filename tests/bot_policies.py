@@ -31,13 +31,15 @@ class Recorded:
         self.seed = seed
         self.options = options
         self.inner = make_policy("random", seed)
-        folder = Path(os.environ.get("TC_TEST_POLICY_RECORDS", "."))
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"{name}-{seed}-{uuid.uuid4().hex[:8]}.jsonl"
+        folder = os.environ.get("TC_TEST_POLICY_RECORDS")
+        self.path = Path(folder) / f"{name}-{seed}-{uuid.uuid4().hex[:8]}.jsonl" if folder else None
         self.observed = 0
         self._write({"built": name, "seed": seed, "options": options})
 
     def _write(self, record: dict[str, Any]) -> None:
+        if self.path is None:  # built in the test process itself: nothing to record
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"at": time.time(), **record}) + "\n")
 

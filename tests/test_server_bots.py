@@ -25,10 +25,11 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from bot_policies import SECRET_ENV, read_records
+from bot_policies import SECRET_ENV, factory, read_records
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
 
-from server.bots import bot_seed, bound_trace, policy_seed
+from server.auth import ServerError
+from server.bots import BotRegistry, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
 from server.settings import SettingsError, load_settings
@@ -215,6 +216,8 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     expected = [policy_seed(4711, 1), policy_seed(4711, 1, move_key, 1), policy_seed(4711, 1, move_key, 2)]
     assert seeds == expected and len(set(seeds)) == 3
     assert expected[0] == bot_seed(4711, 1)
+    researcher = requests.get(f"{server.url}/api/admin/games/{game_id}", auth=ADMIN, timeout=30).json()
+    assert researcher["bots"] == {"1": {"failed": 3, "overdue": 0}}
     counted = re.findall(r"bot illegal at seat 1 failed \((\d)/3\): \{'code': '(\w+)'", server.log())
     assert [n for n, _ in counted] == ["1", "2", "3"]
     assert {code for _, code in counted} == {refused["error"]["code"]}
@@ -381,12 +384,46 @@ def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(tmp
         finished = wait_until(
             lambda: (log := game_log(server, quick)).header.status == "finished" and log, 30, "quick game"
         )
+        overdue = requests.get(f"{server.url}/api/admin/games/{hung}", auth=ADMIN, timeout=30).json()
     finally:
         server.stop()
     assert server.log().count("abandoned, random plays it") >= 3
+    assert overdue["bots"]["0"]["overdue"] >= 3 and "1" not in overdue["bots"]
     quick_moves = sum(1 for e in finished.events if e.actor is not None)
     sleepy_acts = [line for run in acted(read_records(records, "sleepy")) for line in run if "act" in line]
     assert len(sleepy_acts) >= quick_moves  # every move of the quick game was its own policy's
     hang_calls = [line for run in acted(read_records(records, "hang")) for line in run if "act" in line]
     seeds = {run[0]["seed"] for run in acted(read_records(records, "hang"))}
     assert len(hang_calls) >= 3 and seeds == {bot_seed(3, 0)}  # rebuilt with the same seed each move
+
+
+def test_bound_trace_keeps_what_json_cannot_hold_storable() -> None:
+    bounded = bound_trace({"seat": 0, "score": float("nan"), "when": float("inf"), 3: {1, 2}}, 4096)
+    assert bounded == {"seat": 0, "score": None, "when": None, "3": "{1, 2}"}
+
+
+def test_who_may_seat_a_restricted_policy(tmp_path: Path) -> None:
+    """The rule of BotRegistry.require, with and without the hall the lobby creates the game in."""
+    settings = load_settings(policy_config(tmp_path, allowed_specs=["llm:test:allowed"]), environ={})
+    registry = BotRegistry(factory, settings=settings)
+    assert (
+        registry.require("random") == "random" and registry.require("llm:test:allowed") == "llm:test:allowed"
+    )
+    hall_spec = "llm:test:hall-model?tom=0"
+    assert registry.require(hall_spec, hall="llm_hall") == hall_spec  # the hall's own seat
+    with pytest.raises(ServerError) as error:
+        registry.require(hall_spec, hall="duel")  # another hall's LLM, when the lobby says which hall
+    assert error.value.code == "bot_not_allowed" and error.value.status == 403
+    assert registry.require(hall_spec) == hall_spec  # the lobby does not say yet: any hall's seat counts
+    for spec, code in (
+        ("llm:test:other", "bot_not_allowed"),
+        ("LLM:test:other", "bot_not_allowed"),
+        ("llm:test:allowed?token=abc", "credentials_in_spec"),
+        ("random?base_url=https://me:pw@example.org", "credentials_in_spec"),
+    ):
+        with pytest.raises(ServerError) as error:
+            registry.require(spec)
+        assert error.value.code == code, spec
+    with pytest.raises(ServerError) as error:  # no settings: restricted policies are never seated
+        BotRegistry(factory).require("llm:test:allowed")
+    assert error.value.code == "bot_not_allowed"
