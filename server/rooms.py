@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -258,6 +259,7 @@ class Rooms:
         self._registry_lock = threading.Lock()
         self.bot_executor = BotExecutor(settings.bots.workers, settings.bots.max_abandoned_threads)
         self._secrets = environment_secrets()  # cut out of every trace record
+        self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
 
     # ------------------------------------------------------------------------------------------ loading
@@ -837,6 +839,8 @@ class Rooms:
             live.policies[seat] = current
         move_key = bot_move_key(game, seat)
         attempt = live.bot_failures.get(seat, 0)
+        if self.settings.socketio.message_queue and not self._claim_bot_move(live, seat, move_key, attempt):
+            return None
         keeper: LivePolicy | None
         if attempt:
             # a retry after a refused or failed move: a one-move policy with another seed, shown the whole log
@@ -862,6 +866,21 @@ class Rooms:
         )
         current.in_flight = move
         return move
+
+    def _claim_bot_move(self, live: LiveGame, seat: int, move_key: str, attempt: int) -> bool:
+        """With several server processes (a message queue), each one that has the game loaded would ask its
+        own policy for every move: an LLM seat would be paid for twice. The first process to claim a move
+        in the store (``set_value_if_absent``) decides it; the others look again after the move time limit,
+        when a new claim window opens, in case the claimer died. (One small store value per bot move.)"""
+        limit = self.settings.bots.move_time_limit_seconds
+        window = int(self.clock() // limit)
+        key = f"botclaim:{live.game_id}:{seat}:{move_key}:{attempt}:{window}"
+        if self.store.set_value_if_absent(key, self._process_token) == self._process_token:
+            return True
+        self.scheduler.schedule(
+            f"bot:{live.game_id}:{seat}", self.clock() + limit, partial(self._bot_move, live.game_id, seat)
+        )
+        return False
 
     def _seat_news(self, live: LiveGame, seat: int, policy: LivePolicy) -> list[dict[str, Any]]:
         """The seat's viewer events its policy has not been shown, numbered ``n`` exactly as a remote

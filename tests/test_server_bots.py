@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,12 +29,16 @@ import yaml
 from bot_policies import SECRET_ENV, factory, read_records
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
 
-from server.auth import ServerError
+from agents.bots.registry import make_policy
+from server.auth import Principal, ServerError
 from server.bots import BotRegistry, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
+from server.lobby import Lobby
+from server.rooms import Rooms
 from server.settings import SettingsError, load_settings
 from server.store import open_store
+from server.timers import DeadlineScheduler
 
 ADMIN = ("admin", "test-admin-password")
 POLICY_SERVER = Path(__file__).parent / "policy_server.py"
@@ -304,9 +309,10 @@ def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[Serve
         )
     finally:
         host.close()
-    log = game_log(server, game_id)
+    # the traces are stored right after the move's events (the push may come first)
+    log = wait_until(lambda: (found := game_log(server, game_id)).traces and found, 10, "the seat's traces")
     assert log.header.models == [{"seat": 1, "model": "test:hall-model"}]
-    assert log.traces and all(t.seat == 1 for t in log.traces)
+    assert all(t.seat == 1 for t in log.traces)
     assert SECRET not in server.log() and "sk-live-123" not in server.log()
 
 
@@ -427,3 +433,54 @@ def test_who_may_seat_a_restricted_policy(tmp_path: Path) -> None:
     with pytest.raises(ServerError) as error:  # no settings: restricted policies are never seated
         BotRegistry(factory).require("llm:test:allowed")
     assert error.value.code == "bot_not_allowed"
+
+
+# ------------------------------------------------------------------------------------ several processes
+def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: Path) -> None:
+    """Two Rooms over one SQLite file and a (nominal) message queue, as two server processes: both resume
+    the same bot game, yet each move is decided by one of them only (an LLM seat is paid for once)."""
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'shared.db'}")
+    settings = load_settings(config, environ={"TRADECRAFT__SOCKETIO__MESSAGE_QUEUE": "redis://unused"})
+    asked: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    class Counting:
+        def __init__(self, seed: int) -> None:
+            self.inner = make_policy("random", seed)
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            key = f"{view['turn']}:{view['phase']}:{len(view.get('crafts_this_phase') or [])}"
+            with lock:
+                asked.append((view["seat"], key))
+            time.sleep(0.02)  # long enough for the other process to try the same move
+            return self.inner.act(view, legal)
+
+    def counting_factory(spec: str, seed: int) -> Any:
+        return Counting(seed)
+
+    processes = []
+    for _ in range(2):
+        store = open_store(settings.database_uri)
+        scheduler = DeadlineScheduler(workers=2)
+        registry = BotRegistry(counting_factory, settings=settings)
+        rooms = Rooms(settings, store, scheduler, registry, lambda *args: None)
+        processes.append((store, rooms, Lobby(settings, store, rooms, registry)))
+    try:
+        first, second = processes
+        creator = Principal(id="user-host", name="Host", kind="human")
+        game_id = first[2].create_game("duel", creator, seats=[bot("random"), bot("random")], seed=9)[
+            "game_id"
+        ]
+        assert second[1].recover() == 1  # the other process resumes it too (as after its restart)
+        wait_until(lambda: first[0].get_game(game_id)["status"] == "finished", 30, "the bot game to end")
+    finally:
+        for store, rooms, _ in processes:
+            rooms.close()
+            store.close()
+    records = open_store(settings.database_uri)
+    try:
+        moves = [r for r in records.load_events(game_id) if r["actor"] is not None]
+    finally:
+        records.close()
+    assert len(asked) == len(set(asked)), "a move was decided twice"
+    assert len(asked) == len(moves)  # random bots are always legal: one decision per stored move
