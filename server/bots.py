@@ -217,7 +217,6 @@ class BotExecutor:
         self._written_off: set[int] = set()  # idents of threads whose move was abandoned
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._pending = 0
         for _ in range(workers):
             self._start_thread()
 
@@ -231,7 +230,6 @@ class BotExecutor:
         with self._lock:
             if self._closed:
                 return
-            self._pending += 1
         self._tasks.put(task)
 
     def write_off(self, thread_ident: int | None) -> None:
@@ -271,7 +269,6 @@ class BotExecutor:
             except Exception:
                 log.exception("a bot move failed outside its own error handling")
             with self._lock:
-                self._pending -= 1
                 if me in self._written_off:  # a replacement took this thread's place meanwhile
                     self._written_off.discard(me)
                     return

@@ -484,3 +484,46 @@ def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: 
         records.close()
     assert len(asked) == len(set(asked)), "a move was decided twice"
     assert len(asked) == len(moves)  # random bots are always legal: one decision per stored move
+
+
+def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> None:
+    """A ToM-1 bot learns from what it sees: the server builds its policy once per seat (seeded
+    bot_seed(game seed, seat)) and keeps it, instead of a fresh one per move."""
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'tom.db'}")
+    settings = load_settings(config, environ={})
+    built: list[tuple[str, int]] = []
+    seen: dict[int, list[int]] = {}
+
+    class Watched:
+        def __init__(self, spec: str, seed: int) -> None:
+            self.inner, self.seed = make_policy(spec, seed), seed
+
+        def observe(self, events: list[dict[str, Any]]) -> None:
+            seen.setdefault(self.seed, []).extend(event["n"] for event in events)
+            self.inner.observe(events)
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            return self.inner.act(view, legal)
+
+    def watched_factory(spec: str, seed: int) -> Any:
+        built.append((spec, seed))
+        return Watched(spec, seed)
+
+    store = open_store(settings.database_uri)
+    registry = BotRegistry(watched_factory, settings=settings)
+    rooms = Rooms(settings, store, DeadlineScheduler(workers=2), registry, lambda *args: None)
+    try:
+        creator = Principal(id="user-tom", name="Tom", kind="human")
+        lobby = Lobby(settings, store, rooms, registry)
+        game_id = lobby.create_game("duel", creator, seats=[bot("tom1"), bot("tom1")], seed=21)["game_id"]
+        wait_until(lambda: store.get_game(game_id)["status"] == "finished", 60, "the ToM game to end")
+        moves = [r for r in store.load_events(game_id) if r["actor"] is not None]
+    finally:
+        rooms.close()
+        store.close()
+    played = [entry for entry in built if entry[1] != 0]  # seed 0: the lobby checking the spec
+    assert sorted(played) == sorted([("tom1", bot_seed(21, 0)), ("tom1", bot_seed(21, 1))])
+    assert len(moves) > len(played)  # many moves, one policy per seat
+    for seat in (0, 1):
+        numbers = seen[bot_seed(21, seat)]
+        assert numbers == list(range(len(numbers)))  # each of its events once, in order
