@@ -155,10 +155,11 @@ class BotsSection(_Section):
         "truncated",
     )
     traces_per_game: int = Field(
-        20_000,
+        2_000,
         ge=0,
         le=100_000,
-        description="trace records kept per game; later ones are dropped (logged once per game)",
+        description="trace records kept per game; later ones are dropped (logged once per game). A game's "
+        "traces take at most traces_per_game x trace_max_bytes (128 MB with the defaults)",
     )
 
     @field_validator("default", "fallback", "allowed_specs")
