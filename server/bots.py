@@ -276,7 +276,7 @@ class BotExecutor:
 
 # ---------------------------------------------------------------------------------------------- traces
 #: Environment variables whose values are credentials: their values are cut out of any trace text.
-_SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"(_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 _TRUNCATION_MARK = "…[truncated]"
 
 
