@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("flask", "flask_socketio", "socketio", "scipy", "numpy", "pymongo")
+HEAVY += ("langchain", "langchain_core", "langchain_openai", "openai", "gymnasium", "pettingzoo")
 
 COMMANDS: dict[str, list[str]] = {
     "craft possible": ["craft", "possible", "--hand", '{"oak_planks": 2, "coal": 1, "stick": 3}'],

@@ -784,10 +784,17 @@ class Planner:
         taken = {item: round(q) for item, q in solution.slack.items() if round(q) > 0}
         return sum(taken.values()), taken
 
-    def relevant_items(self, target: Mapping[str, int], pool: Iterable[str]) -> frozenset[str]:
-        """Items that some recipe chain the pool can run towards the target could use."""
+    def relevant_items(
+        self, target: Mapping[str, int], pool: Iterable[str], *, through_crafted_fuel: bool = True
+    ) -> frozenset[str]:
+        """Items that some recipe chain the pool can run towards the target could use.
+
+        With ``through_crafted_fuel=False`` a chain may burn a fuel but not craft one: an item whose only
+        way to the target is being made into a fuel (an iron ingot into a smithing table, burnt to smelt
+        a log into charcoal for a torch) is left out, as the reference values want (fuel counts as what
+        it burns, only when a recipe on the way cooks)."""
         need = self._clean_target(target)
-        _, anc_recipes = self.ancestors(need)
+        _, anc_recipes = self.ancestors(need, fuel_leaves=not through_crafted_fuel)
         reach, fired = self._fireable(pool, anc_recipes)
         used: set[str] = set(need)
         has_fuel_recipe = False
@@ -1122,7 +1129,7 @@ class Planner:
                             demand[consumed] = demand.get(consumed, Fraction(0)) + qty
                             if consumed in bounded_left:
                                 bounded_left[consumed] -= qty
-                for consumed in inputs[rid]:
+                for consumed in sorted(inputs[rid]):
                     consumers[consumed] -= 1
                     if consumers[consumed] == 0 and consumed in producers:
                         queue.append(consumed)

@@ -6,7 +6,8 @@ public hands added together) and the player's target:
 
 * ``U(S)``: the fewest whole items a sub-hand of ``S`` needs to craft the target within one craft
   phase (a small integer program, see :meth:`Planner.min_units`).
-* **0** (``no_use``): no recipe chain the pool can run towards the target could use the item.
+* **0** (``no_use``): no recipe chain the pool can run towards the target could use the item (a fuel
+  counts as fuel only when a recipe on the way cooks, never as what it could be crafted into).
 * **10** (``indispensable``): without every unit of the item the pool cannot craft the target.
 * otherwise (``replaceable``) ``1 + round(8 * max(harm, share))``, kept within 1..9, where
   ``harm = 1 - U(pool) / U(pool without the item)`` (how much harder the target gets without it) and
@@ -151,7 +152,8 @@ def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> Va
     if base is None:  # the target cannot be made at all: only "no use" can be said
         return ValueReport(need, pool, {i: ItemValue(i, 0, NO_USE) for i in pool}, None, {}, completed)
     units, subhand = base
-    relevant = planner.relevant_items(need, full)
+    # a fuel counts as a fuel (when a recipe on the way cooks), not as what could be crafted into one
+    relevant = planner.relevant_items(need, full, through_crafted_fuel=False) | set(subhand)
     values: dict[str, ItemValue] = {}
     for item in sorted(pool):
         if item not in relevant:

@@ -25,6 +25,7 @@ from server.auth import (
     basic_password,
     check_admin_password,
     clean_display_name,
+    parse_count,
     require_admin_configured,
     resolve_principal,
 )
@@ -43,6 +44,15 @@ def _scopes(raw: Any) -> list[str]:
     if not isinstance(scopes, list) or not scopes or any(s not in SCOPES for s in scopes):
         raise ServerError("invalid_request", f"scopes must be a non-empty list drawn from {list(SCOPES)}.")
     return list(dict.fromkeys(scopes))
+
+
+def _whole_number(raw: str, name: str) -> int:
+    """A count or seat number from a query string: the text is bounded before int() (which refuses
+    some text str.isdigit() accepts, such as a superscript two, and more than 4,300 digits)."""
+    value = parse_count(raw, name)
+    if value < 0:
+        raise ServerError("invalid_request", f"{name} must be a whole number such as 0 or 1.", {name: raw})
+    return value
 
 
 def admin_blueprint(services: Services) -> Blueprint:
@@ -107,6 +117,12 @@ def admin_blueprint(services: Services) -> Blueprint:
     def show_settings() -> tuple[Response, int]:
         return jsonify({"ok": True, "settings": settings.public_dict()}), 200
 
+    @admin.get("/halls/<name>/instances")
+    def hall_instances(name: str) -> tuple[Response, int]:
+        # exact instances with their difficulty: picking one tells the picker every target, so admins only
+        hall = services.lobby.hall(name)
+        return jsonify({"ok": True, "hall": name, "instances": services.lobby.instance_catalog(hall)}), 200
+
     @admin.get("/tokens")
     def list_tokens() -> tuple[Response, int]:
         return jsonify({"ok": True, "tokens": services.store.list_tokens()}), 200
@@ -134,10 +150,8 @@ def admin_blueprint(services: Services) -> Blueprint:
     @admin.get("/games")
     def games() -> tuple[Response, int]:
         status = request.args.get("status") or None
-        raw_limit = request.args.get("limit", "100")
-        if not raw_limit.isdigit():
-            raise ServerError("invalid_request", "limit must be a whole number.")
-        games = services.store.list_games(status=status, limit=min(int(raw_limit), 10_000))
+        limit = _whole_number(request.args.get("limit", "100"), "limit")
+        games = services.store.list_games(status=status, limit=min(limit, 10_000))
         return jsonify({"ok": True, "games": games}), 200
 
     @admin.get("/games/<game_id>")
@@ -157,9 +171,7 @@ def admin_blueprint(services: Services) -> Blueprint:
         seat = request.args.get("seat")
         try:
             if seat is not None:
-                if not seat.isdigit():
-                    raise ServerError("invalid_request", "seat must be a seat number such as 0 or 1.")
-                lines = export.export_participant(services.store, game_id, int(seat))
+                lines = export.export_participant(services.store, game_id, _whole_number(seat, "seat"))
                 filename = f"{game_id}-seat{seat}.jsonl"
             else:
                 lines = export.export_game_jsonl(services.store, game_id)

@@ -26,7 +26,6 @@ from craft_rules.crafting import (
     parse_runs,
     pick_fuel,
 )
-from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RuleSet
 
 MINI_RECIPES: dict[str, dict] = {
@@ -117,14 +116,6 @@ def write_rule_set(
     if fuels is not None:
         (folder / "fuels.json").write_text(json.dumps(fuels))
     return folder
-
-
-@pytest.fixture
-def mini(tmp_path: Path) -> RuleSet:
-    folder = write_rule_set(tmp_path / "mini", MINI_RECIPES, MINI_TAGS, MINI_FUELS)
-    rules, report = load_rule_set_from(folder, strict=True)
-    assert not report.problems
-    return rules
 
 
 # --- fractional runs --------------------------------------------------------------------------------
@@ -321,13 +312,6 @@ def test_running_max_runs_with_the_default_rules_succeeds(mini: RuleSet) -> None
 
 
 # --- the shipped minecraft rule set ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("the minecraft rule set is not installed")
-    return load_rule_set("minecraft")
 
 
 def test_minecraft_torch_from_one_plank_and_one_coal(minecraft: RuleSet) -> None:

@@ -11,45 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction as F
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
 from craft_rules.crafting import CraftError, craft, floor_hand, max_runs
-from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.planner import Planner, planner_for
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
-
-
-def _load_mini(tmp: Path) -> RuleSet:
-    rules, _ = load_rule_set_from(write_rule_set(tmp / "mini", MINI_RECIPES, MINI_TAGS, MINI_FUELS))
-    return rules
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
-    return _load_mini(tmp_path_factory.mktemp("props"))
-
-
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("the minecraft rule set is not installed")
-    return load_rule_set("minecraft")
-
-
-@pytest.fixture(scope="module")
-def alchemy() -> RuleSet:
-    if "alchemy" not in rule_set_dirs():
-        pytest.skip("the alchemy rule set is not installed")
-    return load_rule_set("alchemy")
 
 
 @pytest.fixture(scope="module", params=["mini", "minecraft", "alchemy"])

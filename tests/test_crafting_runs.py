@@ -31,14 +31,6 @@ def shared_dir() -> Path:
 ORIGINAL_PROBLEMS = shared_dir() / "data" / "original-tradecraft-problems" / "minecraft_1p_v_1p.json"
 
 
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    try:
-        return load_rule_set("minecraft")
-    except Exception as exc:  # pragma: no cover - the shipped rule set is part of the project
-        pytest.skip(f"minecraft rule set not available: {exc}")
-
-
 # --- crafting ------------------------------------------------------------------------------------
 def test_whole_runs_refuse_a_fraction_with_a_typed_error(minecraft: RuleSet) -> None:
     hand = {"coal": Fraction(1), "stick": Fraction(1)}

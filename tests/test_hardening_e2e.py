@@ -74,14 +74,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture
-def clients(server: ServerProcess) -> Iterator[list[Client]]:
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
 def new_client(server: ServerProcess, made: list[Client], name: str | None = None) -> Client:
     client = Client(server.url, name)
     made.append(client)

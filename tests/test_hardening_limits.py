@@ -63,14 +63,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-@pytest.fixture
-def clients(server: ServerProcess) -> Iterator[list[Client]]:
-    made: list[Client] = []
-    yield made
-    for client in made:
-        client.close()
-
-
 def person(server: ServerProcess, made: list[Client], prefix: str = "P") -> Client:
     client = Client(server.url, f"{prefix}-{uuid.uuid4().hex[:6]}")
     made.append(client)
@@ -206,6 +198,25 @@ def test_admin_routing_errors_are_typed_not_500(server: ServerProcess) -> None:
         answer = requests.request(method, server.url + path, auth=auth, timeout=10)
         assert answer.status_code in (404, 405), (path, answer.status_code)
         assert answer.json()["error"]["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("number", ["\u00b2", "9" * 5000, "1\u00b2", "-1", "1e3", ""])
+def test_admin_query_numbers_are_bounded_as_text(
+    server: ServerProcess, clients: list[Client], number: str
+) -> None:
+    """``?limit=`` and ``?seat=`` of the admin routes: text that str.isdigit() accepts but int() refuses
+    (a superscript two, more digits than int() converts) is invalid_request, never a 500."""
+    player = person(server, clients)
+    game_id = player.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
+    since = len(server.log())
+    for path in ("/api/admin/games", f"/api/admin/games/{game_id}/export"):
+        name = "limit" if path.endswith("/games") else "seat"
+        answer = requests.get(
+            server.url + path, params={name: number}, auth=("admin", ADMIN_PASSWORD), timeout=10
+        )
+        assert answer.status_code == 400, (path, number[:10], answer.status_code, answer.text[:200])
+        assert answer.json()["error"]["code"] == "invalid_request"
+    assert "Traceback" not in new_log(server, since)
 
 
 # ------------------------------------------------------------------------------------------ names

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agent_support import SMALL_INSTANCES
+from suite_support import shipped_rule_set
 
 from agents.bots import make_policy
 from agents.local import derive_seed, play_local
@@ -31,7 +32,6 @@ from agents.narrator import (
     settings_from_view,
     stable_prefix,
 )
-from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, mode_for_players
 from server.game import Event, Game, GameError, GameSettings, Timeout, filter_events
@@ -54,9 +54,7 @@ def instance(ruleset: str, index: int, targets: tuple[dict[str, int], ...] | Non
 
 
 def needs(ruleset: str) -> RuleSet:
-    if ruleset not in rule_set_dirs():
-        pytest.skip(f"rule set {ruleset} is not installed")
-    return load_rule_set(ruleset)
+    return shipped_rule_set(ruleset)  # fails, never skips, when a shipped rule set is missing
 
 
 def settings(ruleset: str, players: int, **extra: Any) -> GameSettings:

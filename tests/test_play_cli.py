@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from suite_support import shipped_rule_set
 
 from agents.local import LocalPlayError, play_local
-from craft_rules.loader import load_rule_set, rule_set_dirs
+from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import GameSettings, viewer_log
 from tradecraft.cli import main
@@ -43,15 +44,13 @@ def needs_shipped(ruleset: str | None = None, players: int | None = None) -> lis
         for i in SHIPPED
         if (ruleset is None or i.ruleset == ruleset) and (players is None or i.players == players)
     ]
-    if not found:
-        pytest.skip(f"no shipped instances for {ruleset or 'any rule set'} / {players or 'any'} players")
+    assert found, f"no shipped instances for {ruleset or 'any rule set'} / {players or 'any'} players"
     return found
 
 
 @pytest.fixture
 def instance_file(tmp_path: Path) -> Path:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("rule set minecraft is not installed")
+    shipped_rule_set("minecraft")
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(INSTANCE_FILE))
     return path
@@ -165,8 +164,7 @@ def test_console_script_smoke(instance_file: Path) -> None:
 
 # --- the local runner under the command -----------------------------------------------------------------
 def _alchemy_instance() -> TaskInstance:
-    if "alchemy" not in rule_set_dirs():
-        pytest.skip("rule set alchemy is not installed")
+    shipped_rule_set("alchemy")
     hands = ({"water": 3, "fire": 2}, {"earth": 3, "air": 2})
     return TaskInstance("alchemy/1p_v_1p/local#0", "alchemy", "1p_v_1p", hands, ({"steam": 9}, {"dust": 9}))
 

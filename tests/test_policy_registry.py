@@ -143,6 +143,13 @@ def test_players_split_at_seat_commas_not_option_commas() -> None:
     assert split_players("llm:x?tom=0,1,random") == ["llm:x?tom=0,1", "random"]
 
 
+# the language API's packages: only what runs an LLM agent or an environment may load them
+LANGUAGE_API = ("langchain", "langchain_core", "langchain_openai", "openai", "gymnasium", "pettingzoo")
+LANGUAGE_API += ("bpe_openai", "tiktoken")
+WATCHED_IMPORTS = ("flask", "flask_socketio", "socketio", "engineio", "scipy", "numpy", "server", "pymongo")
+WATCHED_IMPORTS += LANGUAGE_API
+
+
 def _imported_by(argv: list[str]) -> set[str]:
     """Top-level modules a `tradecraft` command imports, run as its own process."""
     script = (
@@ -150,8 +157,7 @@ def _imported_by(argv: list[str]) -> set[str]:
         "from tradecraft.cli import main\n"
         f"sys.argv = ['tradecraft', *{argv!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "names = {m for m in sys.modules if m.split('.')[0] in ('flask', 'flask_socketio', 'socketio', "
-        "'engineio', 'scipy', 'numpy', 'server', 'pymongo')}\n"
+        f"names = {{m for m in sys.modules if m.split('.')[0] in {WATCHED_IMPORTS!r}}}\n"
         "sys.stderr.write(json.dumps(sorted(names)))\n"
     )
     done = subprocess.run(
@@ -172,6 +178,10 @@ def test_commands_that_need_no_server_import_neither_flask_nor_the_solver() -> N
     assert "server.game" in play and "server.app" not in play  # the engine, not the web layer
     helped = _imported_by(["--help"])
     assert not {m for m in helped if m.split(".")[0] in ("flask", "scipy", "server")}
+    # nor the language API (LangChain, OpenAI, gymnasium, PettingZoo): they cost cold start, and none of
+    # these commands runs an LLM or an environment
+    for imported in (possible, play, helped, _imported_by(["tasks", "list", "--json"])):
+        assert not {m for m in imported if m.split(".")[0] in LANGUAGE_API}, sorted(imported)
 
 
 def test_planning_still_loads_the_solver_when_it_solves() -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from agent_support import SMALL_INSTANCES
+from suite_support import shipped_rule_set
 
 from agents.bots import Policy, RandomBot, make_policy
 from agents.local import derive_seed, play_local
-from craft_rules.loader import load_rule_set, rule_set_dirs
+from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import GameSettings
 
@@ -37,8 +38,7 @@ def instances_to_play(ruleset: str, shipped_per_mode: int = 2) -> list[TaskInsta
 
 
 def needs(ruleset: str) -> None:
-    if ruleset not in rule_set_dirs():
-        pytest.skip(f"rule set {ruleset} is not installed")
+    shipped_rule_set(ruleset)  # fails, never skips, when a shipped rule set is missing
 
 
 def bots(n: int, seed: int) -> list[Policy]:

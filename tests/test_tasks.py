@@ -22,11 +22,6 @@ from craft_rules.tasks import (
 from tradecraft.cli import main as cli
 
 
-@pytest.fixture(scope="module")
-def minecraft():
-    return load_rule_set("minecraft")
-
-
 def instance(hands, targets, mode="1p_v_1p", ruleset="minecraft") -> TaskInstance:
     return TaskInstance("test#0", ruleset, mode, tuple(hands), tuple(targets))
 

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
-from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.values import (
     INDISPENSABLE,
@@ -23,21 +21,6 @@ from craft_rules.values import (
     reference_values,
     value_report,
 )
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
-    folder = tmp_path_factory.mktemp("values") / "mini"
-    rules, _ = load_rule_set_from(write_rule_set(folder, MINI_RECIPES, MINI_TAGS, MINI_FUELS))
-    return rules
-
-
-@pytest.fixture(scope="module")
-def minecraft() -> RuleSet:
-    if "minecraft" not in rule_set_dirs():
-        pytest.skip("the minecraft rule set is not installed")
-    return load_rule_set("minecraft")
-
 
 # --- the definition, case by case (mini rule set) ------------------------------------------------------
 
@@ -172,6 +155,18 @@ DOC_EXAMPLES = [
         [{"iron_ingot": 2, "stick": 2, "raw_iron": 3}, {"coal": 1, "oak_log": 1}],
         {"raw_iron": 10, "iron_ingot": 5, "oak_log": 4, "coal": 1, "stick": 1},
     ),
+    # no route but through crafting a fuel (iron -> smithing table -> charcoal): 0, not 1
+    (
+        {"torch": 1},
+        [{"oak_planks": 1, "coal": 1}, {"iron_ingot": 2, "raw_iron": 1}],
+        {"coal": 10, "oak_planks": 10, "iron_ingot": 0, "raw_iron": 0},
+    ),
+    # nothing on the way cooks: coal is no fuel here
+    (
+        {"crafting_table": 1},
+        [{"oak_planks": 4, "coal": 1}, {"oak_log": 1, "stick": 2}],
+        {"oak_log": 9, "oak_planks": 1, "coal": 0, "stick": 0},
+    ),
 ]
 
 
@@ -201,5 +196,8 @@ def test_docs_state_the_definition() -> None:
         "harm",
         "share",
         "Completion",
+        "Fuel counts as fuel only",
+        "Ground truth for V1 and V2",
+        "own V1 report about me",
     ]:
         assert phrase in doc
