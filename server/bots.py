@@ -8,9 +8,10 @@ runs them: docs/protocol.md, "Bots"); whatever it answers is validated like a cl
 
 Seeds: one live policy per (game, seat), built with :func:`policy_seed` (the game seed and the seat), kept
 across moves and fed the seat's events; a policy rebuilt after a restart gets the same seed and the seat's
-whole log, so it plays on as the lost one would have. A retry after an illegal move asks a one-move policy
-built with another seed (:func:`policy_seed` with the move key and the attempt number), or it would repeat
-the same move.
+whole log, so it plays on as the lost one would have. After a refused move a policy with a ``refused(error)``
+hook (an LLM agent) is told the engine's typed error and asked again; any other policy's retry is asked of a
+one-move policy built with another seed (:func:`policy_seed` with the move key and the attempt number), or it
+would repeat the same move.
 
 This module also holds the thread pool bot moves are decided on (:class:`BotExecutor`), who may seat which
 policy (:meth:`BotRegistry.require`), and the bounds on trace records (:func:`bound_trace`).
@@ -196,6 +197,7 @@ class BotMove:
     events: list[dict[str, Any]]  # the seat's new viewer events (its whole log for a new policy)
     live: LivePolicy | None  # None: a retry's one-move policy, built and dropped with the move
     submitted: float
+    refusal: dict[str, Any] | None = None  # the engine's error for the policy's last answer, told first
     abandoned: threading.Event = field(default_factory=threading.Event)
     thread: int | None = None  # the worker thread's ident while it decides
 

@@ -198,6 +198,9 @@ class LiveGame:
     bot_overdue: dict[int, int] = field(default_factory=dict)  # moves abandoned past the time limit
     policies: dict[int, LivePolicy] = field(default_factory=dict)  # bot seat -> its live policy
     fallbacks: set[int] = field(default_factory=set)  # bot seats whose overdue move the fallback is playing
+    refusals: dict[int, dict[str, Any]] = field(
+        default_factory=dict
+    )  # bot seat -> why its answer was refused
     deadline: float | None = None
     # seat (None = spectator) -> (last_seq, view): a view is a pure function of the log, so each change
     # computes each seat's view at most once for the ack and every push
@@ -841,16 +844,21 @@ class Rooms:
         attempt = live.bot_failures.get(seat, 0)
         if self.settings.socketio.message_queue and not self._claim_bot_move(live, seat, move_key, attempt):
             return None
-        keeper: LivePolicy | None
-        if attempt:
-            # a retry after a refused or failed move: a one-move policy with another seed, shown the whole log
+        keeper: LivePolicy | None = current
+        refusal = live.refusals.get(seat) if attempt else None
+        if refusal is not None and getattr(current.policy, "refused", None) is not None:
+            # a refused answer, and the policy can learn why (an LLM agent): told, then asked again
+            seed, events = current.seed, self._seat_news(live, seat, current)
+        elif attempt:
+            # any other retry: a one-move policy with another seed (or it would repeat itself), whole log
             seed, events, keeper = (
                 policy_seed(live.seed, seat, move_key, attempt),
                 self.history(live, seat),
                 None,
             )
+            refusal = None
         else:
-            seed, events, keeper = current.seed, self._seat_news(live, seat, current), current
+            seed, events = current.seed, self._seat_news(live, seat, current)
         move = BotMove(
             game_id=live.game_id,
             seat=seat,
@@ -863,6 +871,7 @@ class Rooms:
             events=_json_copy(events),
             live=keeper,
             submitted=self.clock(),
+            refusal=refusal,
         )
         current.in_flight = move
         return move
@@ -911,6 +920,8 @@ class Rooms:
                 policy = self.bots.make(move.spec, move.seed)
                 if move.live is not None:
                     move.live.policy = policy
+            if move.refusal is not None:
+                policy.refused(move.refusal)  # type: ignore[attr-defined]
             observe = getattr(policy, "observe", None)
             if observe is not None and move.events:
                 observe(move.events)
@@ -983,6 +994,7 @@ class Rooms:
                 return None
             events, records = outcome
             live.bot_failures[seat] = 0
+            live.refusals.pop(seat, None)
             try:
                 answer = {"ok": True, "bot": spec, "seat": seat}
                 self.store.remember_action(live.game_id, action_id, answer, digest)
@@ -1079,6 +1091,10 @@ class Rooms:
         failures = live.bot_failures.get(seat, 0) + 1
         live.bot_failures[seat] = failures
         live.bot_refused[seat] = live.bot_refused.get(seat, 0) + 1
+        if isinstance(err, GameError | ServerError):
+            live.refusals[seat] = err.to_dict()  # what a client would have been answered
+        else:
+            live.refusals.pop(seat, None)
         detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
         log.warning(
             "game %s: bot %s at seat %s failed (%s/%s): %s",
@@ -1094,6 +1110,7 @@ class Rooms:
             return
         log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
         live.bot_failures[seat] = 0
+        live.refusals.pop(seat, None)
         try:
             events, records = self._commit(live, seat, {"type": "resign"})
         except (GameError, SequenceConflict):

@@ -4,8 +4,8 @@ cope with, recording what it was shown and asked in JSON lines under ``$TC_TEST_
 per policy object, flushed per line, so a SIGKILLed server leaves complete lines).
 
 Specs: ``sleepy?seconds=S``, ``observer[?seconds=S]``, ``tracer[?size=BYTES&count=N]``, ``hang``,
-``illegal``, ``llm:<anything>`` (a tracer standing in for the LLM agent of branch lang-llm) and anything the
-installed registry knows (``random``, ``tom1``, ...).
+``illegal``, ``stubborn`` (refusal-aware), ``llm:<anything>`` (a tracer standing in for the LLM agent)
+and anything the installed registry knows (``random``, ``tom1``, ...).
 """
 
 from __future__ import annotations
@@ -94,7 +94,34 @@ class Illegal(Recorded):
         return {"type": "craft", "recipe": "torch", "runs": 1}
 
 
-KINDS = {"sleepy": Recorded, "observer": Recorded, "tracer": Tracer, "hang": Hang, "illegal": Illegal}
+class Stubborn(Recorded):
+    """Refusal-aware (like an LLM agent): its first answer to each move is an illegal craft; once told why
+    (``refused``), it plays the random bot's move."""
+
+    def __init__(self, name: str, seed: int, options: dict[str, str]) -> None:
+        super().__init__(name, seed, options)
+        self.told = False
+
+    def refused(self, error: dict[str, Any]) -> None:
+        self.told = True
+        self._write({"refused": error})
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        self._write({"act": view["seat"], "log_size": view["log_size"], "observed": self.observed})
+        if not self.told:
+            return {"type": "craft", "recipe": "torch", "runs": 1}
+        self.told = False
+        return self.inner.act(view, legal)
+
+
+KINDS = {
+    "sleepy": Recorded,
+    "observer": Recorded,
+    "tracer": Tracer,
+    "hang": Hang,
+    "illegal": Illegal,
+    "stubborn": Stubborn,
+}
 
 
 def factory(spec: str, seed: int) -> Any:

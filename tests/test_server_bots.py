@@ -228,6 +228,31 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     assert {code for _, code in counted} == {refused["error"]["code"]}
 
 
+def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerProcess, Path]) -> None:
+    """A policy with a refused(error) hook (an LLM agent) keeps its seat's policy: it is told the engine's
+    typed error (the one a client gets) and asked again, instead of being replaced by another seed."""
+    server, records = live
+    human = Client(server.url, "vs-stubborn").connect()
+    try:
+        created = create(human, "duel", ["open", bot("stubborn")], join=True, seed=4712)
+        game_id = created["game"]["game_id"]
+        assert human.call("join", {"game_id": game_id})["status"] == "running"
+        assert human.act(game_id, "propose", **DUEL_TRADE)["ok"]
+        refused = human.act(game_id, "craft", recipe="torch", runs=1)  # a client's answer to the same move
+        human.wait_for(
+            lambda: any(e["type"] == "decided" for e in human.pushed_events(game_id)), 10, what="the decision"
+        )
+        researcher = requests.get(f"{server.url}/api/admin/games/{game_id}", auth=ADMIN, timeout=30).json()
+    finally:
+        human.close()
+    runs = [r for r in acted(read_records(records, "stubborn")) if r[0]["seed"] == bot_seed(4712, 1)]
+    assert len(runs) == 1  # one policy for the seat, no other seed tried
+    told = [line["refused"] for line in runs[0] if "refused" in line]
+    assert told[0] == refused["error"]
+    assert researcher["bots"]["1"]["failed"] >= 1
+    assert not any(r[0]["seed"] == policy_seed(4712, 1, "1:trade_decide:0", 1) for r in read_records(records))
+
+
 # ------------------------------------------------------------------------------------------------ traces
 def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participant_export(
     live: tuple[ServerProcess, Path],
