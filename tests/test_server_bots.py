@@ -30,6 +30,8 @@ from bot_policies import SECRET_ENV, factory, read_records
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
 
 from agents.bots.registry import make_policy
+from agents.testing.openai_server import OpenAITestServer
+from agents.testing.scripted_player import ScriptedPlayer
 from server.auth import Principal, ServerError
 from server.bots import BotRegistry, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
@@ -552,3 +554,70 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
     for seat in (0, 1):
         numbers = seen[bot_seed(21, seat)]
         assert numbers == list(range(len(numbers)))  # each of its events once, in order
+
+
+# ----------------------------------------------------------------------------------- a real LLM agent
+def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(tmp_path: Path) -> None:
+    """The installed `llm` policy (LangChain ChatOpenAI) against the project's OpenAI-compatible test
+    server, seated by a hall of a live run_server.py; the key comes from the environment only."""
+    with OpenAITestServer(policy=ScriptedPlayer()) as model_server:
+        path = write_config(tmp_path)
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = "llm:openai:test-model?timeout=10&backoff=0.01"
+        config["halls"]["llm_duel"] = {
+            **config["halls"]["duel"],
+            "seats": [bot(spec), bot(spec)],
+            "allow_custom_seats": False,
+            "game": {"max_turns": 2},
+        }
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": model_server.base_url}
+        server = ServerProcess(path, env=env).start()
+        try:
+            host = Client(server.url, "llm-watcher").connect()
+            created = create(host, "llm_duel")
+            assert created["ok"], created
+            game_id = created["game"]["game_id"]
+            host.close()
+            log = wait_until(
+                lambda: (found := game_log(server, game_id)).header.status == "finished" and found,
+                60,
+                "the LLM game to end",
+                pause=0.3,
+            )
+            log = wait_until(  # the last move's traces are stored right after its events
+                lambda: (
+                    (found := game_log(server, game_id)).traces
+                    and max(t.event_seq or -1 for t in found.traces)
+                    >= max(e.seq for e in found.events if e.actor is not None)
+                    and found
+                ),
+                10,
+                "the last move's traces",
+            )
+            researcher = export(server, game_id)
+            participants = [export(server, game_id, seat) for seat in (0, 1)]
+            server_log = server.log()
+        finally:
+            server.stop()
+    assert model_server.requests, "the agents asked the model"
+    calls = [t for t in log.traces if (t.model_extra or {}).get("trace") == "llm_call"]
+    assert calls and {t.seat for t in calls} == {0, 1}
+    by_seq = {e.seq: e for e in log.events}
+    linked = [t for t in log.traces if t.event_seq is not None]
+    assert linked and all(by_seq[t.event_seq].actor == t.seat for t in linked)
+    assert log.header.models == [
+        {"seat": 0, "model": "openai:test-model"},
+        {"seat": 1, "model": "openai:test-model"},
+    ]
+    for text in (researcher, server_log, *participants):
+        assert SECRET not in text
+    database = b"".join(p.read_bytes() for p in (tmp_path / "data").glob("tradecraft.db*"))
+    assert SECRET.encode() not in database
+    for participant in participants:
+        assert {json.loads(line)["record"] for line in participant.splitlines()} == {
+            "header",
+            "event",
+            "view",
+        }
+        assert "llm_call" not in participant
