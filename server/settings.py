@@ -121,10 +121,11 @@ class BotsSection(_Section):
         "think at once, the others wait their turn",
     )
     move_time_limit_seconds: float = Field(
-        300,
+        360,
         gt=0,
         description="longest a policy may take over one move (waiting for a thread included); then the move "
-        "is abandoned and the fallback policy plays it",
+        "is abandoned and the fallback policy plays it. Keep it above an LLM agent's own move_seconds "
+        "(300 by default), so the agent's own, traced fallback comes first",
     )
     fallback: str = Field(
         "random",
