@@ -33,7 +33,7 @@ from agents.bots.registry import make_policy
 from agents.testing.openai_server import OpenAITestServer
 from agents.testing.scripted_player import ScriptedPlayer
 from server.auth import Principal, ServerError
-from server.bots import BotRegistry, bot_seed, bound_trace, policy_seed
+from server.bots import BotRegistry, bot_action_id, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
 from server.lobby import Lobby
@@ -545,6 +545,9 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
         game_id = lobby.create_game("duel", creator, seats=[bot("tom1"), bot("tom1")], seed=21)["game_id"]
         wait_until(lambda: store.get_game(game_id)["status"] == "finished", 60, "the ToM game to end")
         moves = [r for r in store.load_events(game_id) if r["actor"] is not None]
+        # each move went in under a client action id named after it: a second answer would be recognised
+        first_move = store.recall_action(game_id, bot_action_id(0, "1:trade_propose:0"))
+        assert first_move is not None and first_move["response"] == {"ok": True, "bot": "tom1", "seat": 0}
     finally:
         rooms.close()
         store.close()
