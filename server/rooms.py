@@ -351,6 +351,7 @@ class Rooms:
         while len(self._finished) > self.settings.rooms.keep_finished_games:
             old, _ = self._finished.popitem(last=False)
             self._games.pop(old, None)
+            self._traces_full.discard(old)
 
     # --------------------------------------------------------------------------------------- recovery
     def recover(self) -> int:
