@@ -119,6 +119,14 @@ class BotRegistry:
     def names(self) -> list[str]:
         return sorted(self._names())
 
+    def seatable(self) -> list[str]:
+        """What a game's creator may seat as a bot: every installed policy that is not restricted, then the
+        restricted specs the operator lists in ``bots.allowed_specs`` (the lobby's and ``GET /api/bots``'
+        choices; a restricted name alone, e.g. ``llm``, could never be seated)."""
+        free = [name for name in self.names() if self.allowed(name)]
+        listed = sorted(self.settings.bots.allowed_specs) if self.settings else []
+        return free + [spec for spec in listed if spec not in free]
+
     def require(self, spec: str, hall: str | None = None) -> str:
         """``spec`` if it may be seated and a policy can be built from it, else a typed error:
         ``credentials_in_spec``, ``bot_not_allowed`` (a restricted policy whose exact spec is not listed in
