@@ -212,7 +212,7 @@ class Lobby:
         ]
         for state in seat_states:
             if state.bot:
-                self.bots.require(state.bot)
+                self.bots.require(state.bot, hall=hall_name)
         game_settings = hall.game_settings()
         if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
             game_settings = game_settings.model_copy(

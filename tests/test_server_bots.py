@@ -325,6 +325,9 @@ def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[Serve
         assert keyed["ok"] is False and keyed["error"]["code"] == "credentials_in_spec"
         assert "sk-live-123" not in json.dumps(keyed)
         assert create(host, "duel", ["open", bot("llm:test:allowed")])["ok"]
+        # another hall's own LLM seat cannot be borrowed for a game in this hall
+        borrowed = create(host, "duel", ["open", bot("llm:test:hall-model?tom=0")])
+        assert borrowed["ok"] is False and borrowed["error"]["code"] == "bot_not_allowed"
         # a hall's own LLM seat: the operator chose it; its model is recorded with the seat
         hall_game = create(host, "llm_hall", join=True)
         assert hall_game["ok"], hall_game
@@ -447,7 +450,7 @@ def test_who_may_seat_a_restricted_policy(tmp_path: Path) -> None:
     with pytest.raises(ServerError) as error:
         registry.require(hall_spec, hall="duel")  # another hall's LLM, when the lobby says which hall
     assert error.value.code == "bot_not_allowed" and error.value.status == 403
-    assert registry.require(hall_spec) == hall_spec  # the lobby does not say yet: any hall's seat counts
+    assert registry.require(hall_spec) == hall_spec  # no hall named: any hall's seat counts
     for spec, code in (
         ("llm:test:other", "bot_not_allowed"),
         ("LLM:test:other", "bot_not_allowed"),
