@@ -248,7 +248,8 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     default="random,random",
     show_default=True,
     help="one policy spec per seat, comma-separated: a name (`tradecraft play --list-policies`), "
-    "optionally with options, e.g. random,random?accept_probability=0.9",
+    "optionally with options, e.g. random,random?accept_probability=0.9; an LLM agent is "
+    "llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1] (docs/llm-agents.md)",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the game and its bots")
 @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None, help="turn limit (default 10)")

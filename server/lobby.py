@@ -47,7 +47,7 @@ DIFFICULTY_BANDS = ("easy", "medium", "hard")
 #: must leave the creator that many equally likely candidate instances (and target sets).
 MIN_BAND_INSTANCES = 5
 #: Most recent games of each status read to find a user's own games ("my games").
-MY_GAMES_SCAN = 500
+MY_GAMES_SCAN = 200
 
 
 class Lobby:
@@ -86,6 +86,11 @@ class Lobby:
                 "instance_choice": hall.instances.choice,
                 "difficulties": self.offered_bands(hall),
                 "seats": [spec.kind for spec in hall.seat_specs()],
+                # the bot each fixed bot seat gets (null for other seats)
+                "seat_bots": [
+                    (spec.bot or self.settings.bots.default) if spec.kind == "bot" else None
+                    for spec in hall.seat_specs()
+                ],
                 "allow_custom_seats": hall.allow_custom_seats,
                 "settings": hall.game_settings().model_dump(mode="json"),
             }
@@ -207,7 +212,7 @@ class Lobby:
         ]
         for state in seat_states:
             if state.bot:
-                self.bots.require(state.bot)
+                self.bots.require(state.bot, hall=hall_name)
         game_settings = hall.game_settings()
         if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
             game_settings = game_settings.model_copy(

@@ -359,7 +359,7 @@ class SocketProtocol:
         lobby = self.services.lobby
         answer = {
             "halls": lobby.halls(),
-            "bots": self.services.bots.names(),
+            "bots": self.services.bots.seatable(),
             "games": lobby.list_games(data.get("status"), data.get("limit", 100)),
         }
         if conn.principal is not None:
@@ -522,7 +522,7 @@ def api_blueprint(services: Services) -> Blueprint:
 
     @api.get("/bots")
     def bots() -> tuple[Response, int]:
-        return ok({"bots": services.bots.names()})
+        return ok({"bots": services.bots.seatable()})
 
     @api.get("/me/games")
     def my_games() -> tuple[Response, int]:

@@ -1,6 +1,8 @@
 """The browser pages of the viewer side of the GUI, and the files every page loads.
 
-- ``/``: the lobby (log in with a display name, create a game, the games to join, watch or replay);
+- ``/``: the lobby (log in with a display name; my games to resume; create a game: game mode, difficulty band
+  or random, seat kinds, and for admins an exact instance; open games to join, running ones to watch,
+  finished ones to replay; the tables redraw on ``lobby`` pushes);
 - ``/games/<id>``: the game room of a seat (Socket.IO ``join``: trade, craft, the end screen);
 - ``/how-to-play``: the rules for a first-time player;
 - ``/games/<id>/watch``: a live game as a spectator sees it (Socket.IO ``watch``);
@@ -87,7 +89,8 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
             # admins (a session logged in to the admin area, or an admin token) may pick exact instances
             is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
             halls=services.lobby.halls(),
-            bots=services.bots.names(),
+            bots=services.bots.seatable(),
+            default_bot=services.settings.bots.default,
             my_games=services.lobby.my_games(principal, limit=20) if principal else [],
             open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],
             running_games=[g for g in games if g["status"] == "running"],

@@ -86,19 +86,21 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
         Reply(status=429, retry_after=0.01, content="slow down"),
         Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 5}, "request": {}})]),  # not held
+        Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),  # the engine refuses it
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}})]),
     ]
     with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
-        agent = agent_for(server, timeout=0.5)
+        agent = agent_for(server, timeout=0.5, max_invalid=4)
         result = play(agent, max_turns=1)
         requests = server.requests
     assert result.end_reason == "max_turns" and agent.fallbacks == 0
     proposals = [e for e in result.events if e.type == "proposed"]
     assert proposals[0].payload["offer"] == {"coal": 1}
-    # the malformed call got the typed error as its tool result
+    # the malformed call and the illegal trade got their typed errors as tool results
     answers = [r["answer"] for t in traces(result, "tool_results") for r in t["results"]]
     assert answers[0]["error"]["code"] == "invalid_action"
     assert "not valid JSON" in answers[0]["error"]["message"]
+    assert answers[1]["error"]["code"] == "item_not_held" and answers[1]["error"]["details"]["held"] == 2
     # the 429 and the timeout were retried with backoff (Retry-After honoured)
     retried = [r for t in traces(result, "llm_call") for r in t["provider_retries"]]
     assert retried[0]["kind"] == "rate_limit" and retried[0]["status"] == 429
@@ -106,9 +108,9 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
     assert retried[1]["kind"] == "timeout" and retried[1]["status"] is None
     # the engine refused the trade; the model was told its typed error and chose again
     refused = traces(result, "refused")
-    assert refused[0]["error"]["code"] == "item_not_held" and refused[0]["event_seq"] is None
-    told = [m["content"] for m in requests[4]["messages"] if m["role"] == "user"][-1]
-    assert told.startswith("The game refused your propose: [item_not_held]")
+    assert refused[0]["error"]["code"] == "empty_trade" and refused[0]["event_seq"] is None
+    told = [m["content"] for m in requests[5]["messages"] if m["role"] == "user"][-1]
+    assert told.startswith("The game refused your propose: [empty_trade]")
     assert result.refusals == 1
 
 
@@ -199,6 +201,8 @@ def test_strict_mode_round_trips_through_the_test_server() -> None:
     with OpenAITestServer(policy=player) as server:
         result = play(agent_for(server, strict=True), max_turns=2, tom=[[0, 1, 2], [0]])
         tools = server.requests[0]["tools"]
+        system = server.requests[0]["messages"][0]["content"]
+    assert "lists of pairs" in system
     propose = next(t["function"] for t in tools if t["function"]["name"] == "propose")
     offer_schema = propose["parameters"]["properties"]["offer"]
     pairs = next(option for option in offer_schema["anyOf"] if option["type"] == "array")["items"]
@@ -258,9 +262,11 @@ def test_tradecraft_play_writes_llm_traces_without_the_api_key(
             ["--players", "llm:openai:test-model?tom=0,1,random", "--max-turns", "1", "--log", str(out)],
         )
         sent_keys = {r.get("model") for r in server.requests}
+        seeds = {r.get("seed") for r in server.requests}
     assert done.exit_code == 0, done.output
     text = out.read_text()
     assert SECRET_KEY not in text and sent_keys == {"test-model"}
+    assert len(seeds) == 1 and isinstance(seeds.pop(), int)  # the seat's seed, as the sampling seed
     records = [json.loads(line) for line in text.splitlines()]
     header = records[0]
     assert header["seats"][0] == {
@@ -288,6 +294,7 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
         ("llm:openai:m?persona=sneaky", "persona must be one of"),
         ("llm:openai:m?cot=maybe", "cot must be 0 or 1"),
         ("llm?tom=0", "llm:<provider>:<model>"),
+        ("llm:no-such-provider:m", "provider"),
     ]:
         with pytest.raises(PolicySpecError, match=words):
             make_policy(spec, 0)
@@ -313,7 +320,7 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
         last = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
         if "Your move: propose" in last and not illegal_sent:
             illegal_sent.append(True)
-            return Reply(tool_calls=[("propose", {"to": 1, "offer": {"diamond": 1}, "request": {}})])
+            return Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})])  # engine refuses
         return player(request)
 
     with OpenAITestServer(policy=policy) as server:
@@ -333,10 +340,86 @@ def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_d
             thread.join(60)
     assert table.game.finished and set(outcomes) == {0, 1}
     assert not outcomes[0].fallbacks and not outcomes[1].fallbacks
-    # the refused proposal came back as the engine's error; the agent was told and chose again
-    assert outcomes[0].refusals[0]["error"]["code"] == "item_not_held"
+    # the refused proposal came back as the engine's error; the driver told the agent, which chose again
+    assert outcomes[0].refusals[0]["error"]["code"] == "empty_trade"
     notes = [t for t in outcomes[0].traces if t.get("trace") == "refused"]
-    assert notes and notes[0]["error"]["code"] == "not_applied"
+    assert notes and notes[0]["error"]["code"] == "empty_trade"
     reports = [e for e in table.game.events if e.type == "tom_reported"]
     assert {e.actor for e in reports} == {0, 1} and all(e.payload["v1"] for e in reports if e.actor == 0)
     assert all(t["seat"] in (0, 1) for o in outcomes.values() for t in o.traces)
+
+
+@pytest.mark.parametrize(("persona", "cot"), [("none", False), ("greedy", True), ("selfless", False)])
+def test_persona_and_reasoning_mode_shape_the_stable_prompt_only(persona: str, cot: bool) -> None:
+    script = [Reply(content="Step 1: coal is scarce. Step 2: pass for now.", tool_calls=[("pass", {})])]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play(agent_for(server, persona=persona, reasoning="cot" if cot else "direct"), max_turns=1)
+        system = server.requests[0]["messages"][0]["content"]
+        later = json.dumps(server.requests[1:])
+    assert ("# Your persona" in system) == (persona != "none")
+    if persona != "none":
+        assert f"You are {persona}" in system and "keep it private" in system
+    assert ("think step by step" in system) == cot
+    # free reasoning text goes to the trace, not to the game, and not back into the memory
+    assert "coal is scarce" in traces(result, "llm_call")[0]["reasoning"]
+    assert "coal is scarce" not in later and "coal is scarce" not in json.dumps(
+        [e.to_dict() for e in result.events]
+    )
+
+
+def test_an_agent_reused_for_a_new_game_starts_afresh() -> None:
+    other = TaskInstance(
+        id="test/1p_v_1p/llm#1",
+        ruleset="minecraft",
+        mode="1p_v_1p",
+        hands=({"cobblestone": 3, "stick": 2}, {"oak_log": 2, "coal": 1}),
+        targets=({"stone_pickaxe": 1}, {"torch": 4}),
+    )
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+        agent = agent_for(server)
+        play(agent, max_turns=1)
+        first_calls = len(server.requests)
+        settings = GameSettings(ruleset="minecraft", max_turns=1)
+        play_local(other, settings, RULES, [agent, RandomBot(1)], 0)
+        second = server.requests[first_calls]["messages"]
+    assert "Stone Pickaxe" in second[0]["content"] and "Torch" not in second[0]["content"].split("# You")[1]
+    assert len(second) == 2  # the new system prompt and the first observation: no memory of game one
+
+
+def test_a_slow_model_is_cut_off_by_the_moves_time_limit() -> None:
+    dawdle = Reply(delay=0.15, tool_calls=[("recipe_search", {"text": "torch"})])
+    with OpenAITestServer([dawdle] * 8, policy=ScriptedPlayer()) as server:
+        agent = agent_for(server, move_seconds=0.4, max_queries=20)
+        started = time.monotonic()
+        result = play(agent, max_turns=1)
+    fallback = traces(result, "fallback")[0]
+    assert fallback["reason"] == "move_time_limit" and fallback["action"] == {"type": "pass"}
+    assert time.monotonic() - started < 5 and result.game.finished
+
+
+def test_a_refused_key_is_not_retried_and_never_reaches_the_trace() -> None:
+    unauthorised = Reply(status=401, content=f"Incorrect API key provided: {SECRET_KEY}.")
+    with OpenAITestServer([unauthorised] * 50) as server:
+        agent = agent_for(server)
+        result = play(agent, max_turns=1)
+        sent = len(server.requests)
+    calls = traces(result, "llm_call")
+    assert sent == len(calls) and all(len(c["provider_retries"]) == 1 for c in calls)  # 401: no retry
+    assert calls[0]["provider_retries"][0]["kind"] == "client_error"
+    assert "[redacted]" in calls[0]["provider_retries"][0]["message"]
+    assert SECRET_KEY not in roundtrip(result) and result.game.finished
+
+
+def test_asked_again_for_the_same_move_without_a_refusal_the_agent_knows_it_did_not_go_through() -> None:
+    from server.game import Game, legal_actions, player_view
+
+    game = Game.new(INSTANCE, GameSettings(ruleset="minecraft", max_turns=1), RULES, 0)
+    script = [Reply(tool_calls=[("pass", {})]), Reply(tool_calls=[("pass", {})])]
+    with OpenAITestServer(script) as server:
+        agent = agent_for(server)
+        view, legal = player_view(game, 0), legal_actions(game, 0)
+        assert agent.act(view, legal) == {"type": "pass"}
+        assert agent.act(view, legal) == {"type": "pass"}  # a runner without the hook asks again
+        told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-1]
+    assert told.startswith("The game refused your pass: [not_applied]")
+    assert [t["error"]["code"] for t in agent.drain_traces() if t["trace"] == "refused"] == ["not_applied"]

@@ -17,7 +17,7 @@ from agents.local_connection import LocalConnection
 from agents.testing.openai_server import OpenAITestServer, Reply
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance
-from server.game import Game, GameSettings, legal_actions, player_view, viewer_log
+from server.game import Game, GameError, GameSettings, legal_actions, player_view, viewer_log
 from server.game.actions import ACTION_MODELS, parse_action
 from server.game.queries import QUERY_MODELS, parse_query, run_query
 from server.game.schemas import strict_args_schema
@@ -154,6 +154,12 @@ def test_a_decision_connection_answers_queries_from_the_view_and_holds_the_actio
     )
     assert conn.act({"type": "decide", "accept": True})["error"]["code"] == "wrong_phase"
     assert conn.act({"type": "pass", "extra": 1})["error"]["code"] == "invalid_action"
+    proposal = {"type": "propose", "to": 1, "offer": {"coal": 3}, "request": {}}
+    refused = conn.act(proposal)["error"]
+    assert refused["code"] == "item_not_held" and refused["details"]["held"] == 2
+    with pytest.raises(GameError) as engine:  # the engine's own judgement of the same move
+        game.apply(0, proposal)
+    assert engine.value.code == refused["code"] and engine.value.details == refused["details"]
     assert conn.act({"type": "pass"}) == {"ok": True, "submitted": "pass"}
     assert conn.submitted == {"type": "pass"} and game.phase == "trade_propose"  # held, not applied
 
@@ -178,3 +184,26 @@ def test_langchains_create_agent_plays_through_the_tools_over_http() -> None:
     proposed = [e for e in game.events if e.type == "proposed"]
     assert proposed and proposed[0].payload["offer"] == {"coal": 1} and game.phase == "trade_decide"
     assert result["messages"][-1].content == "I proposed coal for cobblestone."
+
+
+def test_a_decision_connection_checks_a_tom_report_against_the_duty_like_the_engine() -> None:
+    game = small_game(tom_orders=[[0, 1], []])
+    view = player_view(game, 0)
+    conn = DecisionConnection(view, legal_actions(game, 0), RULES)
+    items = sorted(view["tom"]["items"])
+    for report in (
+        {"type": "report_tom", "v0": dict.fromkeys(items[1:], 3), "v1": {"1": dict.fromkeys(items, 3)}},
+        {"type": "report_tom", "v0": dict.fromkeys(items, 3), "v1": {"2": dict.fromkeys(items, 3)}},
+        {
+            "type": "report_tom",
+            "v0": dict.fromkeys(items, 3),
+            "v1": {"1": {**dict.fromkeys(items, 3), "egg": 1}},
+        },
+    ):
+        mine = conn.act(report)["error"]
+        with pytest.raises(GameError) as engine:
+            game.apply(0, report)
+        assert mine["code"] == engine.value.code == "invalid_tom_report"
+        assert mine["details"]["field"] == engine.value.details["field"]
+    good = {"type": "report_tom", "v0": dict.fromkeys(items, 3), "v1": {"1": dict.fromkeys(items, 7)}}
+    assert conn.act(good)["ok"] and game.apply(0, good)

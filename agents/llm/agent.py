@@ -16,8 +16,9 @@ One decision (one ``act`` call):
    After ``max_invalid`` such errors in one decision the agent plays a logged fallback action.
 3. Provider failures (HTTP 429 / 5xx, timeouts, connection errors) are retried with exponential backoff
    and jitter (honouring ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget``
-   per game; a call that still fails, or any call once the budget is spent, ends in the fallback. A
-   provider outage therefore ends the decision, never hangs the game.
+   per game, and no new call or retry starts after ``move_seconds`` on one move; a call that still
+   fails, or any call once a budget is spent, ends in the fallback. A provider outage therefore ends
+   the decision, never hangs the game.
 
 Reasoning (``<think>`` blocks, ``reasoning_content``, chain-of-thought text) goes to the trace only: it
 is cut from every message field sent to the game and from the memory.
@@ -45,7 +46,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agents.bots.random_bot import RandomBot, own_move_key
+from agents.bots.random_bot import own_move_key
+from agents.driver import fallback_action
 from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
 from agents.llm.tools import SeatTools, strip_reasoning
@@ -64,9 +66,6 @@ from craft_rules.model import RuleSet
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
 """The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
-
-FALLBACK_TOM_VALUE = 5
-"""The value every item gets in a fallback ToM report (flagged ``fallback`` in the trace)."""
 
 OPENAI_COMPATIBLE = ("openai", "vllm", "ollama", "llamacpp", "lmstudio")
 """Providers served through ``ChatOpenAI`` (an OpenAI-compatible HTTP API)."""
@@ -89,6 +88,7 @@ class AgentSettings:
     game_retry_budget: int = 40
     backoff_base: float = 1.0
     backoff_cap: float = 30.0
+    move_seconds: float = 300.0  # no new model call or retry starts after this long on one move
     tom_orders: tuple[int, ...] | None = None  # what `tradecraft play` asks of this seat (None: the game's)
 
     def __post_init__(self) -> None:
@@ -109,6 +109,7 @@ class _Decision:
     """Book-keeping of the move being decided."""
 
     key: str
+    deadline: float = float("inf")
     invalid: int = 0
     steps: int = 0
     queries: int = 0
@@ -155,6 +156,7 @@ class LLMAgent:
         self._unseen: list[dict[str, Any]] = []
         self._decision: _Decision | None = None
         self._pending_note: str | None = None
+        self._last_submitted: dict[str, Any] | None = None  # the move act() returned last
         self._traces: list[dict[str, Any]] = []
         self.retries_used = 0
         self.fallbacks = 0
@@ -165,9 +167,25 @@ class LLMAgent:
 
     # --- the policy contract ------------------------------------------------------------------------
     def observe(self, events: list[dict[str, Any]]) -> None:
-        """Keep the seat's new events: narrated in the next observation, answered by ``history``."""
+        """Keep the seat's new events: narrated in the next observation, answered by ``history``.
+
+        A log that starts again at ``n = 0`` is a new game (an environment reusing the agent): everything
+        of the last game is forgotten, its prompt prefix included, and the retry budget starts afresh."""
+        if events and events[0].get("n") == 0 and self._seat_log:
+            self._new_game()
         self._seat_log.extend(dict(e) for e in events)
         self._unseen.extend(dict(e) for e in events)
+
+    def _new_game(self) -> None:
+        self._system = None
+        self._seat = None
+        self._memory = []
+        self._seat_log = []
+        self._unseen = []
+        self._decision = None
+        self._pending_note = None
+        self._last_submitted = None
+        self.retries_used = 0
 
     def refused(self, error: Mapping[str, Any]) -> None:
         """The runner's engine refused the action ``act`` returned: tell the model at the next ``act``."""
@@ -189,7 +207,7 @@ class LLMAgent:
         self._start(view)
         key = own_move_key(view)
         if self._decision is None or self._decision.key != key:
-            self._decision = _Decision(key)
+            self._decision = _Decision(key, deadline=time.monotonic() + self.settings.move_seconds)
             self._pending_note = None
         elif self._last_submitted is not None and self._pending_note is None:
             # asked again for the same move without a refusal note (a runner without the ``refused``
@@ -212,6 +230,8 @@ class LLMAgent:
         tools = SeatTools(connection, strict=self.settings.strict, max_queries=self.settings.max_queries)
         self._last_submitted = None
         while decision.steps < self.settings.max_steps:
+            if time.monotonic() >= decision.deadline:
+                return self._fallback(view, legal, "move_time_limit")
             decision.steps += 1
             answer = self._call_model(decision)
             if answer is None:
@@ -236,8 +256,6 @@ class LLMAgent:
                 return self._fallback(view, legal, "too_many_invalid_calls")
         return self._fallback(view, legal, "step_limit")
 
-    _last_submitted: dict[str, Any] | None = None
-
     # --- set-up ---------------------------------------------------------------------------------------
     def _rules_of(self, view: Mapping[str, Any]) -> RuleSet:
         if self._given_rules is not None:
@@ -259,6 +277,7 @@ class LLMAgent:
                 persona=self.settings.persona,
                 reasoning=self.settings.reasoning,
                 max_queries=self.settings.max_queries,
+                strict=self.settings.strict,
             )
         )
         self._system = SystemMessage(text)
@@ -340,11 +359,17 @@ class LLMAgent:
                     "message": str(err)[:500],
                     "latency_s": round(latency, 4),
                 }
-                if not retryable or attempt >= self.settings.provider_retries or budget_left <= 0:
+                wait = self._backoff(attempt, _retry_after(err))
+                out_of_time = time.monotonic() + wait >= decision.deadline
+                if (
+                    not retryable
+                    or attempt >= self.settings.provider_retries
+                    or budget_left <= 0
+                    or out_of_time
+                ):
                     retries.append(failure)
                     self._trace_call(decision, messages, None, offline_prompt, latency, retries)
                     return None
-                wait = self._backoff(attempt, _retry_after(err))
                 failure["wait_s"] = round(wait, 4)
                 retries.append(failure)
                 self.retries_used += 1
@@ -479,28 +504,11 @@ class LLMAgent:
 
     # --- the fallback -----------------------------------------------------------------------------------
     def _fallback(self, view: Mapping[str, Any], legal: Sequence[str], reason: str) -> dict[str, Any]:
-        """A safe legal move when the model cannot decide: no report values of its own (every item
-        FALLBACK_TOM_VALUE), reject, pass, finish crafting; a proposer that may not pass makes the
-        random bot's proposal."""
-        options = [kind for kind in legal if kind != "resign"]
-        action: dict[str, Any]
-        if "report_tom" in options:
-            duty = view["tom"]
-            items = sorted(duty["items"])
-            action = {"type": "report_tom", "v0": dict.fromkeys(items, FALLBACK_TOM_VALUE)}
-            for order in duty["orders"]:
-                if order:
-                    action[f"v{order}"] = {
-                        str(s): dict.fromkeys(items, FALLBACK_TOM_VALUE) for s in duty["opponents"]
-                    }
-        elif "decide" in options:
-            action = {"type": "decide", "accept": False, "message": ""}
-        elif "finish_crafting" in options:
+        """The driver's safe legal move (:func:`agents.driver.fallback_action`: a ToM report of 5 for every
+        item, reject, finish crafting, pass, else the smallest ask), logged with the reason."""
+        action = fallback_action({**view, "legal_actions": list(legal)})
+        if action is None:  # not awaited after all: nothing safe to send, the runner will see it refused
             action = {"type": "finish_crafting"}
-        elif "pass" in options:
-            action = {"type": "pass"}
-        else:
-            action = RandomBot(self.seed, rules=self._rules_of(view)).act(dict(view), list(legal))
         self.fallbacks += 1
         decision = self._decision
         self._trace(
@@ -613,6 +621,7 @@ def build_chat_model(
     base_url: str | None = None,
     timeout: float = 60.0,
     temperature: float | None = None,
+    seed: int | None = None,
 ) -> BaseChatModel:
     """A chat model for ``provider:model``; credentials only from the environment.
 
@@ -620,6 +629,7 @@ def build_chat_model(
     URL from ``base_url`` or ``OPENAI_BASE_URL``, key from ``OPENAI_API_KEY`` (a local server without
     one gets a placeholder). Other providers go through ``init_chat_model`` with their own environment
     variables (e.g. ``ANTHROPIC_API_KEY``). The client's own retries are off: the agent retries.
+    ``seed`` is passed to OpenAI-compatible servers (their best-effort sampling seed).
     """
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
     if provider in OPENAI_COMPATIBLE:
@@ -634,7 +644,11 @@ def build_chat_model(
                     "OpenAI-compatible server)"
                 )
             key = "not-needed"  # local servers ignore the key, the client insists on one
-        return ChatOpenAI(model=model, base_url=url, api_key=key, timeout=timeout, max_retries=0, **extra)  # type: ignore[arg-type]
+        if seed is not None:
+            extra["seed"] = seed % 2**31  # best-effort determinism where the server supports it
+        return ChatOpenAI(  # type: ignore[arg-type]
+            model=model, base_url=url, api_key=key, timeout=timeout, max_retries=0, **extra
+        )
     from langchain.chat_models import init_chat_model
 
     try:
@@ -686,6 +700,7 @@ def llm_policy(
     provider_retries: str = "4",
     retry_budget: str = "40",
     backoff: str = "1",
+    move_seconds: str = "300",
 ) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
 
@@ -708,6 +723,7 @@ def llm_policy(
         provider_retries=int(_number("provider_retries", provider_retries, 0, 20)),
         game_retry_budget=int(_number("retry_budget", retry_budget, 0, 10_000)),
         backoff_base=_number("backoff", backoff, 0, 60),
+        move_seconds=_number("move_seconds", move_seconds, 0.1, 86_400),
         tom_orders=parse_tom_orders(tom) if tom is not None else None,
     )
     chat = build_chat_model(
@@ -716,5 +732,6 @@ def llm_policy(
         base_url=url,
         timeout=_number("timeout", timeout, 0.01, 3600),
         temperature=_number("temperature", temperature, 0, 2) if temperature is not None else None,
+        seed=seed,
     )
     return LLMAgent(chat, model_name=model_spec, settings=settings, seed=seed)

@@ -8,7 +8,8 @@ environment) validates and applies what ``act`` returns. So during a decision th
 - ``query`` answers from what the seat may see, with the engine's own query code
   (:func:`server.game.queries.answer_query` over a :class:`~server.game.queries.QueryContext` copied from
   the view, and the seat's own observed events for ``history``). Nothing advances.
-- ``act`` checks the action with the engine's parser and against the legal action types, and on success
+- ``act`` checks the action with the engine's parser, against the legal action types and against what the
+  view declares (a ToM report's items and seats, a proposal's items in the public hands), and on success
   holds it as the decision (``submitted``) instead of applying it. The runner applies it; if the engine
   refuses it after all (an item not held, a bad ToM report), the runner passes the engine's typed error to
   the policy's ``refused`` hook and asks again (:mod:`agents.bots.base`).
@@ -79,8 +80,61 @@ class DecisionConnection:
                 f"'{parsed.type}' is not allowed now; allowed now: {', '.join(self.legal) or 'nothing'}.",
                 {"action": parsed.type, "legal": list(self.legal)},
             )
+        mismatch = self._view_check(parsed)
+        if mismatch is not None:
+            return mismatch
         self.submitted = parsed.model_dump(mode="json", exclude_defaults=False)
         return {"ok": True, "submitted": parsed.type}
+
+    def _view_check(self, action: Any) -> dict[str, Any] | None:
+        """The two refusals an LLM most often earns, caught against what the view declares (the duty's
+        items and seats, the public hands) so a runner that cannot report a refusal back (a server's bot
+        seat) rarely sees one; the engine still judges everything when the move is applied."""
+        view, canonical = self._view, self.rules.canonical
+        if action.type == "report_tom" and view.get("tom"):
+            duty = view["tom"]
+            items, seats = set(duty["items"]), {str(s) for s in duty["opponents"]}
+            reports = [("v0", action.v0)]
+            for order in (1, 2):
+                given = getattr(action, f"v{order}")
+                if given is not None and order in duty["orders"]:
+                    if set(given) != seats:
+                        return _error(
+                            "invalid_tom_report",
+                            f"v{order} must hold one value dict per other player, keyed by seat: "
+                            f"{sorted(seats)}; got {sorted(given)}.",
+                            {"field": f"v{order}", "expected_seats": sorted(seats), "got": sorted(given)},
+                        )
+                    reports += [(f"v{order}.{seat}", values) for seat, values in sorted(given.items())]
+            for name, values in reports:
+                keys = {canonical(item) for item in values}
+                if keys != items:
+                    missing, extra = sorted(items - keys), sorted(keys - items)
+                    listed = (
+                        f"missing: {', '.join(missing) or 'none'}; in no hand: {', '.join(extra) or 'none'}"
+                    )
+                    return _error(
+                        "invalid_tom_report",
+                        f"{name} must value exactly the items in the public hands, 0-10 each ({listed}).",
+                        {"field": name, "missing": missing, "extra": extra},
+                    )
+        if action.type == "propose" and 0 <= action.to < len(view["hands"]):
+            for side, seat, bundle in (
+                ("offer", self.seat, action.offer),
+                ("request", action.to, action.request),
+            ):
+                hand = view["hands"][seat]
+                for item, count in bundle.items():
+                    held = hand.get(canonical(item), 0)
+                    if held < count:
+                        whose = "you hold" if side == "offer" else f"Player {seat} holds"
+                        return _error(
+                            "item_not_held",
+                            f"The {side} names {count} {item} but {whose} {held}; {side} only items "
+                            f"{'you hold' if side == 'offer' else 'that player holds'}.",
+                            {"side": side, "seat": seat, "item": item, "wanted": count, "held": held},
+                        )
+        return None
 
     def query(self, query: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -10,6 +10,8 @@ Nothing here mentions how to use the ToM reports: the narrator's preamble asks f
 
 from __future__ import annotations
 
+from agents.llm.tools import QUERY_TOOLS
+
 PERSONAS: dict[str, str] = {
     "none": "",
     "greedy": (
@@ -35,7 +37,7 @@ REASONING_MODES: dict[str, str] = {
 }
 
 
-def instructions(*, persona: str, reasoning: str, max_queries: int) -> str:
+def instructions(*, persona: str, reasoning: str, max_queries: int, strict: bool = False) -> str:
     """The agent's instructions, identical at every step of a game (part of the cached prefix)."""
     lines = [
         "# How you play",
@@ -43,10 +45,17 @@ def instructions(*, persona: str, reasoning: str, max_queries: int) -> str:
         "since your last message. When it is your move, call exactly one action tool that the message "
         "allows (report_tom, propose, pass, decide, craft, finish_crafting); one craft per call, call "
         "finish_crafting when you are done crafting.",
-        f"Before an action you may call query tools (item_info, possible_recipes_from_hands, recipe_search, "
-        f"crafting_tree, craftable, match_grid, craft_options, history), at most {max_queries} per move; "
-        "they change nothing.",
+        f"Before an action you may call query tools ({', '.join(QUERY_TOOLS)}), at most {max_queries} per "
+        "move; they change nothing.",
         "A refused call comes back with an error code and a sentence saying what to fix; then call again.",
+        *(
+            [
+                "The tools' arguments write item bundles and values as lists of pairs ({item, count}, "
+                "{item, value}, {seat, values}) instead of the JSON objects shown under Actions."
+            ]
+            if strict
+            else []
+        ),
         "",
         "# Reasoning",
         REASONING_MODES[reasoning],

@@ -3,11 +3,12 @@
 One tool per end-of-phase action of :data:`server.game.actions.ACTION_MODELS` (``report_tom``,
 ``propose``, ``pass``, ``decide``, ``craft``, ``finish_crafting``) and per in-phase query of
 :data:`server.game.queries.QUERY_MODELS` (``item_info``, ``possible_recipes_from_hands``,
-``recipe_search``, ``crafting_tree``, ``craftable``, ``match_grid``, ``craft_options``, ``history``). A
-tool's arguments are its model's JSON schema without the ``type`` tag (the tool's name says it), its
-description the model's docstring: there is no second copy of any schema here. ``resign`` gets no tool:
-leaving a study game for good is the participant's decision, not a move an LLM should stumble into while
-negotiating (a program that wants it sends ``{"type": "resign"}`` through its connection).
+``recipe_search``, ``crafting_tree``, ``craftable``, ``history``, ... every query declared there; only
+``possible_crafts`` is renamed, to the paper's name). A tool's arguments are its model's
+JSON schema without the ``type`` tag (the tool's name says it), its description the model's docstring:
+there is no second copy of any schema here. ``resign`` gets no tool: leaving a study game for good is
+the participant's decision, not a move an LLM should stumble into while negotiating (a program that
+wants it sends ``{"type": "resign"}`` through its connection).
 
 Strict mode (OpenAI strict tools, which refuse free-key objects) renders the arguments with
 :func:`server.game.schemas.strict_args_schema` (lists of ``{item, count}`` pairs) and parses calls back
@@ -47,23 +48,16 @@ ACTION_TOOLS: dict[str, str] = {
 }
 """Tool name -> action type (every player action but ``resign``; see the module docstring)."""
 
-QUERY_TOOLS: dict[str, str] = {
-    "item_info": "item_info",
-    "possible_recipes_from_hands": "possible_crafts",
-    "recipe_search": "recipe_search",
-    "crafting_tree": "crafting_tree",
-    "craftable": "craftable",
-    "match_grid": "match_grid",
-    "craft_options": "craft_options",
-    "history": "history",
-}
-"""Tool name -> query type (the paper's names ``item_info`` and ``possible_recipes_from_hands``)."""
+PAPER_TOOL_NAMES: dict[str, str] = {"possible_crafts": "possible_recipes_from_hands"}
+"""Query types whose tool carries the paper's name instead (``item_info`` already matches)."""
+
+QUERY_TOOLS: dict[str, str] = {PAPER_TOOL_NAMES.get(t, t): t for t in QUERY_MODELS}
+"""Tool name -> query type: every declared in-phase query, in QUERY_MODELS order."""
 
 TOOL_OF_TYPE: dict[str, str] = {t: name for name, t in (ACTION_TOOLS | QUERY_TOOLS).items()}
 """Action or query type -> its tool's name."""
 
 assert set(ACTION_TOOLS.values()) == set(ACTION_MODELS) - {"timeout", "resign"}
-assert set(QUERY_TOOLS.values()) == set(QUERY_MODELS)
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _MESSAGE_FIELDS = ("message",)

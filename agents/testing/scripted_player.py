@@ -4,7 +4,8 @@ code path without a provider.
 
 It reads only what a model would read: the narrator's text (the latest game message, the system prompt's
 ToM duty) and the answers of its own earlier tool calls in the same move. Its play is simple and
-deterministic: value reports from a hash of the items, one-for-one swap offers (or passes), accepting
+deterministic: value reports from a hash of the items, one-for-one swap offers (a gift or an ask when a
+side holds nothing else), accepting
 every other proposal, in the craft phase one query (``possible_recipes_from_hands``), then one craft of
 the first recipe it lists, then ``finish_crafting``. Tool arguments follow the rendering the request's
 tools declare (strict pairs when a tool is ``strict``).
@@ -120,18 +121,19 @@ class ScriptedPlayer:
             hands = _hands(game)
             me = next((int(s) for s, you, _ in _HAND_LINE.findall(game) if you), None)
             others = [s for s in sorted(hands) if s != me]
-            if me is not None and others and hands.get(me):
+            if me is not None and others:
                 to = others[0]
-                mine = sorted(hands[me])
-                theirs = [i for i in sorted(hands[to]) if i not in hands[me]]
-                if theirs:
-                    pick = _digest(game)
+                pick = _digest(game)
+                mine = sorted(hands.get(me) or {})
+                offer = mine[pick % len(mine)] if mine else None
+                theirs = [i for i in sorted(hands.get(to) or {}) if i != offer]
+                if offer or theirs:
                     return call(
                         {
                             "type": "propose",
                             "to": to,
-                            "offer": {mine[pick % len(mine)]: 1},
-                            "request": {theirs[pick % len(theirs)]: 1},
+                            "offer": {offer: 1} if offer else {},
+                            "request": {theirs[pick % len(theirs)]: 1} if theirs else {},
                             "message": "A one-for-one swap?",
                         }
                     )

@@ -84,6 +84,7 @@ export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
     const title = el("h3", null, seatName(seats, seat));
     const info = (seats || []).find((s) => s.seat === seat);
     if (info && info.kind) title.append(el("span", "badge", info.bot ? `bot: ${info.bot}` : info.kind));
+    if (info && !info.bot && info.online === false) title.append(el("span", "badge badge-offline", "offline"));
     if (view.winners && view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
     if (view.active && view.active[seat] === false) title.append(el("span", "badge", "left"));
     if (view.seat === seat) title.append(el("span", "badge badge-you", "this view"));

@@ -71,6 +71,7 @@ function selectedHall() {
     players: Number(chosen.dataset.players),
     custom: chosen.dataset.custom === "yes",
     seats: chosen.dataset.seats ? chosen.dataset.seats.split(",") : [],
+    seatBots: chosen.dataset.seatBots ? chosen.dataset.seatBots.split(",") : [],
     bands,
     description: chosen.dataset.description,
   };
@@ -89,6 +90,7 @@ function fillDifficulties(hall) {
 function fillSeats(hall) {
   const rows = $("create-seat-rows");
   const kinds = $("seat-kinds").content;
+  const defaultBot = `bot:${$("seat-kinds").dataset.defaultBot}`;
   rows.replaceChildren();
   $("create-seats-fixed").hidden = hall.custom;
   for (let seat = 0; seat < hall.players; seat += 1) {
@@ -102,13 +104,20 @@ function fillSeats(hall) {
     select.id = id;
     select.dataset.seat = String(seat);
     select.append(kinds.cloneNode(true));
+    const values = [...select.options].map((o) => o.value);
     if (hall.custom) {
-      // seat 1 open (you take it); the others a built-in bot: the quickest way to a first game
-      const firstBot = [...select.options].find((o) => o.value.startsWith("bot:"));
-      select.value = seat === 0 || !firstBot ? "open" : firstBot.value;
+      // seat 1 open (you take it); the others the server's default bot: the quickest way to a first game
+      const bot = values.includes(defaultBot) ? defaultBot : values.find((v) => v.startsWith("bot:"));
+      select.value = seat === 0 || !bot ? "open" : bot;
     } else {
       const fixed = hall.seats[seat] || "open";
-      select.value = fixed === "bot" ? ([...select.options].find((o) => o.value.startsWith("bot:")) || {}).value : fixed;
+      if (fixed === "bot") {
+        const bot = `bot:${hall.seatBots[seat]}`;
+        if (!values.includes(bot)) select.append(option(bot, `Built-in bot: ${hall.seatBots[seat]}`));
+        select.value = bot;
+      } else {
+        select.value = fixed;
+      }
       select.disabled = true;
       select.title = `This game mode makes seat ${seat + 1} ${SEAT_KIND_NAMES[fixed] || fixed}.`;
     }
@@ -142,6 +151,10 @@ function hallChanged() {
 
 hallSelect.addEventListener("change", hallChanged);
 hallChanged();
+// the button says what it does: create and take a seat, or only create (and watch)
+$("create-join").addEventListener("change", (event) => {
+  $("create-submit").textContent = event.target.checked ? "Create and join" : "Create game";
+});
 
 $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -175,7 +188,19 @@ $("create-form").addEventListener("submit", async (event) => {
 const LIVE_PANELS = ["mine-panel", "games-panel"];
 let refreshTimer = null;
 
+let refreshing = false;
+
 async function refreshTables() {
+  if (refreshing) return; // one redraw at a time; the next push schedules another
+  refreshing = true;
+  try {
+    await redrawTables();
+  } finally {
+    refreshing = false;
+  }
+}
+
+async function redrawTables() {
   const response = await fetch("/", { credentials: "same-origin", headers: { Accept: "text/html" } });
   if (!response.ok) return;
   // the server's own escaped rendering; nodes from DOMParser never run scripts
@@ -191,8 +216,13 @@ async function refreshTables() {
 const socket = io({ transports: ["websocket"] });
 socket.on("connect", () => socket.emit("lobby", { limit: 1 }, () => {})); // subscribes to `lobby` pushes
 socket.on("lobby", () => {
-  clearTimeout(refreshTimer); // a burst of pushes (a game created and filled at once): one refresh
-  refreshTimer = setTimeout(refreshTables, 250);
+  // a burst of pushes (a bot game created, started and finished; a tournament): one redraw a second at most
+  if (refreshTimer === null) {
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      refreshTables();
+    }, 1000);
+  }
 });
 
 root.dataset.ready = "true";

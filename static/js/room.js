@@ -70,6 +70,25 @@ async function absorb(data) {
 
 // ------------------------------------------------------------------------------------------ rendering
 function render() {
+  const focusKey = document.activeElement ? document.activeElement.dataset.focusKey : undefined;
+  renderAll();
+  restoreFocus(focusKey);
+}
+
+/** A redraw replaces the controls: the keyboard focus goes back to the control that stands for the same
+ * thing (the same item button, the same count field), else to the status bar (see keepFocus). */
+function restoreFocus(focusKey) {
+  if (focusKey && (document.activeElement === document.body || !document.activeElement.dataset.focusKey)) {
+    const again = root.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
+    if (again && !again.closest("[hidden]")) {
+      again.focus();
+      return;
+    }
+  }
+  keepFocus();
+}
+
+function renderAll() {
   const view = envelope ? envelope.view : null;
   const mine = envelope ? envelope.seat : null;
   let status = statusText(view, seats, mine);
@@ -87,6 +106,7 @@ function render() {
   $("room-target").hidden = mine === null || view.finished; // the end screen shows every target
   if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
+  placeHands(view);
   renderHands(view, mine);
   renderWaiting(view, mine);
   renderOutcome(view, mine);
@@ -96,7 +116,6 @@ function render() {
   renderEnd(view, mine);
   renderTimeline();
   renderDeadline();
-  keepFocus();
 }
 
 const baseTitle = document.title;
@@ -169,6 +188,7 @@ function renderHands(view, mine) {
       if (clickable) {
         const button = el("button", "item-button");
         button.type = "button";
+        button.dataset.focusKey = `hand:${seat}:${item}`;
         // the accessible name says what a click does: "Give 2 × Oak Planks" / "Ask for 1 × Coal"
         button.append(el("span", "visually-hidden", seat === mine ? "Give " : "Ask for "), iconFor(item, ruleset), ` ${count} × ${itemName(item, ruleset)}`);
         button.addEventListener("click", () => addToDraft(seat === mine ? "offer" : "request", item, count));
@@ -182,6 +202,20 @@ function renderHands(view, mine) {
     card.append(list);
     container.append(card);
   });
+}
+
+/** While trading, the hands (whose items the proposal builder clicks) come right after the trade panels,
+ * above the craft helpers; in the craft phase, after them. Moved in the page (not by CSS order), so the
+ * keyboard's Tab order is the order on screen. */
+function placeHands(view) {
+  const hands = $("room-hands-panel");
+  const craft = $("room-craft");
+  if (!craft) return;
+  if (view.phase === "craft" || view.finished) {
+    if (hands.nextElementSibling !== null) hands.parentElement.append(hands);
+  } else if (hands.nextElementSibling !== craft) {
+    craft.parentElement.insertBefore(hands, craft);
+  }
 }
 
 /** "online" / "offline" for a seat a person or an agent holds (from `presence` and `seats` pushes). */
@@ -236,6 +270,12 @@ function renderPropose(view, mine) {
       input.value = String(count);
       input.className = "count-input";
       input.setAttribute("aria-label", `How many ${itemName(item, ruleset)}`);
+      input.dataset.focusKey = `count:${side}:${item}`;
+      input.addEventListener("input", () => {
+        // kept as typed (a push may redraw the field before it loses focus); tidied on "change"
+        const typed = Math.floor(Number(input.value));
+        if (typed >= 1) draft[side][item] = typed;
+      });
       input.addEventListener("change", () => {
         const value = Math.max(1, Math.floor(Number(input.value) || 1));
         draft[side][item] = value;
@@ -243,6 +283,7 @@ function renderPropose(view, mine) {
       const remove = el("button", "link-button", "remove");
       remove.type = "button";
       remove.setAttribute("aria-label", `Remove ${itemName(item, ruleset)}`);
+      remove.dataset.focusKey = `remove:${side}:${item}`;
       remove.addEventListener("click", () => {
         delete draft[side][item];
         render();
@@ -405,7 +446,8 @@ function renderEnd(view, mine) {
   const winners = view.winners.map((s) => (s === mine ? "you" : seatName(seats, s)));
   const parts = [winners.length ? `Won by ${winners.join(" and ")}.` : "Nobody won."];
   if (reveal) {
-    parts.push(reveal.payload.targets.map((t, seat) => `${seat === mine ? "You" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ") + ".");
+    const needs = reveal.payload.targets.map((t, seat) => `${seat === mine ? "you" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ");
+    parts.push(`${needs.charAt(0).toUpperCase()}${needs.slice(1)}.`);
     if (mine !== null && reveal.payload.scores) parts.push(`Your score: ${reveal.payload.scores[mine]}.`);
   }
   $("room-end-text").textContent = parts.join(" ");
@@ -495,8 +537,23 @@ socket.on("connect", async () => {
   const answer = await emit("join", {});
   if (!answer || !answer.ok) {
     const code = answer && answer.error ? answer.error.code : "";
-    const hint = code === "not_logged_in" ? " Choose a display name in the lobby first." : code === "game_full" ? " You can still watch it." : "";
-    showError("room-error", errorText(answer) + hint);
+    showError("room-error", errorText(answer));
+    if (!envelope) {
+      // nothing to show but the refusal (a reconnect that fails keeps the last state on screen)
+      root.querySelector(".room-statusbar").hidden = true;
+      root.querySelector(".room-layout").hidden = true;
+    }
+    // where to go instead: the lobby to choose a name, or the spectator page of a game one cannot sit in
+    const next = code === "not_logged_in"
+      ? { href: "/", text: "Choose a display name in the lobby" }
+      : code === "game_full" || code === "seat_taken"
+        ? { href: `/games/${encodeURIComponent(gameId)}/watch`, text: "Open the spectator page" }
+        : null;
+    if (next) {
+      const link = el("a", null, next.text);
+      link.href = next.href;
+      $("room-error").append(" ", link);
+    }
     root.dataset.ready = "true";
     return;
   }
@@ -510,6 +567,9 @@ socket.on("connect", async () => {
 socket.on("disconnect", () => {
   $("room-connection").textContent = "Connection lost: reconnecting…";
   $("room-connection").classList.add("connection-lost");
+  // who is online is unknown until the re-join answers (it brings the seats with their presence)
+  seats = seats.map((s) => ({ ...s, online: undefined }));
+  render();
 });
 socket.io.on("reconnect", () => {
   $("room-connection").textContent = "";

@@ -89,6 +89,21 @@ socket.on("disconnect", () => {
   connection.textContent = "Connection lost: reconnecting…";
 });
 socket.on("update", (data) => absorb(data));
+socket.on("presence", (data) => {
+  if (data && data.game_id === gameId) {
+    seats = seats.map((s) => (s.seat === data.seat ? { ...s, online: data.online } : s));
+    render();
+  }
+});
+// the phase's countdown, when the spectator's envelope has a deadline
+setInterval(() => {
+  const box = $("watch-deadline");
+  const deadline = envelope && envelope.status === "running" ? envelope.deadline : null;
+  box.hidden = !deadline;
+  if (!deadline) return;
+  const left = Math.max(0, Math.round(deadline - Date.now() / 1000));
+  box.textContent = `Time left in this phase: ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+}, 1000);
 socket.on("seats", (data) => {
   if (data && data.game_id === gameId && data.seats) {
     seats = data.seats;

@@ -87,7 +87,7 @@ def start_crafting(page: Page, server: ServerProcess, name: str, hall: str) -> N
     expect(page.get_by_text(f"You play as {name}")).to_be_visible()  # the page reloaded
     page.get_by_label("Game mode").select_option(hall)
     page.get_by_label("Seat 2").select_option("bot:random")
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     page.get_by_role("button", name="Pass").click()
     expect(page.locator("#room-craft")).to_be_visible()

@@ -56,7 +56,7 @@ def test_two_people_play_a_duel_in_the_browser(
     ada.screenshot(path=artifacts / "lobby.png", full_page=True)
     ada.get_by_label("Game mode").select_option("duel")
     ada.get_by_label("Seat 2").select_option("open")
-    ada.get_by_role("button", name="Create game").click()
+    ada.get_by_role("button", name="Create and join").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     expect(ada.locator("#room-status")).to_contain_text("Waiting for the other players")
     expect(ada.locator("#room-lobby")).to_contain_text("still open: seat 2")  # and how others join
@@ -137,7 +137,7 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     login(page, server, "Reporter")
     page.get_by_label("Game mode").select_option("tom")
     page.get_by_label("Seat 2").select_option("bot:random")
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     panel = page.locator("#room-tom")
     expect(panel).to_be_visible()
     sliders = panel.locator("input[type=range]")

@@ -2,7 +2,7 @@
 Socket.IO frame each browser receives recorded and scanned for what its seat must not learn.
 
 - Two people play the alchemy rule set against each other to the end (a rejected proposal with markup in
-  the message, the reply and a display name; an accepted trade; crafting; the end screen; the replay).
+  the message and the reply; an accepted trade; crafting; the end screen; the replay).
 - A newcomer logs in, creates a game against a built-in bot in the lobby, proposes, is refused an illegal
   proposal in plain words, accepts one of the bot's proposals and rejects another, reloads mid-game and
   sees the same state, and plays to the end.
@@ -66,6 +66,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         # no passing: the bot proposes every other turn, so the newcomer gets proposals to answer
         "game": {"max_turns": 4, "first_proposer": 0, "allow_pass": False},
     }
+    data["halls"]["fixed_bot"] = {  # seats fixed by the operator: the lobby shows them, greyed out
+        "title": "Fixed seats",
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "fixed", "root": str(root)},
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "tom1"}],
+        "allow_custom_seats": False,
+        "game": {"max_turns": 3},
+    }
     data["halls"]["banded"] = {  # the shipped standard set: big enough difficulty bands
         "title": "Banded duel",
         "ruleset": "minecraft",
@@ -80,14 +89,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 class FrameLog:
-    """Every Socket.IO frame a browser context's pages receive, in order."""
+    """Every Socket.IO frame a browser context's game pages (/games/...) receive, in order. (The lobby's
+    own socket lists other games, finished ones with their instance ids, by design.)"""
 
     def __init__(self, context: BrowserContext) -> None:
         self.raw: list[str] = []
-        context.on("page", lambda page: page.on("websocket", self._watch_socket))
+        context.on("page", lambda page: page.on("websocket", lambda socket: self._watch(socket, page)))
 
-    def _watch_socket(self, socket: WebSocket) -> None:
-        socket.on("framereceived", lambda payload: self.raw.append(str(payload)))
+    def _watch(self, socket: WebSocket, page: Page) -> None:
+        if "/games/" in page.url:
+            socket.on("framereceived", lambda payload: self.raw.append(str(payload)))
 
     def while_running(self) -> list[tuple[str, Any]]:
         """(raw frame, decoded Socket.IO event or ack) for every frame received before the first one
@@ -176,13 +187,13 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     ada_frames, bob_frames = FrameLog(ada_context), FrameLog(bob_context)
     ada, bob = ada_context.new_page(), bob_context.new_page()
     errors = errors_of(ada) + errors_of(bob)
-    bob_name = HOSTILE[:40]  # markup in a display name
+    bob_name = "Bob"  # (markup in display names: tests/browser/test_lobby_and_room.py)
 
     login(bob, server, bob_name)  # Bob waits in the lobby: Ada's game appears there without a reload
     login(ada, server, "Ada")
     ada.get_by_label("Game mode").select_option("alchemy")
     ada.get_by_label("Seat 2").select_option("open")
-    ada.get_by_role("button", name="Create game").click()
+    ada.get_by_role("button", name="Create and join").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
     expect(bob.get_by_role("row").filter(has_text=game_id)).to_contain_text("Ada")
@@ -242,6 +253,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     expect(ada.locator("#room-end-text")).to_contain_text("Your score: 1")
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "alchemy-end.png", full_page=True)
+    ada.evaluate("document.activeElement.blur()")
     docs_screenshot(ada, "room-end")
     bob.screenshot(path=artifacts / "alchemy-end-tablet.png", full_page=True)
 
@@ -289,8 +301,7 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     assert "Built-in bot: random" in offered and "Open (anyone)" in offered
     seat_two.select_option("bot:random")
     page.screenshot(path=artifacts / "lobby-new-game.png", full_page=True)
-    docs_screenshot(page, "lobby")
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     expect(page.locator("#room-status")).to_contain_text("Turn 1 of 4")
@@ -322,12 +333,14 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
                 docs_screenshot(page, "room")
             page.get_by_role("button", name=choice).click()
             expect(page.locator("#room-outcome")).to_contain_text(f"You {choice.lower()}ed")
-        elif turn == 3:  # hands have changed hands by now: the first item of each
+        elif turn == 3:  # items have changed hands by now: give the first, ask for another
             give = page.get_by_role("button", name=re.compile("^Give ")).first
             item = give.inner_text().split("×")[-1].strip()
             give.click()
-            # another item than the one given (the same item on both sides is refused)
-            page.get_by_role("button", name=re.compile("^Ask for ")).filter(has_not_text=item).first.click()
+            # another item than the one given (the same item on both sides is refused); a gift if none
+            asks = page.get_by_role("button", name=re.compile("^Ask for ")).filter(has_not_text=item)
+            if asks.count():
+                asks.first.click()
             page.get_by_role("button", name="Propose").click()
             expect(page.locator("#room-outcome")).to_contain_text("your proposal")
         expect(page.locator("#room-craft")).to_be_visible()
@@ -427,9 +440,16 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
         "Hard",
     ]
     assert page.get_by_label("Exact task (admins only)").count() == 0  # an ordinary player never sees it
+    page.get_by_label("Game mode").select_option("fixed_bot")
+    expect(page.get_by_label("Seat 2")).to_be_disabled()
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: tom1")
+    expect(difficulty).to_be_disabled()  # a fixed instance: nothing to choose
+    page.get_by_label("Game mode").select_option("banded")
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: random")
     difficulty.select_option("hard")
+    docs_screenshot(page, "lobby")
     frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
-    page.get_by_role("button", name="Create game").click()
+    page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     # a phase with a deadline shows its countdown
@@ -454,7 +474,7 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     exact.select_option("minecraft/1p_v_1p/standard#5")
     admin_page.get_by_label("Seat 2").select_option("bot:random")
     admin_page.screenshot(path=artifacts / "lobby-admin-exact-task.png", full_page=True)
-    admin_page.get_by_role("button", name="Create game").click()
+    admin_page.get_by_role("button", name="Create and join").click()
     expect(admin_page.locator("#room[data-ready=true]")).to_be_attached()
     chosen = admin.request.get(server.url + "/api/admin/games?limit=1000").json()["games"]
     choices = {g["game_id"]: g["instance_choice"] for g in chosen}
@@ -463,3 +483,132 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     assert choices[game_id]["choice"] == "band" and choices[game_id]["difficulty"] == "hard"
     player.close()
     admin.close()
+
+
+def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
+    tmp_path: Path, browser: Browser, artifacts: Path
+) -> None:
+    """The server goes away (SIGKILL) mid-game and comes back on the same port: the room says the connection
+    is lost, reconnects by itself, and shows what happened meanwhile (Bob's proposal) without a reload."""
+    config = write_config(tmp_path / "drop")
+    first = ServerProcess(config).start()
+    bob = Client(first.url, "Bob D").connect()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        login(page, first, "Ada D")
+        page.get_by_label("Game mode").select_option("duel")
+        page.get_by_label("Seat 2").select_option("open")
+        page.get_by_role("button", name="Create and join").click()
+        expect(page.locator("#room[data-ready=true]")).to_be_attached()
+        game_id = page.url.rstrip("/").rsplit("/", 1)[1]
+        assert bob.call("join", {"game_id": game_id})["seat"] == 1
+        page.get_by_role("button", name="Give 1 × Iron Ingot").click()
+        page.get_by_role("button", name="Ask for 1 × Coal").click()
+        page.get_by_role("button", name="Propose").click()
+        expect(page.locator("#room-waiting")).to_be_visible()  # stored: Bob may answer
+        assert bob.act(game_id, "decide", accept=False)["ok"]
+        expect(page.locator("#room-outcome")).to_contain_text("rejected your proposal")
+        page.get_by_role("button", name="Finish crafting").click()
+        assert bob.act(game_id, "finish_crafting")["ok"]
+        expect(page.locator("#room-status")).to_contain_text("Turn 2 of 3")
+        before = page.locator("#room-timeline").text_content() or ""
+
+        first.kill()  # no goodbye: the browser only notices the dropped socket
+        expect(page.locator("#room-connection")).to_contain_text("Connection lost")
+        expect(page.locator("#room-hands .badge-online")).to_have_count(0)  # presence is unknown now
+        page.screenshot(path=artifacts / "room-connection-lost.png", full_page=True)
+        second = ServerProcess(config, port=first.port).start()
+        try:
+            bob.reconnect()  # the same login cookie: the secret key is kept in the store
+            assert bob.call("join", {"game_id": game_id})["seat"] == 1
+            proposal = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}, "message": "second try"}
+            assert bob.act(game_id, "propose", **proposal)["ok"]
+            # the page reconnected by itself and shows the proposal made while it was away
+            expect(page.locator("#room-connection")).to_have_text("", timeout=20000)
+            expect(page.locator("#room-decide-text")).to_contain_text("second try", timeout=20000)
+            after = page.locator("#room-timeline").text_content() or ""
+            assert after.startswith(before[: len(before) // 2])  # the same history, nothing lost or doubled
+            assert after.count("Ada D offered Bob D") == 1
+            expect(page.locator("#room-hands .badge-online")).to_have_count(2)
+        finally:
+            second.stop()
+    finally:
+        context.close()
+        bob.close()
+        first.stop()
+
+
+def tab_to(page: Page, name: re.Pattern[str], presses: int = 120) -> None:
+    """Press Tab until the focused control's text or label matches ``name`` (keyboard only)."""
+    names = []
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "() => { const e = document.activeElement;"
+            " return (e.getAttribute('aria-label') || e.innerText || e.value || '').trim(); }"
+        )
+        names.append(focused)
+        if name.search(focused):
+            outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+            assert outline != "none", f"no visible focus on {focused!r}"
+            return
+    seen = page.evaluate("() => document.activeElement.outerHTML.slice(0, 200)")
+    raise AssertionError(f"Tab never reached a control named {name.pattern!r} (last: {seen}) {names[-15:]}")
+
+
+def test_a_keyboard_alone_creates_a_game_and_proposes_a_trade(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(server.url + "/")
+    tab_to(page, re.compile("^$"))  # the display name field (empty, no label text of its own)
+    page.keyboard.type("Keys")
+    page.keyboard.press("Enter")
+    expect(page.locator("#lobby[data-user=Keys]")).to_be_attached()
+    tab_to(page, re.compile("players · minecraft rules"))  # the game mode
+    page.keyboard.press("End")  # a select moves with the arrow, Home and End keys
+    expect(page.get_by_label("Game mode")).not_to_have_value("duel")
+    page.get_by_label("Game mode").select_option("versus_bot")  # (choose the test hall exactly)
+    page.get_by_label("Game mode").focus()
+    tab_to(page, re.compile("^Create and join$"))
+    page.keyboard.press("Enter")
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    tab_to(page, re.compile(r"^Give\b"))
+    page.keyboard.press("Enter")
+    # the redraw keeps the focus on the same item: Enter again gives one more
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("How many Cobblestone")).to_have_value("2")
+    tab_to(page, re.compile(r"^Ask for\b"))
+    page.keyboard.press("Enter")
+    tab_to(page, re.compile("^Propose$"))
+    page.screenshot(path=artifacts / "room-keyboard-focus.png")
+    page.keyboard.press("Enter")
+    expect(page.locator("#room-outcome")).to_contain_text("your proposal")
+    context.close()
+
+
+def test_a_full_game_or_no_name_sends_the_visitor_somewhere_useful(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    ada, bob = Client(server.url, "Ada F").connect(), Client(server.url, "Bob F").connect()
+    try:
+        game_id = ada.call("create_game", {"hall": "duel", "join": True})["game"]["game_id"]
+        assert bob.call("join", {"game_id": game_id})["seat"] == 1
+        anonymous = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = anonymous.new_page()
+        page.goto(f"{server.url}/games/{game_id}")
+        expect(page.locator("#room-error")).to_contain_text("Log in first")
+        page.get_by_role("link", name="Choose a display name in the lobby").click()
+        login(page, server, "Late")
+        page.goto(f"{server.url}/games/{game_id}")
+        expect(page.locator("#room-error")).to_contain_text("every seat is taken")
+        page.screenshot(path=artifacts / "room-game-full.png")
+        expect(page.locator(".room-layout")).to_be_hidden()  # no empty panels around the refusal
+        page.get_by_role("link", name="Open the spectator page").click()
+        expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        anonymous.close()
+    finally:
+        ada.close()
+        bob.close()
