@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 
 LOBBY_ROOM = "lobby"
 APPLY_ATTEMPTS = 3
+MAX_TRACES_PER_REQUEST = 50
+"""Trace records an agent may send in one request (each is bounded by ``bots.trace_max_bytes``)."""
 #: push(event, payload, room, skip_sid): emit to a Socket.IO room, optionally not to one connection
 Push = Callable[[str, dict[str, Any], str, str | None], None]
 
@@ -1061,11 +1063,57 @@ class Rooms:
             elif live.game is not None:
                 self._schedule(live)
 
-    def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> None:
+    def record_traces(
+        self, game_id: Any, principal: Principal, traces: Any, seat: Any = None, event_n: Any = None
+    ) -> dict[str, Any]:
+        """An agent's trace records for its own seat (what led to its moves: prompts, completions, token
+        counts), kept with the game for researchers exactly like those of the bots the server plays.
+
+        Only API-token agents send them (a person's browser has none, and the per-game quota must not be
+        filled by a player to crowd out an agent's records); at most :data:`MAX_TRACES_PER_REQUEST` records
+        per request, each bounded by ``bots.trace_max_bytes``. ``event_n`` is the number, in the seat's own
+        log, of the first event the move produced; it links the records to that event."""
+        if principal.kind != "agent":
+            raise ServerError(
+                "not_an_agent",
+                "Only agents connected with an API token send trace records; a person's moves need none.",
+                status=403,
+            )
+        if (
+            not isinstance(traces, list)
+            or not 1 <= len(traces) <= MAX_TRACES_PER_REQUEST
+            or not all(isinstance(t, dict) for t in traces)
+        ):
+            raise ServerError(
+                "invalid_request",
+                f"traces must be a list of 1 to {MAX_TRACES_PER_REQUEST} JSON objects; send more in several "
+                "requests.",
+            )
+        if event_n is not None and (not isinstance(event_n, int) or isinstance(event_n, bool) or event_n < 0):
+            raise ServerError("invalid_request", "event_n must be an event number n of your log, or null.")
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            chosen = self.acting_seat(live, principal, seat)
+            event_seq = None
+            if event_n is not None:
+                events = live.game.events if live.game is not None else []
+                visible = [e.seq for e in events if visible_to(e, chosen)]
+                if event_n >= len(visible):
+                    raise ServerError(
+                        "invalid_request",
+                        f"Your log has {len(visible)} events, so event_n {event_n} names none of them.",
+                        {"log_size": len(visible)},
+                    )
+                event_seq = visible[event_n]
+        stored = self._store_traces(live.game_id, chosen, event_seq, traces)
+        return {"game_id": live.game_id, "seat": chosen, "stored": stored, "dropped": len(traces) - stored}
+
+    def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> int:
         """Keep a policy's trace records with the game (bounded: bots.trace_max_bytes per record, truncated;
-        bots.traces_per_game per game, the rest dropped and logged once). Never raises."""
+        bots.traces_per_game per game, the rest dropped and logged once); how many were kept. Never raises."""
         if not traces or game_id in self._traces_full:
-            return
+            return 0
         limit = self.settings.bots.trace_max_bytes
         stamp = self.clock()
         try:
@@ -1077,14 +1125,17 @@ class Rooms:
                 fields.update(seat=seat, event_seq=event_seq, time=stamp)
                 records.append(bound_trace(fields, limit, self._secrets))
             self.store.append_traces(game_id, records, max_per_game=self.settings.bots.traces_per_game)
+            return len(records)
         except StoreError as err:
             if err.code == "trace_limit_reached":
                 self._traces_full.add(game_id)
                 log.warning("game %s: %s later trace records are dropped", game_id, err.message)
             else:
                 log.error("game %s: trace records of seat %s not stored: %s", game_id, seat, err.message)
+            return 0
         except Exception:
             log.exception("game %s: trace records of seat %s not stored", game_id, seat)
+            return 0
 
     def _bot_failed(self, live: LiveGame, seat: int, name: str, err: Exception) -> None:
         """Under the lock: a bot's move was refused or its policy raised. Count it; retry (another seed)
