@@ -172,8 +172,12 @@ def run_play(
     seed: int,
     max_turns: int | None,
     clock: Callable[[], float] | None = None,
+    crafting_runs: str | None = None,
 ) -> LocalResult:
-    """Play one game between the bots ``names`` (one per seat); ``clock`` stamps its events."""
+    """Play one game between the bots ``names`` (one per seat); ``clock`` stamps its events.
+
+    ``crafting_runs``: ``whole`` | ``rational``; None plays the rule the instance was made for (its file
+    says; ``rational`` when it does not), so the paper set plays whole runs as the paper's games did."""
     instance = resolve_instance(ruleset, instance_ref, len(names))
     try:
         rules = load_rule_set(instance.ruleset)
@@ -181,6 +185,7 @@ def run_play(
         raise PlayError("unknown_ruleset", f"{err}; `tradecraft rules list` shows the rule sets.") from err
     settings = GameSettings(
         ruleset=instance.ruleset,
+        crafting_runs=crafting_runs or instance.crafting_runs or "rational",
         **({"max_turns": max_turns} if max_turns else {}),
         **({"tom_orders": orders} if (orders := seat_tom_orders(names)) else {}),
     )
@@ -254,6 +259,13 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the game and its bots")
 @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None, help="turn limit (default 10)")
 @click.option(
+    "--runs",
+    "crafting_runs",
+    type=click.Choice(["whole", "rational"]),
+    default=None,
+    help="crafting-runs rule (default: the one the instance was made for, else rational)",
+)
+@click.option(
     "--narrate",
     "narrate_seat",
     type=int,
@@ -281,6 +293,7 @@ def play_command(
     players: str,
     seed: int,
     max_turns: int | None,
+    crafting_runs: str | None,
     narrate_seat: int | None,
     log_path: Path | None,
     as_json: bool,
@@ -302,7 +315,9 @@ def play_command(
                 "invalid_log_path",
                 f"--log {log_path}: the folder {log_path.parent} does not exist; create it.",
             )
-        result = run_play(ruleset, instance_ref, names, seed, max_turns, time.time if log_path else None)
+        result = run_play(
+            ruleset, instance_ref, names, seed, max_turns, time.time if log_path else None, crafting_runs
+        )
     except PlayError as err:
         _fail(err, as_json)
     outcome: dict[str, Any] = {"ok": True, **result.summary(), "bots": names}

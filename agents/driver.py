@@ -7,7 +7,8 @@ again up to ``retries`` more times, with the fresh view;
 then the driver sends a **fallback**: a safe legal action (:func:`fallback_action`) and logs it, so a
 confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the policy
 keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first event
-the move produced in the seat's log (null if refused) and the time.
+the move produced in the seat's log (null if refused) and the time; a connection with ``record_traces``
+(a remote agent's) also hands them to the server, which keeps them with the game for researchers.
 
 :func:`take_turn` is one such decision; the environments use it to move the seats their learner does not
 play.
@@ -199,8 +200,17 @@ def _keep_traces(
     clock: Callable[[], float],
 ) -> None:
     now = clock()
-    for record in drain_traces(policy):
+    records = drain_traces(policy)
+    for record in records:
         outcome.traces.append({**record, "seat": conn.seat, "event_n": first_n, "time": now})
+    keep = getattr(conn, "record_traces", None)  # a remote agent's records go to the server's game log
+    if records and keep is not None:
+        try:
+            answer = keep(records, first_n)
+        except Exception as err:  # traces are for researchers: losing some must not stop the game
+            answer = {"ok": False, "error": {"code": type(err).__name__, "message": str(err)}}
+        if not answer.get("ok"):
+            log.warning("seat %s: trace records not kept by the server: %s", conn.seat, answer.get("error"))
 
 
 def run_seat(

@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 15.0
 """Seconds a request waits for its answer before the socket is presumed dead and replaced."""
 DEFAULT_RECONNECT_TIMEOUT = 60.0
+TRACES_PER_REQUEST = 50
+"""Trace records per ``trace`` request (the server's limit)."""
+TRACE_REQUEST_BYTES = 500_000
+"""Bytes of trace records per request, below the server's default message limit (1 MB)."""
 """Seconds a request keeps trying to reconnect before it gives up with ``connection_lost``."""
 POLL_SECONDS = 2.0
 """While waiting for its turn with no push arriving, the connection re-reads the view this often (a
@@ -220,6 +224,56 @@ class RemoteConnection:
         if too_large is not None:
             return too_large
         return self._request("query", {"game_id": self.game_id, "query": query, "seat": self._seat_or_none()})
+
+    def record_traces(self, traces: list[dict[str, Any]], event_n: int | None = None) -> dict[str, Any]:
+        """Keep ``traces`` (what led to a move) with the game on the server, for researchers: sent in
+        requests the server accepts (at most :data:`TRACES_PER_REQUEST` records and
+        :data:`TRACE_REQUEST_BYTES` bytes each); ``event_n`` is the first event the move produced in this
+        seat's log. Only agents with an API token may; the answer counts what was ``stored``."""
+        if self._token is None:
+            return {
+                "ok": False,
+                "error": {
+                    "code": "not_an_agent",
+                    "message": "Trace records need an API token; a person's connection keeps none.",
+                    "details": {},
+                },
+            }
+        stored = dropped = 0
+        batch: list[dict[str, Any]] = []
+        size = 0
+
+        def send() -> dict[str, Any]:
+            data = {
+                "game_id": self.game_id,
+                "traces": batch,
+                "seat": self._seat_or_none(),
+                "event_n": event_n,
+            }
+            return self._request("trace", data)
+
+        for record in traces:
+            record_bytes = len(json.dumps(record, ensure_ascii=False, default=str).encode())
+            if record_bytes > TRACE_REQUEST_BYTES:
+                log.warning(
+                    "game %s: a trace record of %d bytes is too large to send", self.game_id, record_bytes
+                )
+                dropped += 1
+                continue
+            if batch and (len(batch) >= TRACES_PER_REQUEST or size + record_bytes > TRACE_REQUEST_BYTES):
+                answer = send()
+                if not answer.get("ok"):
+                    return answer
+                stored, dropped = stored + answer["stored"], dropped + answer["dropped"]
+                batch, size = [], 0
+            batch.append(record)
+            size += record_bytes
+        if batch:
+            answer = send()
+            if not answer.get("ok"):
+                return answer
+            stored, dropped = stored + answer["stored"], dropped + answer["dropped"]
+        return {"ok": True, "stored": stored, "dropped": dropped}
 
     def wait_for_turn(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

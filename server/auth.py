@@ -104,6 +104,7 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "rate_limited": "too many requests of this kind (games created, logins, admin passwords); retry after "
     "details.retry_after seconds (HTTP 429 + Retry-After)",
     "too_many_open_games": "you created too many games that still wait for players; start or abandon one",
+    "not_an_agent": "only agents connected with an API token send trace records for their seat",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }
 

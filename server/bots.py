@@ -8,9 +8,10 @@ runs them: docs/protocol.md, "Bots"); whatever it answers is validated like a cl
 
 Seeds: one live policy per (game, seat), built with :func:`policy_seed` (the game seed and the seat), kept
 across moves and fed the seat's events; a policy rebuilt after a restart gets the same seed and the seat's
-whole log, so it plays on as the lost one would have. A retry after an illegal move asks a one-move policy
-built with another seed (:func:`policy_seed` with the move key and the attempt number), or it would repeat
-the same move.
+whole log, so it plays on as the lost one would have. After a refused move a policy with a ``refused(error)``
+hook (an LLM agent) is told the engine's typed error and asked again; any other policy's retry is asked of a
+one-move policy built with another seed (:func:`policy_seed` with the move key and the attempt number), or it
+would repeat the same move.
 
 This module also holds the thread pool bot moves are decided on (:class:`BotExecutor`), who may seat which
 policy (:meth:`BotRegistry.require`), and the bounds on trace records (:func:`bound_trace`).
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import queue
 import re
@@ -203,6 +205,7 @@ class BotMove:
     events: list[dict[str, Any]]  # the seat's new viewer events (its whole log for a new policy)
     live: LivePolicy | None  # None: a retry's one-move policy, built and dropped with the move
     submitted: float
+    refusal: dict[str, Any] | None = None  # the engine's error for the policy's last answer, told first
     abandoned: threading.Event = field(default_factory=threading.Event)
     thread: int | None = None  # the worker thread's ident while it decides
 
@@ -224,7 +227,6 @@ class BotExecutor:
         self._written_off: set[int] = set()  # idents of threads whose move was abandoned
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._pending = 0
         for _ in range(workers):
             self._start_thread()
 
@@ -238,7 +240,6 @@ class BotExecutor:
         with self._lock:
             if self._closed:
                 return
-            self._pending += 1
         self._tasks.put(task)
 
     def write_off(self, thread_ident: int | None) -> None:
@@ -278,7 +279,6 @@ class BotExecutor:
             except Exception:
                 log.exception("a bot move failed outside its own error handling")
             with self._lock:
-                self._pending -= 1
                 if me in self._written_off:  # a replacement took this thread's place meanwhile
                     self._written_off.discard(me)
                     return
@@ -286,7 +286,7 @@ class BotExecutor:
 
 # ---------------------------------------------------------------------------------------------- traces
 #: Environment variables whose values are credentials: their values are cut out of any trace text.
-_SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+_SECRET_ENV = re.compile(r"(_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 _TRUNCATION_MARK = "…[truncated]"
 
 
@@ -304,7 +304,7 @@ def bound_trace(
     string (a credential the server's environment holds becomes ``[redacted]``), and at most ``max_bytes``
     of JSON: long strings are cut (``…[truncated]``) and the record gets ``"truncated": true`` and its
     original size ``"original_bytes"``; a record still too big keeps only its scalar fields."""
-    text = json.dumps(record, default=repr, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(_finite(record), default=repr, ensure_ascii=False, separators=(",", ":"))
     for secret in secrets:
         escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as the secret appears inside JSON text
         if escaped in text:
@@ -324,6 +324,17 @@ def bound_trace(
         cut = {k: v for k, v in cut.items() if isinstance(v, int | float | bool) or v is None}
         cut.update(truncated=True, original_bytes=size)
     return cut
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities (which JSON cannot hold) become None; containers are copied, dict keys as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _cut_strings(value: Any, limit: int) -> Any:

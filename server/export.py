@@ -143,13 +143,18 @@ _REPLAY_ERRORS = (
 
 
 def load_game_log(
-    store: Store, game_id: str, *, rules: RuleSet | Callable[[str], RuleSet] | None = None
+    store: Store,
+    game_id: str,
+    *,
+    rules: RuleSet | Callable[[str], RuleSet] | None = None,
+    traces: bool = True,
 ) -> StoredGame:
     """Read a game and its events, replay them and build its game log (with response latencies).
 
     ``rules`` overrides how the rule set is found (a RuleSet, or a function of its name); by default it is
-    ``craft_rules.loader.load_rule_set``. A game that cannot be replayed (missing instance or rule set, a log
-    from another version) still gets a log with its events; ``replay_error`` then says why.
+    ``craft_rules.loader.load_rule_set``. ``traces=False`` leaves the policies' trace records out (they can
+    be large, and only the researcher log carries them). A game that cannot be replayed (missing instance or
+    rule set, a log from another version) still gets a log with its events; ``replay_error`` then says why.
     """
     meta = store.get_game(game_id)
     if meta is None:
@@ -205,7 +210,8 @@ def load_game_log(
     summary = (
         LogSummary.of(game) if game is not None else LogSummary.unreplayable(len(events), replay_error or {})
     )
-    log = GameLog(header, events, times, latencies, traces=_traces(store, game_id), summary=summary)
+    kept = _traces(store, game_id) if traces else []
+    log = GameLog(header, events, times, latencies, traces=kept, summary=summary)
     return StoredGame(log, game, replay_error)
 
 
@@ -280,7 +286,7 @@ def export_participant(
     Raises :class:`ExportError` ``unknown_game`` / ``unknown_seat`` / ``replay_failed`` before yielding
     anything: a participant export is built from the seat's view, so it needs a game that replays.
     """
-    stored = load_game_log(store, game_id, rules=rules)
+    stored = load_game_log(store, game_id, rules=rules, traces=False)  # never in a participant's export
     if stored.game is None:
         raise ExportError(
             "replay_failed",
@@ -356,7 +362,8 @@ def export_csv_tables(
     """
     ids = list(game_ids)
     return csv_tables(
-        load_game_log(store, game_id, rules=rules).log for game_id in (progress(ids) if progress else ids)
+        load_game_log(store, game_id, rules=rules, traces=False).log
+        for game_id in (progress(ids) if progress else ids)
     )
 
 

@@ -207,8 +207,8 @@ class Lobby:
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
 
-        ``instance_id`` (admins only) names the exact instance; ``difficulty`` (anyone, ``random`` halls)
-        asks for a band drawn secretly; neither = the hall's own draw.
+        ``instance_id`` (admins only) names the exact instance; ``difficulty`` (anyone, ``random`` and
+        ``generated`` halls) asks for a band, drawn or dealt secretly; neither = the hall's own choice.
 
         ``address`` is the network address of a client's request: then, unless the creator is an admin, the
         abuse limits (server/limits.py) apply before any work: games per user and per address, open games
@@ -231,7 +231,7 @@ class Lobby:
         ]
         for state in seat_states:
             if state.bot:
-                self.bots.require(state.bot)
+                self.bots.require(state.bot, hall=hall_name)
         # every check that costs nothing is made: now the limits, then the instance (a deal costs CPU)
         if address is not None and not creator.is_admin:
             self._check_creation_limits(creator, address)

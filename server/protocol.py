@@ -269,11 +269,15 @@ class SocketProtocol:
             "events": self.events,
             "act": lambda conn, data: self.act(conn, data, None),
             "query": self.query,
+            "trace": self.trace,
         }
         for action_type in PLAYER_ACTION_TYPES:
             handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
+        payload_limit = self.services.settings.server.max_payload_bytes
         for name, handler in handlers.items():
-            sio.on_event(name, self._wrap(name, handler))
+            # trace records carry whole prompts: they get the message limit, not the action limit
+            limit = payload_limit if name == "trace" else None
+            sio.on_event(name, self._wrap(name, handler, limit))
 
     def _guard_frames(self) -> None:
         eio = self.socketio.server.eio
@@ -312,9 +316,12 @@ class SocketProtocol:
             )
 
     def _wrap(
-        self, name: str, handler: Callable[[Connection, dict[str, Any]], dict[str, Any]]
+        self,
+        name: str,
+        handler: Callable[[Connection, dict[str, Any]], dict[str, Any]],
+        limit: int | None = None,
     ) -> Callable[..., dict[str, Any]]:
-        limit = self.services.settings.server.max_action_bytes
+        limit = limit or self.services.settings.server.max_action_bytes
 
         def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
             conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
@@ -434,6 +441,15 @@ class SocketProtocol:
         if "query" not in data:
             raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
         return self.services.rooms.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
+
+    def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return self.services.rooms.record_traces(
+            data.get("game_id"),
+            require_principal(conn.principal),
+            data.get("traces"),
+            data.get("seat"),
+            data.get("event_n"),
+        )
 
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
         principal = require_principal(conn.principal)
@@ -576,6 +592,16 @@ def api_blueprint(services: Services) -> Blueprint:
             f"act_{action_type}",
             lambda game_id, _t=action_type: act(game_id, _t),
             methods=["POST"],
+        )
+
+    @api.post("/games/<game_id>/traces")
+    def traces(game_id: str) -> tuple[Response, int]:
+        data = request_object(services.settings.server.max_payload_bytes)
+        principal = require_principal(caller())
+        return ok(
+            services.rooms.record_traces(
+                game_id, principal, data.get("traces"), data.get("seat"), data.get("event_n")
+            )
         )
 
     def query(game_id: str, query_type: str | None) -> tuple[Response, int]:

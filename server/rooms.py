@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -69,6 +70,8 @@ log = logging.getLogger(__name__)
 
 LOBBY_ROOM = "lobby"
 APPLY_ATTEMPTS = 3
+MAX_TRACES_PER_REQUEST = 50
+"""Trace records an agent may send in one request (each is bounded by ``bots.trace_max_bytes``)."""
 #: push(event, payload, room, skip_sid): emit to a Socket.IO room, optionally not to one connection
 Push = Callable[[str, dict[str, Any], str, str | None], None]
 
@@ -193,9 +196,13 @@ class LiveGame:
     lock: threading.RLock = field(default_factory=threading.RLock)
     online: dict[int, int] = field(default_factory=dict)  # seat -> open connections in this process
     bot_failures: dict[int, int] = field(default_factory=dict)  # failed attempts at the seat's current move
+    bot_refused: dict[int, int] = field(default_factory=dict)  # failed bot attempts, all moves together
     bot_overdue: dict[int, int] = field(default_factory=dict)  # moves abandoned past the time limit
     policies: dict[int, LivePolicy] = field(default_factory=dict)  # bot seat -> its live policy
     fallbacks: set[int] = field(default_factory=set)  # bot seats whose overdue move the fallback is playing
+    refusals: dict[int, dict[str, Any]] = field(
+        default_factory=dict
+    )  # bot seat -> why its answer was refused
     deadline: float | None = None
     # seat (None = spectator) -> (last_seq, view): a view is a pure function of the log, so each change
     # computes each seat's view at most once for the ack and every push
@@ -257,6 +264,7 @@ class Rooms:
         self._registry_lock = threading.Lock()
         self.bot_executor = BotExecutor(settings.bots.workers, settings.bots.max_abandoned_threads)
         self._secrets = environment_secrets()  # cut out of every trace record
+        self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
 
     # ------------------------------------------------------------------------------------------ loading
@@ -345,6 +353,7 @@ class Rooms:
         while len(self._finished) > self.settings.rooms.keep_finished_games:
             old, _ = self._finished.popitem(last=False)
             self._games.pop(old, None)
+            self._traces_full.discard(old)
 
     # --------------------------------------------------------------------------------------- recovery
     def recover(self) -> int:
@@ -836,16 +845,23 @@ class Rooms:
             live.policies[seat] = current
         move_key = bot_move_key(game, seat)
         attempt = live.bot_failures.get(seat, 0)
-        keeper: LivePolicy | None
-        if attempt:
-            # a retry after a refused or failed move: a one-move policy with another seed, shown the whole log
+        if self.settings.socketio.message_queue and not self._claim_bot_move(live, seat, move_key, attempt):
+            return None
+        keeper: LivePolicy | None = current
+        refusal = live.refusals.get(seat) if attempt else None
+        if refusal is not None and getattr(current.policy, "refused", None) is not None:
+            # a refused answer, and the policy can learn why (an LLM agent): told, then asked again
+            seed, events = current.seed, self._seat_news(live, seat, current)
+        elif attempt:
+            # any other retry: a one-move policy with another seed (or it would repeat itself), whole log
             seed, events, keeper = (
                 policy_seed(live.seed, seat, move_key, attempt),
                 self.history(live, seat),
                 None,
             )
+            refusal = None
         else:
-            seed, events, keeper = current.seed, self._seat_news(live, seat, current), current
+            seed, events = current.seed, self._seat_news(live, seat, current)
         move = BotMove(
             game_id=live.game_id,
             seat=seat,
@@ -858,9 +874,25 @@ class Rooms:
             events=_json_copy(events),
             live=keeper,
             submitted=self.clock(),
+            refusal=refusal,
         )
         current.in_flight = move
         return move
+
+    def _claim_bot_move(self, live: LiveGame, seat: int, move_key: str, attempt: int) -> bool:
+        """With several server processes (a message queue), each one that has the game loaded would ask its
+        own policy for every move: an LLM seat would be paid for twice. The first process to claim a move
+        in the store (``set_value_if_absent``) decides it; the others look again after the move time limit,
+        when a new claim window opens, in case the claimer died. (One small store value per bot move.)"""
+        limit = self.settings.bots.move_time_limit_seconds
+        window = int(self.clock() // limit)
+        key = f"botclaim:{live.game_id}:{seat}:{move_key}:{attempt}:{window}"
+        if self.store.set_value_if_absent(key, self._process_token) == self._process_token:
+            return True
+        self.scheduler.schedule(
+            f"bot:{live.game_id}:{seat}", self.clock() + limit, partial(self._bot_move, live.game_id, seat)
+        )
+        return False
 
     def _seat_news(self, live: LiveGame, seat: int, policy: LivePolicy) -> list[dict[str, Any]]:
         """The seat's viewer events its policy has not been shown, numbered ``n`` exactly as a remote
@@ -891,6 +923,8 @@ class Rooms:
                 policy = self.bots.make(move.spec, move.seed)
                 if move.live is not None:
                     move.live.policy = policy
+            if move.refusal is not None:
+                policy.refused(move.refusal)  # type: ignore[attr-defined]
             observe = getattr(policy, "observe", None)
             if observe is not None and move.events:
                 observe(move.events)
@@ -963,6 +997,7 @@ class Rooms:
                 return None
             events, records = outcome
             live.bot_failures[seat] = 0
+            live.refusals.pop(seat, None)
             try:
                 answer = {"ok": True, "bot": spec, "seat": seat}
                 self.store.remember_action(live.game_id, action_id, answer, digest)
@@ -1028,11 +1063,57 @@ class Rooms:
             elif live.game is not None:
                 self._schedule(live)
 
-    def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> None:
+    def record_traces(
+        self, game_id: Any, principal: Principal, traces: Any, seat: Any = None, event_n: Any = None
+    ) -> dict[str, Any]:
+        """An agent's trace records for its own seat (what led to its moves: prompts, completions, token
+        counts), kept with the game for researchers exactly like those of the bots the server plays.
+
+        Only API-token agents send them (a person's browser has none, and the per-game quota must not be
+        filled by a player to crowd out an agent's records); at most :data:`MAX_TRACES_PER_REQUEST` records
+        per request, each bounded by ``bots.trace_max_bytes``. ``event_n`` is the number, in the seat's own
+        log, of the first event the move produced; it links the records to that event."""
+        if principal.kind != "agent":
+            raise ServerError(
+                "not_an_agent",
+                "Only agents connected with an API token send trace records; a person's moves need none.",
+                status=403,
+            )
+        if (
+            not isinstance(traces, list)
+            or not 1 <= len(traces) <= MAX_TRACES_PER_REQUEST
+            or not all(isinstance(t, dict) for t in traces)
+        ):
+            raise ServerError(
+                "invalid_request",
+                f"traces must be a list of 1 to {MAX_TRACES_PER_REQUEST} JSON objects; send more in several "
+                "requests.",
+            )
+        if event_n is not None and (not isinstance(event_n, int) or isinstance(event_n, bool) or event_n < 0):
+            raise ServerError("invalid_request", "event_n must be an event number n of your log, or null.")
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            chosen = self.acting_seat(live, principal, seat)
+            event_seq = None
+            if event_n is not None:
+                events = live.game.events if live.game is not None else []
+                visible = [e.seq for e in events if visible_to(e, chosen)]
+                if event_n >= len(visible):
+                    raise ServerError(
+                        "invalid_request",
+                        f"Your log has {len(visible)} events, so event_n {event_n} names none of them.",
+                        {"log_size": len(visible)},
+                    )
+                event_seq = visible[event_n]
+        stored = self._store_traces(live.game_id, chosen, event_seq, traces)
+        return {"game_id": live.game_id, "seat": chosen, "stored": stored, "dropped": len(traces) - stored}
+
+    def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> int:
         """Keep a policy's trace records with the game (bounded: bots.trace_max_bytes per record, truncated;
-        bots.traces_per_game per game, the rest dropped and logged once). Never raises."""
+        bots.traces_per_game per game, the rest dropped and logged once); how many were kept. Never raises."""
         if not traces or game_id in self._traces_full:
-            return
+            return 0
         limit = self.settings.bots.trace_max_bytes
         stamp = self.clock()
         try:
@@ -1044,20 +1125,28 @@ class Rooms:
                 fields.update(seat=seat, event_seq=event_seq, time=stamp)
                 records.append(bound_trace(fields, limit, self._secrets))
             self.store.append_traces(game_id, records, max_per_game=self.settings.bots.traces_per_game)
+            return len(records)
         except StoreError as err:
             if err.code == "trace_limit_reached":
                 self._traces_full.add(game_id)
                 log.warning("game %s: %s later trace records are dropped", game_id, err.message)
             else:
                 log.error("game %s: trace records of seat %s not stored: %s", game_id, seat, err.message)
+            return 0
         except Exception:
             log.exception("game %s: trace records of seat %s not stored", game_id, seat)
+            return 0
 
     def _bot_failed(self, live: LiveGame, seat: int, name: str, err: Exception) -> None:
         """Under the lock: a bot's move was refused or its policy raised. Count it; retry (another seed)
         until bots.max_failures in a row, then the seat resigns."""
         failures = live.bot_failures.get(seat, 0) + 1
         live.bot_failures[seat] = failures
+        live.bot_refused[seat] = live.bot_refused.get(seat, 0) + 1
+        if isinstance(err, GameError | ServerError):
+            live.refusals[seat] = err.to_dict()  # what a client would have been answered
+        else:
+            live.refusals.pop(seat, None)
         detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
         log.warning(
             "game %s: bot %s at seat %s failed (%s/%s): %s",
@@ -1073,6 +1162,7 @@ class Rooms:
             return
         log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
         live.bot_failures[seat] = 0
+        live.refusals.pop(seat, None)
         try:
             events, records = self._commit(live, seat, {"type": "resign"})
         except (GameError, SequenceConflict):
@@ -1194,7 +1284,18 @@ class Rooms:
                 **self.envelope(live, None),
                 "view": researcher_view(live.game) if live.game else None,
                 "meta": live.meta,
+                "bots": self._bot_counts(live),
             }
+
+    @staticmethod
+    def _bot_counts(live: LiveGame) -> dict[str, dict[str, int]]:
+        """Per bot seat: its moves refused by the engine or failed in the policy, and its moves abandoned past
+        the time limit (counted by this process since it loaded the game)."""
+        seats = set(live.bot_refused) | set(live.bot_overdue)
+        return {
+            str(seat): {"failed": live.bot_refused.get(seat, 0), "overdue": live.bot_overdue.get(seat, 0)}
+            for seat in sorted(seats)
+        }
 
     # ------------------------------------------------------------------------------------- presence
     def presence(self, game_id: str, seat: int, delta: int) -> None:

@@ -121,10 +121,11 @@ class BotsSection(_Section):
         "think at once, the others wait their turn",
     )
     move_time_limit_seconds: float = Field(
-        300,
+        360,
         gt=0,
         description="longest a policy may take over one move (waiting for a thread included); then the move "
-        "is abandoned and the fallback policy plays it",
+        "is abandoned and the fallback policy plays it. Keep it above an LLM agent's own move_seconds "
+        "(300 by default), so the agent's own, traced fallback comes first",
     )
     fallback: str = Field(
         "random",
@@ -155,10 +156,11 @@ class BotsSection(_Section):
         "truncated",
     )
     traces_per_game: int = Field(
-        20_000,
+        2_000,
         ge=0,
         le=100_000,
-        description="trace records kept per game; later ones are dropped (logged once per game)",
+        description="trace records kept per game; later ones are dropped (logged once per game). A game's "
+        "traces take at most traces_per_game x trace_max_bytes (128 MB with the defaults)",
     )
 
     @field_validator("default", "fallback", "allowed_specs")

@@ -4,8 +4,8 @@ cope with, recording what it was shown and asked in JSON lines under ``$TC_TEST_
 per policy object, flushed per line, so a SIGKILLed server leaves complete lines).
 
 Specs: ``sleepy?seconds=S``, ``observer[?seconds=S]``, ``tracer[?size=BYTES&count=N]``, ``hang``,
-``illegal``, ``llm:<anything>`` (a tracer standing in for the LLM agent of branch lang-llm) and anything the
-installed registry knows (``random``, ``tom1``, ...).
+``illegal``, ``stubborn`` (refusal-aware), ``llm:<anything>`` (a tracer standing in for the LLM agent)
+and anything the installed registry knows (``random``, ``tom1``, ...).
 """
 
 from __future__ import annotations
@@ -31,13 +31,15 @@ class Recorded:
         self.seed = seed
         self.options = options
         self.inner = make_policy("random", seed)
-        folder = Path(os.environ.get("TC_TEST_POLICY_RECORDS", "."))
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"{name}-{seed}-{uuid.uuid4().hex[:8]}.jsonl"
+        folder = os.environ.get("TC_TEST_POLICY_RECORDS")
+        self.path = Path(folder) / f"{name}-{seed}-{uuid.uuid4().hex[:8]}.jsonl" if folder else None
         self.observed = 0
         self._write({"built": name, "seed": seed, "options": options})
 
     def _write(self, record: dict[str, Any]) -> None:
+        if self.path is None:  # built in the test process itself: nothing to record
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"at": time.time(), **record}) + "\n")
 
@@ -92,7 +94,34 @@ class Illegal(Recorded):
         return {"type": "craft", "recipe": "torch", "runs": 1}
 
 
-KINDS = {"sleepy": Recorded, "observer": Recorded, "tracer": Tracer, "hang": Hang, "illegal": Illegal}
+class Stubborn(Recorded):
+    """Refusal-aware (like an LLM agent): its first answer to each move is an illegal craft; once told why
+    (``refused``), it plays the random bot's move."""
+
+    def __init__(self, name: str, seed: int, options: dict[str, str]) -> None:
+        super().__init__(name, seed, options)
+        self.told = False
+
+    def refused(self, error: dict[str, Any]) -> None:
+        self.told = True
+        self._write({"refused": error})
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        self._write({"act": view["seat"], "log_size": view["log_size"], "observed": self.observed})
+        if not self.told:
+            return {"type": "craft", "recipe": "torch", "runs": 1}
+        self.told = False
+        return self.inner.act(view, legal)
+
+
+KINDS = {
+    "sleepy": Recorded,
+    "observer": Recorded,
+    "tracer": Tracer,
+    "hang": Hang,
+    "illegal": Illegal,
+    "stubborn": Stubborn,
+}
 
 
 def factory(spec: str, seed: int) -> Any:

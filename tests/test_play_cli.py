@@ -255,3 +255,30 @@ def test_an_illegal_action_stops_the_game_with_the_engine_code() -> None:
     with pytest.raises(LocalPlayError) as info:
         play_local(inst, GameSettings(ruleset="alchemy"), rules, [Scripted([])], seed=0)
     assert info.value.code == "wrong_player_count"
+
+
+@pytest.mark.parametrize(
+    ("instance", "runs", "expected"),
+    [
+        ("minecraft/1p_v_1p/paper#0", None, "whole"),  # the paper set was made for whole runs
+        ("minecraft/1p_v_1p/paper#0", "rational", "rational"),
+        ("minecraft/1p_v_1p/standard#0", None, "rational"),
+        ("minecraft/1p_v_1p/standard#0", "whole", "whole"),
+    ],
+)
+def test_the_crafting_runs_rule_defaults_to_the_instances_own(
+    tmp_path: Path, instance: str, runs: str | None, expected: str
+) -> None:
+    log_path = tmp_path / "game.jsonl"
+    code, outcome = play(
+        "--instance",
+        instance,
+        "--max-turns",
+        "1",
+        "--log",
+        str(log_path),
+        *(["--runs", runs] if runs else []),
+    )
+    assert code == 0 and outcome["ok"], outcome
+    header = json.loads(log_path.read_text().splitlines()[0])
+    assert header["settings"]["crafting_runs"] == expected

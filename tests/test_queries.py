@@ -78,9 +78,14 @@ def test_every_query_model_is_exercised() -> None:
 def test_answers_agree_with_the_planner() -> None:
     game = new()
     info = run_query(game, 0, {"type": "item_info", "item": "minecraft:torch"})
-    assert {k: v for k, v in info.items() if k not in ("type", "recipes")} == PLANNER.item_info(
-        "torch"
-    ).as_dict()
+    assert {k: v for k, v in info.items() if k not in ("type", "recipes", "makes", "makes_total")} == (
+        PLANNER.item_info("torch").as_dict()
+    )
+    coal = run_query(game, 0, {"type": "item_info", "item": "coal"})
+    assert "torch" in coal["makes"] and "coal_block" in coal["makes"] and "coal" not in coal["makes"]
+    assert coal["makes_total"] == len(coal["makes"]) == len(set(coal["makes"]))
+    sticks = run_query(game, 0, {"type": "item_info", "item": "stick"})
+    assert len(sticks["makes"]) == 60 < sticks["makes_total"]  # bounded
     assert [r["recipe"] for r in info["recipes"]] == info["made_by"]
 
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
@@ -132,6 +137,13 @@ def test_recipe_search_and_tree_answers() -> None:
     # coal and a stick are held by seat 1: the tree stops there and says who holds them
     assert inputs["coal"]["stop"] == "held" and inputs["coal"]["held_by"] == [1]
     assert inputs["stick"]["stop"] == "held" and inputs["stick"]["held_by"] == [1]
+    # raw iron is made only from a block of raw iron, itself made of raw iron: the tree stops there as raw
+    irons = run_query(game, 0, {"type": "crafting_tree", "item": "iron_ingot", "count": 3, "depth": 6})[
+        "tree"
+    ]
+    (raw_iron,) = (i for w in irons["recipes"] for i in w["inputs"] if i["item"] == "raw_iron")
+    assert raw_iron["item"] == "raw_iron" and raw_iron["stop"] == "raw" and raw_iron["recipes_total"] > 0
+    assert all(w["recipe"] != "iron_ingot_from_iron_block" for w in irons["recipes"])
     # the ways whose inputs some hand holds come first: sticks from seat 0's planks, not from bamboo
     sticks = run_query(game, 0, {"type": "crafting_tree", "item": "stick", "count": 8})["tree"]
     assert sticks["recipes"][0]["recipe"] == "stick"

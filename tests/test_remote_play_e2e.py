@@ -458,3 +458,100 @@ def test_remote_players_ride_out_a_server_crash_and_restart(tmp_path: Path) -> N
         first.kill()
         if second is not None:
             second.stop()
+
+
+class Tracing(Recording):
+    """A policy that keeps a trace record of every move, as an LLM agent does."""
+
+    def __init__(self, policy: Any) -> None:
+        super().__init__(policy)
+        self.pending: list[dict[str, Any]] = []
+        self.moves = 0
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        action = super().act(view, legal)
+        self.moves += 1
+        self.pending.append({"kind": "decision", "move": self.moves, "prompt": "p" * 3_000, "action": action})
+        return action
+
+    def drain_traces(self) -> list[dict[str, Any]]:
+        out, self.pending = self.pending, []
+        return out
+
+
+def researcher_log(server: ServerProcess, game_id: str) -> Any:
+    from server.game.gamelog import decode_log
+
+    answer = requests.get(f"{server.url}/api/admin/games/{game_id}/export", auth=ADMIN, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return decode_log(answer.text.splitlines())
+
+
+def test_a_remote_agents_traces_are_kept_with_the_game_for_researchers_only(server: ServerProcess) -> None:
+    token = make_token(server, "remote-tracer")
+    game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])
+    with RemoteConnection(server.url, game_id, token=token) as conn:
+        agent = Tracing(make_policy("random", 3))
+        outcome = run_seat(agent, conn, turn_timeout=60)
+    assert agent.moves > 0 and len(outcome.traces) == agent.moves
+    log = researcher_log(server, game_id)
+    kept = [t for t in log.traces if t.seat == 0]
+    assert len(kept) == agent.moves
+    # each record is linked to the event its move produced, and that event is the seat's own action
+    events = {e.seq: e for e in log.events}
+    for trace in kept:
+        assert trace.event_seq is not None and events[trace.event_seq].actor == 0
+    participant = requests.get(
+        f"{server.url}/api/admin/games/{game_id}/export",
+        params={"seat": 0},
+        auth=ADMIN,
+        timeout=30,
+    )
+    assert participant.status_code == 200 and "ppppp" not in participant.text
+
+
+def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerProcess) -> None:
+    token = make_token(server, "trace-bounds")
+    other = make_token(server, "trace-other")
+    game_id = create_game(server, token, ["agent", "agent"])
+
+    def send(who: str, body: dict[str, Any] | None = None, **headers: str) -> requests.Response:
+        return requests.post(
+            f"{server.url}/api/games/{game_id}/traces",
+            json=body if body is not None else {"traces": [{"note": "x"}]},
+            headers={"Authorization": f"Bearer {who}", **headers},
+            timeout=10,
+        )
+
+    requests.post(
+        f"{server.url}/api/games/{game_id}/join",
+        json={"seat": 0},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert send(other).json()["error"]["code"] == "spectator"  # holds no seat in this game
+    requests.post(
+        f"{server.url}/api/games/{game_id}/join",
+        json={"seat": 1},
+        headers={"Authorization": f"Bearer {other}"},
+        timeout=10,
+    )
+    mine = send(token, {"traces": [{"note": "x"}], "seat": 1})
+    assert mine.status_code == 403 and mine.json()["error"]["code"] == "not_your_seat"
+    for bad in ([], [1, 2], [{"n": i} for i in range(51)], "text"):
+        answer = send(token, {"traces": bad})
+        assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", bad
+    assert send(token, {"traces": [{"n": 1}], "event_n": 10**6}).json()["error"]["code"] == "invalid_request"
+    assert send(token, {"traces": [{"n": 1}], "event_n": True}).json()["error"]["code"] == "invalid_request"
+    ok = send(token, {"traces": [{"note": "kept"}], "event_n": 0}).json()
+    assert ok["ok"] and ok["stored"] == 1 and ok["seat"] == 0
+    cookie = login_cookie(server.url, "Person")
+    person = requests.post(
+        f"{server.url}/api/games/{game_id}/traces",
+        json={"traces": [{"n": 1}]},
+        headers={"Cookie": cookie},
+        timeout=10,
+    )
+    assert person.status_code == 403 and person.json()["error"]["code"] == "not_an_agent"
+    log = researcher_log(server, game_id)
+    assert [t.model_dump().get("note") for t in log.traces] == ["kept"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,14 +26,21 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from bot_policies import SECRET_ENV, read_records
+from bot_policies import SECRET_ENV, factory, read_records
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
 
-from server.bots import bot_seed, bound_trace, policy_seed
+from agents.bots.registry import make_policy
+from agents.testing.openai_server import OpenAITestServer
+from agents.testing.scripted_player import ScriptedPlayer
+from server.auth import Principal, ServerError
+from server.bots import BotRegistry, bot_action_id, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
+from server.lobby import Lobby
+from server.rooms import Rooms
 from server.settings import SettingsError, load_settings
 from server.store import open_store
+from server.timers import DeadlineScheduler
 
 ADMIN = ("admin", "test-admin-password")
 POLICY_SERVER = Path(__file__).parent / "policy_server.py"
@@ -215,9 +223,36 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     expected = [policy_seed(4711, 1), policy_seed(4711, 1, move_key, 1), policy_seed(4711, 1, move_key, 2)]
     assert seeds == expected and len(set(seeds)) == 3
     assert expected[0] == bot_seed(4711, 1)
+    researcher = requests.get(f"{server.url}/api/admin/games/{game_id}", auth=ADMIN, timeout=30).json()
+    assert researcher["bots"] == {"1": {"failed": 3, "overdue": 0}}
     counted = re.findall(r"bot illegal at seat 1 failed \((\d)/3\): \{'code': '(\w+)'", server.log())
     assert [n for n, _ in counted] == ["1", "2", "3"]
     assert {code for _, code in counted} == {refused["error"]["code"]}
+
+
+def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerProcess, Path]) -> None:
+    """A policy with a refused(error) hook (an LLM agent) keeps its seat's policy: it is told the engine's
+    typed error (the one a client gets) and asked again, instead of being replaced by another seed."""
+    server, records = live
+    human = Client(server.url, "vs-stubborn").connect()
+    try:
+        created = create(human, "duel", ["open", bot("stubborn")], join=True, seed=4712)
+        game_id = created["game"]["game_id"]
+        assert human.call("join", {"game_id": game_id})["status"] == "running"
+        assert human.act(game_id, "propose", **DUEL_TRADE)["ok"]
+        refused = human.act(game_id, "craft", recipe="torch", runs=1)  # a client's answer to the same move
+        human.wait_for(
+            lambda: any(e["type"] == "decided" for e in human.pushed_events(game_id)), 10, what="the decision"
+        )
+        researcher = requests.get(f"{server.url}/api/admin/games/{game_id}", auth=ADMIN, timeout=30).json()
+    finally:
+        human.close()
+    runs = [r for r in acted(read_records(records, "stubborn")) if r[0]["seed"] == bot_seed(4712, 1)]
+    assert len(runs) == 1  # one policy for the seat, no other seed tried
+    told = [line["refused"] for line in runs[0] if "refused" in line]
+    assert told[0] == refused["error"]
+    assert researcher["bots"]["1"]["failed"] >= 1
+    assert not any(r[0]["seed"] == policy_seed(4712, 1, "1:trade_decide:0", 1) for r in read_records(records))
 
 
 # ------------------------------------------------------------------------------------------------ traces
@@ -290,6 +325,9 @@ def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[Serve
         assert keyed["ok"] is False and keyed["error"]["code"] == "credentials_in_spec"
         assert "sk-live-123" not in json.dumps(keyed)
         assert create(host, "duel", ["open", bot("llm:test:allowed")])["ok"]
+        # another hall's own LLM seat cannot be borrowed for a game in this hall
+        borrowed = create(host, "duel", ["open", bot("llm:test:hall-model?tom=0")])
+        assert borrowed["ok"] is False and borrowed["error"]["code"] == "bot_not_allowed"
         # a hall's own LLM seat: the operator chose it; its model is recorded with the seat
         hall_game = create(host, "llm_hall", join=True)
         assert hall_game["ok"], hall_game
@@ -301,9 +339,10 @@ def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[Serve
         )
     finally:
         host.close()
-    log = game_log(server, game_id)
+    # the traces are stored right after the move's events (the push may come first)
+    log = wait_until(lambda: (found := game_log(server, game_id)).traces and found, 10, "the seat's traces")
     assert log.header.models == [{"seat": 1, "model": "test:hall-model"}]
-    assert log.traces and all(t.seat == 1 for t in log.traces)
+    assert all(t.seat == 1 for t in log.traces)
     assert SECRET not in server.log() and "sk-live-123" not in server.log()
 
 
@@ -381,12 +420,210 @@ def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(tmp
         finished = wait_until(
             lambda: (log := game_log(server, quick)).header.status == "finished" and log, 30, "quick game"
         )
+        overdue = requests.get(f"{server.url}/api/admin/games/{hung}", auth=ADMIN, timeout=30).json()
     finally:
         server.stop()
     assert server.log().count("abandoned, random plays it") >= 3
+    assert overdue["bots"]["0"]["overdue"] >= 3 and "1" not in overdue["bots"]
     quick_moves = sum(1 for e in finished.events if e.actor is not None)
     sleepy_acts = [line for run in acted(read_records(records, "sleepy")) for line in run if "act" in line]
     assert len(sleepy_acts) >= quick_moves  # every move of the quick game was its own policy's
     hang_calls = [line for run in acted(read_records(records, "hang")) for line in run if "act" in line]
     seeds = {run[0]["seed"] for run in acted(read_records(records, "hang"))}
     assert len(hang_calls) >= 3 and seeds == {bot_seed(3, 0)}  # rebuilt with the same seed each move
+
+
+def test_bound_trace_keeps_what_json_cannot_hold_storable() -> None:
+    bounded = bound_trace({"seat": 0, "score": float("nan"), "when": float("inf"), 3: {1, 2}}, 4096)
+    assert bounded == {"seat": 0, "score": None, "when": None, "3": "{1, 2}"}
+
+
+def test_who_may_seat_a_restricted_policy(tmp_path: Path) -> None:
+    """The rule of BotRegistry.require, with and without the hall the lobby creates the game in."""
+    settings = load_settings(policy_config(tmp_path, allowed_specs=["llm:test:allowed"]), environ={})
+    registry = BotRegistry(factory, settings=settings)
+    assert (
+        registry.require("random") == "random" and registry.require("llm:test:allowed") == "llm:test:allowed"
+    )
+    hall_spec = "llm:test:hall-model?tom=0"
+    assert registry.require(hall_spec, hall="llm_hall") == hall_spec  # the hall's own seat
+    with pytest.raises(ServerError) as error:
+        registry.require(hall_spec, hall="duel")  # another hall's LLM, when the lobby says which hall
+    assert error.value.code == "bot_not_allowed" and error.value.status == 403
+    assert registry.require(hall_spec) == hall_spec  # no hall named: any hall's seat counts
+    for spec, code in (
+        ("llm:test:other", "bot_not_allowed"),
+        ("LLM:test:other", "bot_not_allowed"),
+        ("llm:test:allowed?token=abc", "credentials_in_spec"),
+        ("random?base_url=https://me:pw@example.org", "credentials_in_spec"),
+    ):
+        with pytest.raises(ServerError) as error:
+            registry.require(spec)
+        assert error.value.code == code, spec
+    with pytest.raises(ServerError) as error:  # no settings: restricted policies are never seated
+        BotRegistry(factory).require("llm:test:allowed")
+    assert error.value.code == "bot_not_allowed"
+
+
+# ------------------------------------------------------------------------------------ several processes
+def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: Path) -> None:
+    """Two Rooms over one SQLite file and a (nominal) message queue, as two server processes: both resume
+    the same bot game, yet each move is decided by one of them only (an LLM seat is paid for once)."""
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'shared.db'}")
+    settings = load_settings(config, environ={"TRADECRAFT__SOCKETIO__MESSAGE_QUEUE": "redis://unused"})
+    asked: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    class Counting:
+        def __init__(self, seed: int) -> None:
+            self.inner = make_policy("random", seed)
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            key = f"{view['turn']}:{view['phase']}:{len(view.get('crafts_this_phase') or [])}"
+            with lock:
+                asked.append((view["seat"], key))
+            time.sleep(0.02)  # long enough for the other process to try the same move
+            return self.inner.act(view, legal)
+
+    def counting_factory(spec: str, seed: int) -> Any:
+        return Counting(seed)
+
+    processes = []
+    for _ in range(2):
+        store = open_store(settings.database_uri)
+        scheduler = DeadlineScheduler(workers=2)
+        registry = BotRegistry(counting_factory, settings=settings)
+        rooms = Rooms(settings, store, scheduler, registry, lambda *args: None)
+        processes.append((store, rooms, Lobby(settings, store, rooms, registry)))
+    try:
+        first, second = processes
+        creator = Principal(id="user-host", name="Host", kind="human")
+        game_id = first[2].create_game("duel", creator, seats=[bot("random"), bot("random")], seed=9)[
+            "game_id"
+        ]
+        assert second[1].recover() == 1  # the other process resumes it too (as after its restart)
+        wait_until(lambda: first[0].get_game(game_id)["status"] == "finished", 30, "the bot game to end")
+    finally:
+        for store, rooms, _ in processes:
+            rooms.close()
+            store.close()
+    records = open_store(settings.database_uri)
+    try:
+        moves = [r for r in records.load_events(game_id) if r["actor"] is not None]
+    finally:
+        records.close()
+    assert len(asked) == len(set(asked)), "a move was decided twice"
+    assert len(asked) == len(moves)  # random bots are always legal: one decision per stored move
+
+
+def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> None:
+    """A ToM-1 bot learns from what it sees: the server builds its policy once per seat (seeded
+    bot_seed(game seed, seat)) and keeps it, instead of a fresh one per move."""
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'tom.db'}")
+    settings = load_settings(config, environ={})
+    built: list[tuple[str, int]] = []
+    seen: dict[int, list[int]] = {}
+
+    class Watched:
+        def __init__(self, spec: str, seed: int) -> None:
+            self.inner, self.seed = make_policy(spec, seed), seed
+
+        def observe(self, events: list[dict[str, Any]]) -> None:
+            seen.setdefault(self.seed, []).extend(event["n"] for event in events)
+            self.inner.observe(events)
+
+        def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+            return self.inner.act(view, legal)
+
+    def watched_factory(spec: str, seed: int) -> Any:
+        built.append((spec, seed))
+        return Watched(spec, seed)
+
+    store = open_store(settings.database_uri)
+    registry = BotRegistry(watched_factory, settings=settings)
+    rooms = Rooms(settings, store, DeadlineScheduler(workers=2), registry, lambda *args: None)
+    try:
+        creator = Principal(id="user-tom", name="Tom", kind="human")
+        lobby = Lobby(settings, store, rooms, registry)
+        game_id = lobby.create_game("duel", creator, seats=[bot("tom1"), bot("tom1")], seed=21)["game_id"]
+        wait_until(lambda: store.get_game(game_id)["status"] == "finished", 60, "the ToM game to end")
+        moves = [r for r in store.load_events(game_id) if r["actor"] is not None]
+        # each move went in under a client action id named after it: a second answer would be recognised
+        first_move = store.recall_action(game_id, bot_action_id(0, "1:trade_propose:0"))
+        assert first_move is not None and first_move["response"] == {"ok": True, "bot": "tom1", "seat": 0}
+    finally:
+        rooms.close()
+        store.close()
+    played = [entry for entry in built if entry[1] != 0]  # seed 0: the lobby checking the spec
+    assert sorted(played) == sorted([("tom1", bot_seed(21, 0)), ("tom1", bot_seed(21, 1))])
+    assert len(moves) > len(played)  # many moves, one policy per seat
+    for seat in (0, 1):
+        numbers = seen[bot_seed(21, seat)]
+        assert numbers == list(range(len(numbers)))  # each of its events once, in order
+
+
+# ----------------------------------------------------------------------------------- a real LLM agent
+def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(tmp_path: Path) -> None:
+    """The installed `llm` policy (LangChain ChatOpenAI) against the project's OpenAI-compatible test
+    server, seated by a hall of a live run_server.py; the key comes from the environment only."""
+    with OpenAITestServer(policy=ScriptedPlayer()) as model_server:
+        path = write_config(tmp_path)
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = "llm:openai:test-model?timeout=10&backoff=0.01"
+        config["halls"]["llm_duel"] = {
+            **config["halls"]["duel"],
+            "seats": [bot(spec), bot(spec)],
+            "allow_custom_seats": False,
+            "game": {"max_turns": 2},
+        }
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": model_server.base_url}
+        server = ServerProcess(path, env=env).start()
+        try:
+            host = Client(server.url, "llm-watcher").connect()
+            created = create(host, "llm_duel")
+            assert created["ok"], created
+            game_id = created["game"]["game_id"]
+            host.close()
+            log = wait_until(
+                lambda: (found := game_log(server, game_id)).header.status == "finished" and found,
+                60,
+                "the LLM game to end",
+                pause=0.3,
+            )
+            log = wait_until(  # the last move's traces are stored right after its events
+                lambda: (
+                    (found := game_log(server, game_id)).traces
+                    and max(t.event_seq or -1 for t in found.traces)
+                    >= max(e.seq for e in found.events if e.actor is not None)
+                    and found
+                ),
+                10,
+                "the last move's traces",
+            )
+            researcher = export(server, game_id)
+            participants = [export(server, game_id, seat) for seat in (0, 1)]
+            server_log = server.log()
+        finally:
+            server.stop()
+    assert model_server.requests, "the agents asked the model"
+    calls = [t for t in log.traces if (t.model_extra or {}).get("trace") == "llm_call"]
+    assert calls and {t.seat for t in calls} == {0, 1}
+    by_seq = {e.seq: e for e in log.events}
+    linked = [t for t in log.traces if t.event_seq is not None]
+    assert linked and all(by_seq[t.event_seq].actor == t.seat for t in linked)
+    assert log.header.models == [
+        {"seat": 0, "model": "openai:test-model"},
+        {"seat": 1, "model": "openai:test-model"},
+    ]
+    for text in (researcher, server_log, *participants):
+        assert SECRET not in text
+    database = b"".join(p.read_bytes() for p in (tmp_path / "data").glob("tradecraft.db*"))
+    assert SECRET.encode() not in database
+    for participant in participants:
+        assert {json.loads(line)["record"] for line in participant.splitlines()} == {
+            "header",
+            "event",
+            "view",
+        }
+        assert "llm_call" not in participant

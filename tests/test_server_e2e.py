@@ -605,7 +605,12 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
         for field in model.model_fields:
             assert f"`{field}`" in doc, (query_type, field)
     assert f"**{VIEW_HISTORY_TURNS} turns**" in doc
-    for endpoint in ("GET /api/queries", "GET /api/schemas", "POST /api/games/<id>/query"):
+    for endpoint in (
+        "GET /api/queries",
+        "GET /api/schemas",
+        "POST /api/games/<id>/query",
+        "POST /api/games/<id>/traces",
+    ):
         assert f"`{endpoint}" in doc, endpoint
     for code in [*ERROR_CODES, *SERVER_ERROR_CODES]:
         assert f"| `{code}` |" in doc, code
@@ -620,6 +625,7 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
         "events",
         "act",
         "query",
+        "trace",
         "update",
         "seats",
         "presence",

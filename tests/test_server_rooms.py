@@ -54,7 +54,7 @@ class Worker:
         self.lobby = Lobby(settings, self.store, self.rooms, BotRegistry())
 
     def close(self) -> None:
-        self.scheduler.close()
+        self.rooms.close()  # its deadline timers and bot threads
         self.store.close()
 
 

@@ -6,7 +6,8 @@ action space is a :class:`gymnasium.spaces.Text` of that JSON); the engine's own
 player action types (:data:`~server.game.actions.PLAYER_ACTION_TYPES`: ``report_tom``, ``propose``,
 ``pass``, ``decide``, ``craft``, ``finish_crafting``, ``resign``) and the in-phase queries
 (:data:`~server.game.queries.QUERY_MODELS`: ``item_info``, ``recipe_search``, ``possible_crafts``,
-``crafting_tree``, ``craftable``, ``history``); the arguments are the model's fields without ``type``.
+``crafting_tree``, ``craftable``, ``match_grid``, ``craft_options``, ``history``); the arguments are the
+model's fields without ``type``.
 A query is answered into the next observation and does not advance the game. A malformed call or an
 illegal action gets the protocol's typed error (the same ``{code, message, details}`` a server sends)
 in the observation and the info, and changes nothing.

@@ -53,6 +53,8 @@ MAX_RECIPES_PER_ITEM = 3
 """A crafting tree shows at most this many ways to make each item (the simplest first)."""
 MAX_HISTORY_EVENTS = 200
 """Most events one history query returns."""
+MAX_MAKES = 60
+"""An item_info answer lists at most this many of the items the item is used to make."""
 MAX_CRAFT_OPTIONS = 50
 """A craft_options answer lists at most this many held items per ingredient and this many fuels."""
 
@@ -345,7 +347,14 @@ def _answer_item_info(ctx: QueryContext, query: ItemInfo) -> dict[str, Any]:
     item = _item(ctx, query.item, "item")
     details = _planner(ctx).item_info(item).as_dict()
     made_by = [ctx.rules.recipes[r] for r in details["made_by"][: MAX_RECIPES_PER_ITEM * 3]]
-    return {**details, "recipes": [recipe_summary(ctx.rules, r) for r in made_by]}
+    # what the item is used to make: the results of the recipes that take it, each once
+    makes = sorted({ctx.rules.recipes[r].result for r in details["used_by"]} - {item})
+    return {
+        **details,
+        "recipes": [recipe_summary(ctx.rules, r) for r in made_by],
+        "makes": makes[:MAX_MAKES],
+        "makes_total": len(makes),
+    }
 
 
 def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, Any]:
@@ -480,6 +489,9 @@ def _tree_node(
     if held.get(item, 0) >= need:
         node["stop"] = "held"
         return node
+    # a recipe that only undoes another (raw iron from a block of raw iron, which is made of raw iron) is
+    # no way to obtain the item: an item made only so is as raw as one no recipe makes
+    recipes = tuple(r for r in recipes if not _undoes(rules, r, path))
     if not recipes:
         node["stop"] = "raw"
         return node
@@ -533,6 +545,19 @@ def _tree_node(
             }
         node["recipes"].append(way)
     return node
+
+
+def _undoes(rules: RuleSet, recipe: Recipe, path: tuple[str, ...]) -> bool:
+    """Whether some input of ``recipe`` can only be made from items on ``path`` (the item being made and
+    its ancestors in the tree), so running it would first need what it is meant to produce."""
+    for ing in recipe.ingredients:
+        makers = [rules.recipes_by_result.get(option, ()) for option in ing.options]
+        if all(
+            ways and all(any(o in path for i in way.ingredients for o in i.options) for way in ways)
+            for ways in makers
+        ):
+            return True
+    return False
 
 
 def _pick_option(options: tuple[str, ...], held: Mapping[str, Fraction], levels: Mapping[str, int]) -> str:

@@ -34,6 +34,7 @@ export function createCraftPanel({ emit, absorb }) {
     possible: new Map(), // recipe id -> possible_crafts entry
     drafts: new Map(), // control key -> {runs, fuel, choices}: what the player typed survives rebuilds
     options: new Map(), // recipe id -> craft_options answer (fuel and item choices)
+    optionsAsked: new Set(), // recipe ids whose craft_options were asked for this hand
     lastSearch: null,
     lastMatch: null,
     planRecipes: new Set(), // recipe ids the planner would run toward the target
@@ -49,7 +50,7 @@ export function createCraftPanel({ emit, absorb }) {
     title: $("craft-info-title"),
     emit,
     onShowItem: (item) => showItem(item),
-    context: () => ({ ruleset: state.ruleset, seats: state.seats, mine: state.mine, hand: currentHand() }),
+    context: () => ({ ruleset: state.ruleset, seats: state.seats, mine: state.mine, hand: shownItems() }),
   });
 
   const grid = createCraftGrid({
@@ -73,6 +74,12 @@ export function createCraftPanel({ emit, absorb }) {
     if (!view) return {};
     if (view.crafting_hand) return view.crafting_hand;
     return state.mine !== null && view.hands[state.mine] ? view.hands[state.mine] : {};
+  }
+
+  /** Items to draw a tag's slot with: the player's own first, then any public hand's (else the first). */
+  function shownItems() {
+    const others = (state.view ? state.view.hands : []).flatMap((hand) => Object.keys(hand));
+    return { ...Object.fromEntries(others.map((item) => [item, "0"])), ...currentHand() };
   }
 
   function showItem(item) {
@@ -107,29 +114,29 @@ export function createCraftPanel({ emit, absorb }) {
         select.setAttribute("aria-label", `Which ${name} to use for ${meta.recipe}`);
         select.dataset.focusKey = `${key}:choice:${input.index}`;
         select.dataset.ingredient = String(input.index);
-        select.append(new Option(`${name}: automatic`, ""));
+        select.append(new Option("automatic", ""));
         for (const held of input.held) {
-          const option = new Option(`${itemName(held.item, state.ruleset)} (enough for ${runsText(held.max_runs)})`, held.item);
+          const option = new Option(`${itemName(held.item, state.ruleset)} (up to ${runsText(held.max_runs)})`, held.item);
           option.dataset.maxRuns = held.max_runs;
           select.append(option);
         }
         select.value = (draft.choices || {})[input.index] || "";
         select.addEventListener("change", () => remember(key, { choices: { ...(state.drafts.get(key)?.choices || {}), [input.index]: select.value } }));
-        selects.push(select);
+        selects.push(labelled(`${name[0].toUpperCase()}${name.slice(1)}:`, select));
       }
       if (options.summary.burns_fuel) {
         const select = el("select", "craft-fuel");
         select.setAttribute("aria-label", `Fuel for ${meta.recipe}`);
         select.dataset.focusKey = `${key}:fuel`;
-        select.append(new Option("Fuel: automatic", ""));
+        select.append(new Option("automatic", ""));
         for (const fuel of options.fuels) {
-          const option = new Option(`Fuel: ${itemName(fuel.item, state.ruleset)}, ${fuel.per_run} per run (enough for ${runsText(fuel.max_runs)})`, fuel.item);
+          const option = new Option(`${itemName(fuel.item, state.ruleset)}: ${fuel.per_run} per run, up to ${runsText(fuel.max_runs)}`, fuel.item);
           option.dataset.maxRuns = fuel.max_runs;
           select.append(option);
         }
         select.value = draft.fuel || "";
         select.addEventListener("change", () => remember(key, { fuel: select.value }));
-        selects.push(select);
+        selects.push(labelled("Fuel:", select));
       }
     }
     const runs = el("input", "count-input craft-runs");
@@ -165,7 +172,7 @@ export function createCraftPanel({ emit, absorb }) {
     button.addEventListener("click", async () => {
       const refused = refuseRuns(runs.value, whole);
       if (refused) {
-        showError(box, refused, "whole_runs_only");
+        showError(box, refused, "refused_by_the_control");
         runs.focus();
         return;
       }
@@ -175,20 +182,22 @@ export function createCraftPanel({ emit, absorb }) {
       if (Object.keys(choices).length) fields.choices = choices;
       const fuel = box.querySelector("select.craft-fuel");
       if (fuel && fuel.value) fields.fuel = fuel.value;
-      button.disabled = true;
+      if (button.getAttribute("aria-busy") === "true") return; // a double click sends one craft
+      button.setAttribute("aria-busy", "true"); // not `disabled`: that would take the focus away
       const answer = await emit("craft", fields);
-      button.disabled = false;
+      button.removeAttribute("aria-busy");
       if (!answer || !answer.ok) {
-        showError(box, craftErrorText(answer && answer.error, state.ruleset, { maxRuns: mostWithChoices(box, meta.max_runs) }), answer && answer.error ? answer.error.code : "no_answer");
+        showError(box, craftErrorText(answer && answer.error, state.ruleset, { maxRuns: mostWithChoices(box, meta.max_runs), fuel: fields.fuel }), answer && answer.error ? answer.error.code : "no_answer");
         return;
       }
       showError(null, "");
       state.drafts.delete(key);
+      announceCraft(answer);
       await absorb(answer);
     });
-    const label_ = el("span", "craft-runs-label", whole ? "Runs (whole):" : "Runs:");
-    label_.setAttribute("aria-hidden", "true");
-    box.append(...selects, label_, runs);
+    const visibleLabel = el("span", "craft-runs-label", whole ? "Runs (whole):" : "Runs:");
+    visibleLabel.setAttribute("aria-hidden", "true"); // the field's own label says more: "Runs of torch"
+    box.append(...selects, visibleLabel, runs);
     if (most) {
       const max = el("button", "link-button", "max");
       max.type = "button";
@@ -204,6 +213,23 @@ export function createCraftPanel({ emit, absorb }) {
     }
     box.append(" ", button, makes);
     return box;
+  }
+
+  /** A control with a short visible caption; its own aria-label (which names the recipe) stays its name. */
+  function labelled(caption, control) {
+    const wrap = el("span", "craft-select");
+    const text = el("span", null, caption);
+    text.setAttribute("aria-hidden", "true");
+    wrap.append(text, " ", control);
+    return wrap;
+  }
+
+  /** "Crafted 1/2 Iron Ingot, using 1/2 Raw Iron and 1/16 Coal.": from the crafted event of the ack. */
+  function announceCraft(answer) {
+    const crafted = (answer.events || []).filter((e) => e.type === "crafted").pop();
+    if (!crafted) return;
+    const list = (counts) => Object.entries(counts || {}).map(([item, amount]) => `${amount} ${itemName(item, state.ruleset)}`).join(" and ");
+    $("craft-status").textContent = `Crafted ${list(crafted.payload.produced)}, using ${list(crafted.payload.consumed)}.`;
   }
 
   /** The most runs the chosen fuel and items allow (each select's option knows its own limit). */
@@ -243,6 +269,9 @@ export function createCraftPanel({ emit, absorb }) {
   // ------------------------------------------------------------------------------ hand preview
   function renderHand() {
     const hand = currentHand();
+    const key = JSON.stringify([hand, state.view.target, state.ruleset]);
+    if (key === state.handShown) return; // unchanged: keep the focus and the reader's place
+    state.handShown = key;
     const list = $("craft-hand");
     const entries = Object.entries(hand).sort(([a], [b]) => itemName(a, state.ruleset).localeCompare(itemName(b, state.ruleset)));
     list.replaceChildren(
@@ -281,15 +310,24 @@ export function createCraftPanel({ emit, absorb }) {
   }
 
   // ---------------------------------------------------------------------------- possible crafts
-  async function fetchOptions(crafts) {
-    const needing = crafts.filter((c) => c.burns_fuel || (c.choosable && c.choosable.length));
+  /**
+   * The craft_options answers (fuel and item choices) of the shown rows that need them, asked once per
+   * hand: only shown rows ask, so a rich hand does not send a query per runnable recipe. Resolves to
+   * whether new answers arrived (the caller then re-renders).
+   */
+  async function ensureOptions(crafts) {
+    const needing = crafts.filter((c) => (c.burns_fuel || (c.choosable && c.choosable.length)) && !state.optionsAsked.has(c.recipe));
+    if (!needing.length) return false;
+    const generation = state.generation;
+    needing.forEach((c) => state.optionsAsked.add(c.recipe));
     const answers = await Promise.all(needing.map((c) => emit("query", { query: { type: "craft_options", recipe: c.recipe } })));
-    const options = new Map();
+    if (generation !== state.generation) return false;
     needing.forEach((craft, index) => {
-      if (answers[index] && answers[index].ok) options.set(craft.recipe, answers[index].answer);
+      if (answers[index] && answers[index].ok) state.options.set(craft.recipe, answers[index].answer);
     });
-    return options;
+    return true;
   }
+
 
   async function rebuild(generation) {
     const [answer, plan] = await Promise.all([
@@ -301,22 +339,58 @@ export function createCraftPanel({ emit, absorb }) {
     const steps = plan && plan.ok ? [...plan.answer.steps, ...plan.answer.with_missing_steps] : [];
     state.planRecipes = new Set(steps.map((step) => step.recipe));
     state.possible = new Map(answer && answer.ok ? answer.answer.crafts.map((c) => [c.recipe, c]) : []);
+    state.options = new Map();
+    state.optionsAsked = new Set();
     if (crafting()) {
-      const options = await fetchOptions([...state.possible.values()]);
+      // the rows shown first come with their choices (no flicker); others ask when they are shown
+      await ensureOptions(possibleShown(answer));
       if (generation !== state.generation) return;
-      state.options = options;
-      const focus = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focusKey : null;
-      renderPossible(answer);
-      renderGridMatch(state.lastMatch);
-      if (focus) {
-        const again = document.querySelector(`[data-focus-key="${CSS.escape(focus)}"]`);
-        if (again) again.focus();
+      keepingFocus(() => {
+        renderPossible(answer);
+        renderGridMatch(state.lastMatch);
+      });
+    }
+    keepingFocus(renderBook);
+  }
+
+  /**
+   * Re-render without losing the player's place: the control that had the focus gets it back in the new
+   * list; if its row is gone (the hand cannot run that recipe any more), its list's heading gets it.
+   */
+  function keepingFocus(renderFn) {
+    const active = document.activeElement;
+    const key = active && active.dataset ? active.dataset.focusKey : null;
+    const section = key ? active.closest("section") : null;
+    renderFn();
+    if (!key || document.activeElement === active && active.isConnected) return;
+    const again = document.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+    if (again) again.focus();
+    else if (section) {
+      const heading = section.querySelector("h2, h3");
+      if (heading) {
+        heading.tabIndex = -1;
+        heading.focus();
       }
     }
-    renderBook();
   }
 
   const SHORT_LIST = 8;
+
+  /** The possible crafts the filter lets through, the target's and the steps toward it first. */
+  function possibleMatching(answer) {
+    if (!answer || !answer.ok) return [];
+    const target = state.view.target || {};
+    const filter = $("craft-possible-filter").value.trim().toLowerCase();
+    return answer.answer.crafts
+      .filter((c) => !filter || itemName(c.result, state.ruleset).toLowerCase().includes(filter) || c.recipe.includes(filter))
+      .sort((a, b) => relevance(b, target) - relevance(a, target));
+  }
+
+  /** The rows the list shows: the first few, unless the player filtered or asked for all. */
+  function possibleShown(answer) {
+    const crafts = possibleMatching(answer);
+    return $("craft-possible-filter").value.trim() || state.showAllPossible ? crafts : crafts.slice(0, SHORT_LIST);
+  }
 
   /** Target recipes first, then the steps the planner would take toward the target, then the rest. */
   function relevance(craft, target) {
@@ -334,13 +408,12 @@ export function createCraftPanel({ emit, absorb }) {
       list.append(el("li", "error", answer && answer.error ? answer.error.message : "The server did not answer; try again."));
       return;
     }
-    // the target's items first: they are what the player is here for
     const target = state.view.target || {};
-    const filter = $("craft-possible-filter").value.trim().toLowerCase();
-    const crafts = answer.answer.crafts
-      .filter((c) => !filter || itemName(c.result, state.ruleset).toLowerCase().includes(filter) || c.recipe.includes(filter))
-      .sort((a, b) => relevance(b, target) - relevance(a, target));
-    const shown = filter || state.showAllPossible ? crafts : crafts.slice(0, SHORT_LIST);
+    const crafts = possibleMatching(answer);
+    const shown = possibleShown(answer);
+    if (shown.some((c) => (c.burns_fuel || c.choosable.length) && !state.optionsAsked.has(c.recipe))) {
+      ensureOptions(shown).then((fresh) => fresh && keepingFocus(() => renderPossible()));
+    }
     for (const craft of shown) {
       const row = el("li", "craft-row");
       row.dataset.recipe = craft.recipe;
@@ -348,7 +421,7 @@ export function createCraftPanel({ emit, absorb }) {
       what.append(resultButton(craft.result, craft.count));
       if (craft.result in target) what.append(el("span", "badge badge-you", "your target"));
       else if (state.planRecipes.has(craft.recipe)) what.append(el("span", "badge badge-you", "toward your target"));
-      what.append(el("span", "craft-kind", recipeKind(craft.type)), el("span", "muted", `up to ${runsText(craft.max_runs)}`));
+      what.append(el("span", "craft-kind", recipeKind(craft.type, state.ruleset)), el("span", "muted", `up to ${runsText(craft.max_runs)}`));
       row.append(what, craftControls(craft, { key: `possible:${craft.recipe}`, label: `Runs of ${craft.recipe}`, options: state.options.get(craft.recipe) }));
       list.append(row);
     }
@@ -388,7 +461,7 @@ export function createCraftPanel({ emit, absorb }) {
     const answer = await emit("query", { query: { type: "match_grid", grid: grid.rows() } });
     if (ticket !== gridTicket) return;
     state.lastMatch = answer;
-    renderGridMatch(answer);
+    keepingFocus(() => renderGridMatch(answer));
   }
 
   function renderGridMatch(answer) {
@@ -410,7 +483,7 @@ export function createCraftPanel({ emit, absorb }) {
     const head = el("p", "craft-grid-makes");
     head.append("Makes ", resultButton(match.result, match.count));
     box.append(head);
-    box.append(el("p", "muted", `${recipeKind(match.type)}${match.mirrored ? " (mirrored)" : ""}`));
+    box.append(el("p", "muted", `${recipeKind(match.type, state.ruleset)}${match.mirrored ? " (mirrored)" : ""}`));
     if (quantity(match.max_runs) > 0) {
       box.append(el("p", null, `Your hand allows up to ${runsText(match.max_runs)}.`));
       box.append(craftControls(match, { key: `grid:${match.recipe}`, label: "Runs of the grid's recipe", fixedChoices: match.choices }));
@@ -468,14 +541,21 @@ export function createCraftPanel({ emit, absorb }) {
       list.append(el("li", "error", answer.error ? answer.error.message : "The server did not answer; try again."));
       return;
     }
-    const { recipes, total, truncated } = answer.answer;
+    let { recipes } = answer.answer;
+    const { total, truncated } = answer.answer;
     status.textContent = total ? `${total} recipe${total > 1 ? "s" : ""} found${truncated ? `, showing the first ${recipes.length}` : ""}.` : "No recipe makes that: try another word, e.g. “plank”.";
     const hand = currentHand();
+    // what the hand can craft now first, otherwise in the search's order
+    recipes = [...recipes].sort((a, b) => Number(state.possible.has(b.recipe)) - Number(state.possible.has(a.recipe)));
+    const runnableShown = recipes.map((r) => state.possible.get(r.recipe)).filter(Boolean);
+    if (crafting() && runnableShown.some((c) => (c.burns_fuel || c.choosable.length) && !state.optionsAsked.has(c.recipe))) {
+      ensureOptions(runnableShown).then((fresh) => fresh && keepingFocus(renderBook));
+    }
     for (const recipe of recipes) {
       const row = el("li", "craft-book-row");
       row.dataset.recipe = recipe.recipe;
       const top = el("div", "craft-book-top");
-      top.append(resultButton(recipe.result, recipe.count), el("span", "craft-kind", recipeKind(recipe.type)));
+      top.append(resultButton(recipe.result, recipe.count), el("span", "craft-kind", recipeKind(recipe.type, state.ruleset)));
       const runnable = state.possible.get(recipe.recipe);
       if (runnable) top.append(el("span", "badge badge-ok", `craftable now: up to ${runsText(runnable.max_runs)}`));
       else {
@@ -487,7 +567,7 @@ export function createCraftPanel({ emit, absorb }) {
       const needs = el("p", "craft-needs", `Needs ${recipe.ingredients.map((i) => ingredientText(i, state.ruleset)).join(" + ")}${recipe.burns_fuel ? " + fuel" : ""}.`);
       row.append(needs);
       if (recipe.grid) {
-        row.append(miniGrid(recipe, state.ruleset, hand));
+        row.append(miniGrid(recipe, state.ruleset, shownItems()));
         if (crafting()) {
           const put = el("button", "link-button", "Put it in the grid");
           put.type = "button";
@@ -559,7 +639,7 @@ export function createCraftPanel({ emit, absorb }) {
       if (isCrafting) {
         $("craft-rules-note").textContent = wholeRuns()
           ? "This game crafts whole runs only: each craft runs a recipe 1, 2, 3, … times."
-          : "This game allows parts of a run: 1/2 run of “2 planks → 4 sticks” uses 1 plank and makes 2 sticks. At the end of the phase every count is rounded down, so leftover fractions are lost.";
+          : `This game allows parts of a run: ${ruleset === "minecraft" ? "1/2 run of “2 planks → 4 sticks” uses 1 plank and makes 2 sticks" : "1/2 run of a recipe uses half of each ingredient and makes half the result"}. At the end of the phase every count is rounded down, so leftover fractions are lost.`;
         renderHand();
       }
       if (state.builtFor === envelope.log_size && state.wasCrafting === isCrafting) return;
@@ -567,10 +647,11 @@ export function createCraftPanel({ emit, absorb }) {
       state.wasCrafting = isCrafting;
       state.generation += 1;
       if (isCrafting) {
-        grid.render(currentHand(), ruleset, `tradecraft:grid:${envelope.game_id}:${view.turn}`);
+        keepingFocus(() => grid.render(currentHand(), ruleset, `tradecraft:grid:${envelope.game_id}:${view.turn}`));
         scheduleGridMatch();
       } else {
         showError(null, "");
+        $("craft-status").textContent = "";
       }
       rebuild(state.generation);
       info.refresh();

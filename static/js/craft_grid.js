@@ -75,6 +75,7 @@ export function createCraftGrid({ gridBox, paletteBox, clearButton, onChange }) 
         cell.type = "button";
         cell.className = item ? "craft-cell filled" : "craft-cell";
         cell.dataset.index = String(index);
+        cell.dataset.focusKey = `grid:cell:${index}`;
         cell.append(hiddenText(cellLabel(index))); // text, not aria-label: the name holds what is seen
         if (item) {
           cell.append(iconFor(item, ruleset, { size: 32 }));
@@ -112,6 +113,7 @@ export function createCraftGrid({ gridBox, paletteBox, clearButton, onChange }) 
         button.type = "button";
         button.className = "item-button craft-pick";
         button.dataset.item = item;
+        button.dataset.focusKey = `grid:pick:${item}`;
         button.setAttribute("aria-pressed", String(picked === item));
         const count = document.createElement("span");
         count.className = "muted";
@@ -138,9 +140,11 @@ export function createCraftGrid({ gridBox, paletteBox, clearButton, onChange }) 
     /** Show the grid for this game/turn's crafting hand (a new turn starts an empty grid). */
     render(hand, rulesetName, key) {
       const first = storageKey === null;
+      const switched = key !== storageKey;
+      const sameHand = JSON.stringify(hand || {}) === JSON.stringify(held) && rulesetName === ruleset;
+      if (!first && !switched && sameHand) return; // another seat's news: nothing here changed
       ruleset = rulesetName;
       held = hand || {};
-      const switched = key !== storageKey;
       restore(key);
       renderPalette();
       renderCells();

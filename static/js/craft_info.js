@@ -32,10 +32,12 @@ export function miniGrid(recipe, ruleset, heldItems = {}) {
   return box;
 }
 
-/** The option of an ingredient to show or place: one the hand holds (the most), else the first. */
+/**
+ * The option of an ingredient to show or place: one the player holds, else one some hand holds (listed
+ * with count "0" in `heldItems`), else the first.
+ */
 export function pickOption(options, heldItems) {
-  const holding = options.filter((o) => heldItems[o] !== undefined);
-  return holding.length ? holding[0] : options[0];
+  return options.find((o) => heldItems[o] !== undefined && heldItems[o] !== "0") ?? options.find((o) => heldItems[o] !== undefined) ?? options[0];
 }
 
 export function createItemInfo({ panel, body, title, emit, onShowItem, context }) {
@@ -45,6 +47,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
   async function show(item) {
     const ticket = ++request;
     shown = item;
+    const hadFocus = panel.contains(document.activeElement); // a refresh must not drop the reader's place
     const { ruleset, seats, mine, hand } = context();
     panel.hidden = false;
     title.textContent = `About ${itemName(item, ruleset)}`;
@@ -71,22 +74,29 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     const ways = el("ul", "craft-list craft-ways");
     for (const recipe of details.recipes) {
       const row = el("li");
-      row.append(el("span", "craft-kind", recipeKind(recipe.type)));
+      row.append(el("span", "craft-kind", recipeKind(recipe.type, ruleset)));
       row.append(el("span", null, `${recipe.ingredients.map((i) => ingredientText(i, ruleset)).join(" + ")}${recipe.burns_fuel ? " + fuel" : ""} → ${recipe.count} × ${itemName(recipe.result, ruleset)}`));
       if (recipe.grid) row.append(miniGrid(recipe, ruleset, hand || {}));
       ways.append(row);
     }
     if (details.made_by.length > details.recipes.length) ways.append(el("li", "muted", `and ${details.made_by.length - details.recipes.length} more recipes`));
     body.append(ways);
-    if (details.used_by.length) {
-      const used = el("p");
-      used.append(`Used in ${details.used_by.length} recipe${details.used_by.length > 1 ? "s" : ""}: `);
-      details.used_by.slice(0, 12).forEach((id, index) => {
-        if (index) used.append(", ");
-        used.append(el("span", "craft-recipe-id", id.replace(/_/g, " ")));
-      });
-      if (details.used_by.length > 12) used.append(", …");
-      body.append(used);
+    if (details.makes && details.makes.length) {
+      body.append(el("h4", null, `What it is used to make (${details.makes_total})`));
+      const makes = el("ul", "item-list craft-makes-list");
+      for (const result of details.makes) {
+        const entry = el("li");
+        const button = el("button", "link-button craft-result");
+        button.type = "button";
+        button.append(iconFor(result, ruleset), ` ${itemName(result, ruleset)}`);
+        button.addEventListener("click", () => onShowItem(result));
+        entry.append(button);
+        makes.append(entry);
+      }
+      if (details.makes_total > details.makes.length) makes.append(el("li", "muted", `and ${details.makes_total - details.makes.length} more`));
+      body.append(makes);
+    } else {
+      body.append(el("p", "muted", "No recipe uses it."));
     }
     body.append(el("h4", null, "Crafting tree"));
     if (!tree || !tree.ok) {
@@ -98,6 +108,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     list.append(treeNode(tree.answer.tree, { ruleset, seats, mine }));
     body.append(list);
     if (tree.answer.truncated) body.append(el("p", "muted", "The tree was cut short: it is too large to show whole."));
+    if (hadFocus && !panel.contains(document.activeElement)) title.focus();
   }
 
   function treeNode(node, ctx) {
@@ -111,7 +122,7 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     if (node.you_hold !== undefined && node.you_hold !== "0") line.append(el("span", "badge badge-you", `you hold ${node.you_hold}`));
     const others = (node.held_by || []).filter((seat) => seat !== ctx.mine);
     if (others.length) line.append(el("span", "badge", `held by ${others.map((s) => seatName(ctx.seats, s)).join(", ")}`));
-    const stops = { held: "enough is held", raw: "raw material: no recipe makes it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
+    const stops = { held: "the hands hold enough", raw: "raw material: trade for it", depth: "deeper steps not shown", cycle: "made from itself: not expanded", budget: "tree too large: not expanded" };
     if (node.stop) line.append(el("span", "muted", ` (${stops[node.stop] || node.stop})`));
     if (node.options && node.options.length > 1) line.append(el("span", "muted", ` (or ${node.options.length - 1} other kind${node.options.length > 2 ? "s" : ""})`));
     item.append(line);

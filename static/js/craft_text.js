@@ -37,7 +37,7 @@ export function refuseRuns(text, wholeRuns) {
 }
 
 function shortItemName(key, ruleset) {
-  if (key === "fuel") return "fuel (counted in coal: 1 coal smelts 8 items)";
+  if (key === "fuel") return "coal's worth of fuel (1 coal smelts 8 items)";
   if (key.startsWith("#")) return `any ${key.slice(1).replace(/_/g, " ")}`;
   if (key.includes(" or ")) return key.split(" or ").map((k) => shortItemName(k, ruleset)).join(" or ");
   return itemName(key, ruleset);
@@ -45,7 +45,8 @@ function shortItemName(key, ruleset) {
 
 /**
  * The server's refusal of a craft in words a first-time player understands: what was wrong and what to
- * do. `context.maxRuns` (the most runs the hand allows, when known) makes "too many runs" concrete.
+ * do. `context.maxRuns` (the most runs the hand allows, when known) makes "too many runs" concrete;
+ * `context.fuel` (the fuel the player chose) tells a fuel shortage from an ingredient shortage.
  */
 export function craftErrorText(error, ruleset, context = {}) {
   if (!error) return "The server did not answer; check your connection and try again.";
@@ -53,7 +54,9 @@ export function craftErrorText(error, ruleset, context = {}) {
   const most = context.maxRuns && quantity(context.maxRuns) > 0 ? ` Your hand allows at most ${runsText(context.maxRuns)} of this recipe.` : "";
   switch (error.code) {
     case "insufficient_items": {
-      const short = Object.entries(details.short || {}).map(([item, amount]) => `${amount} more ${shortItemName(item, ruleset)}`);
+      const short = Object.entries(details.short || {}).map(([item, amount]) =>
+        item === context.fuel || item === "fuel" ? `${amount} more ${shortItemName(item, ruleset)} to burn as fuel` : `${amount} more ${shortItemName(item, ruleset)}`,
+      );
       const need = short.length ? ` You need ${short.join(" and ")}.` : "";
       return `You do not have enough for that many runs.${need}${most || " Try fewer runs, or trade for what is missing."} Nothing was crafted.`;
     }
@@ -86,8 +89,9 @@ export function ingredientText(ingredient, ruleset) {
   return `${ingredient.count} × ${label}`;
 }
 
-/** How a recipe type is made, in a player's words. */
-export function recipeKind(type) {
+/** How a recipe type is made, in a player's words (alchemy has no crafting table: elements combine). */
+export function recipeKind(type, ruleset = "minecraft") {
+  if (ruleset === "alchemy" && type === "crafting_shapeless") return "combine";
   return (
     {
       crafting_shaped: "crafting table, in a shape",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE
+from conftest import AXE, DOCS, DOCS_SCREENSHOTS
 from e2e_helpers import ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, expect
 
@@ -34,6 +34,9 @@ WHOLE = {
     "targets": [{"torch": 1}, {"stone_button": 1}],
 }
 
+# alchemy: elements combine in any arrangement (life + water = algae)
+ALCHEMY = {"hands": [{"life": 1, "water": 1, "fire": 1}, {"earth": 2}], "targets": [{"algae": 1}, {"mud": 1}]}
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
@@ -50,6 +53,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             "instances": {"choice": "fixed", "root": str(root), "set": name},
             "game": {"max_turns": 2, "first_proposer": 0, "crafting_runs": runs},
         }
+    alchemy = root / "alchemy" / "1p_v_1p"
+    alchemy.mkdir(parents=True, exist_ok=True)
+    (alchemy / "craftlab.json").write_text(json.dumps([ALCHEMY]), encoding="utf-8")
+    config["halls"]["craftalchemy"] = {
+        "title": "Craft lab (alchemy)",
+        "ruleset": "alchemy",
+        "players": 2,
+        "instances": {"choice": "fixed", "root": str(root), "set": "craftlab"},
+        "game": {"max_turns": 2, "first_proposer": 0},
+    }
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = ServerProcess(config_path).start()
     yield proc
@@ -94,11 +107,18 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     start_crafting(page, server, "Smith", "craftlab")
     hand = page.locator("#craft-hand")
     expect(page.locator("#craft-rules-note")).to_contain_text("parts of a run")
+    page.screenshot(path=artifacts / "craft-first-screen.png")  # what a player sees first at 1280x800
     expect(page.locator("#craft-target-check")).to_contain_text("still miss 1 Shears")
     # one click from the target to its crafting tree
     page.get_by_role("button", name="How is Shears made?").click()
     expect(page.locator("#craft-info")).to_contain_text("About Shears")
     expect(page.locator("#craft-info .craft-tree").first).to_contain_text("Iron Ingot")
+    # from the tree to an ingredient's info, and from what that is used to make back to the shears
+    page.locator("#craft-info .craft-tree").get_by_role("button", name=re.compile("Iron Ingot.*show")).click()
+    expect(page.locator("#craft-info-title")).to_have_text("About Iron Ingot")
+    expect(page.locator("#craft-info-title")).to_be_focused()
+    page.locator("#craft-info .craft-makes-list").get_by_role("button", name="Shears").click()
+    expect(page.locator("#craft-info-title")).to_have_text("About Shears")
 
     # the recipe book: a fractional smelting run with coal chosen as the fuel (the default would burn a stick)
     page.get_by_label("Search recipes by item name").fill("iron ingot")
@@ -111,6 +131,9 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     row.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("3/2 × Iron Ingot")
     expect(hand).to_contain_text("15/16 × Coal")  # 1/2 run burns 1/16 coal
+    expect(page.locator("#craft-status")).to_have_text(
+        "Crafted 1/2 Iron Ingot, using 1/16 Coal and 1/2 Raw Iron."
+    )
     expect(hand).to_contain_text("2 × Stick")  # the sticks were not burnt
     expect(hand.locator(".rounds-down").filter(has_text="Iron Ingot")).to_contain_text("rounds down to 1")
     page.screenshot(path=artifacts / "craft-recipe-book.png", full_page=True)
@@ -127,7 +150,7 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     error = page.locator("#room-craft-error")
     expect(error).to_be_visible()
     expect(error).to_contain_text("You do not have enough")
-    expect(error).to_contain_text("1 more Stick")
+    expect(error).to_contain_text("1 more Stick to burn as fuel")
     expect(error).to_contain_text("at most 1 run of this recipe")  # the limit with sticks as the fuel
     expect(error).to_contain_text("Nothing was crafted")
     assert error.get_attribute("data-code") == "insufficient_items"
@@ -156,6 +179,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     expect(result).to_contain_text("up to 1 run")
     page.screenshot(path=artifacts / "craft-grid.png", full_page=True)
     page.locator(".craft-columns").screenshot(path=artifacts / "craft-grid-closeup.png")
+    if DOCS_SCREENSHOTS:  # the README's picture of crafting: the hand's preview and the grid at 1280 px
+        page.locator(".craft-columns").screenshot(path=DOCS / "screenshot-craft.png")
     # a reload mid-craft restores the crafting hand and the grid's placement
     page.reload()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
@@ -231,13 +256,13 @@ def test_whole_runs_game_neither_offers_nor_accepts_fractions(
     expect(stick).to_contain_text("you hold 1 of 2")
     assert stick.locator("input").count() == 0
 
-    # a typed fraction is refused by the control itself and changes nothing
+    # a typed fraction is refused by the control itself and changes nothing (a number field takes no "/")
     before = hand.inner_text()
-    page.evaluate("document.querySelector(\"#craft-possible li[data-recipe='torch'] input\").type = 'text'")
-    runs.fill("1/4")
+    runs.fill("0.5")  # what a number field lets one type: refused by the control, never sent
     torch.get_by_role("button", name="Craft", exact=True).click()
     error = page.locator("#room-craft-error")
     expect(error).to_contain_text("whole runs only")
+    assert error.get_attribute("data-code") == "refused_by_the_control"  # not sent to the server
     assert torch.locator("#room-craft-error").count() == 1
     assert hand.inner_text() == before
     page.screenshot(path=artifacts / "craft-whole-refused.png", full_page=True)
@@ -247,4 +272,45 @@ def test_whole_runs_game_neither_offers_nor_accepts_fractions(
     expect(page.locator("#craft-target-check")).to_contain_text("you hold your whole target")
     assert axe_violations(page) == []
     assert errors == []
+    context.close()
+
+
+def test_alchemy_combines_on_the_grid_by_keyboard_alone(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    start_crafting(page, server, "Alchemist", "craftalchemy")
+    hand = page.locator("#craft-hand")
+    for element, square in (
+        ("Life", "Square row 2, column 2: empty"),
+        ("Water", "Square row 3, column 3: empty"),
+    ):
+        page.get_by_role("button", name=f"Pick {element}").focus()
+        page.keyboard.press("Enter")
+        page.get_by_role("button", name=square).focus()
+        page.keyboard.press("Enter")
+    result = page.locator("#craft-grid-result")
+    expect(result).to_contain_text("1 × Algae")
+    expect(result).to_contain_text("combine")
+    page.keyboard.press("Tab")  # from the grid to its result's controls: the run amount, then max, then Craft
+    runs = page.get_by_label("Runs of the grid's recipe")
+    runs.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(hand).to_contain_text("1 × Algae")
+    # the hand cannot run the recipe again, so its Craft button is gone: the focus goes to the grid's heading
+    expect(page.locator("#craft-grid-title")).to_be_focused()
+    expect(page.locator("#craft-target-check")).to_contain_text("you hold your whole target")
+    expect(result).to_contain_text("lacks some of these items")  # life and water are used up
+    # Delete empties a square from the keyboard
+    page.get_by_role("button", name="Square row 2, column 2: Life").focus()
+    page.keyboard.press("Delete")
+    expect(page.get_by_role("button", name="Square row 2, column 2: empty")).to_be_focused()
+    expect(result).to_contain_text("No recipe has this pattern")  # water alone makes nothing
+    page.screenshot(path=artifacts / "craft-alchemy.png", full_page=True)
+    assert axe_violations(page) == []
     context.close()
