@@ -55,6 +55,12 @@ def write_privacy_hall(config: Path) -> None:
         "instances": {"choice": "random", "set": "paper"},
         "game": {"max_turns": 3},
     }
+    data["halls"]["fresh"] = {  # a fresh deal per game, as the shipped play halls
+        "ruleset": "minecraft",
+        "players": 2,
+        "instances": {"choice": "generated"},
+        "game": {"max_turns": 3},
+    }
     data["halls"]["privacy"] = {
         "ruleset": "minecraft",
         "players": 2,
@@ -216,6 +222,53 @@ def test_a_game_from_the_shipped_files_names_none_of_them(
     assert checked > 500
     summary = anonymous.rest("GET", f"/api/games/{game_id}")[1]["game"]
     assert summary["instance_id"] in SHIPPED_NAMES  # and after the end it is shown
+
+
+def shipped_hands() -> set[frozenset[tuple[str, int]]]:
+    from craft_rules.tasks import iter_instances
+
+    return {frozenset(hand.items()) for instance in iter_instances() for hand in instance.hands}
+
+
+def received_hands(value: Any) -> Iterator[dict[str, Any]]:
+    """Every hand inside a JSON value: the entries of each ``hands`` list."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "hands" and isinstance(inner, list):
+                yield from (hand for hand in inner if isinstance(hand, dict))
+            else:
+                yield from received_hands(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            yield from received_hands(inner)
+
+
+def test_a_freshly_dealt_game_cannot_be_looked_up_in_the_shipped_files(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    """In a generated hall, every hand a player or spectator receives while the game runs is searched for in
+    every shipped instance: none holds it, so the public files give no target away; nothing names a file."""
+    p0 = new_client(server, clients, f"F0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(server, clients, f"F1-{uuid.uuid4().hex[:4]}")
+    watcher = new_client(server, clients)
+    created = p0.call("create_game", {"hall": "fresh", "join": True})
+    assert created["ok"], created
+    game_id = created["game"]["game_id"]
+    assert p1.call("join", {"game_id": game_id})["ok"]
+    p1.wait_log(game_id, 2)
+    assert watcher.call("watch", {"game_id": game_id})["ok"]
+    for client in (p0, p1, watcher):
+        client._record("read", client.call("view", {"game_id": game_id}))
+        client._record("read", client.call("events", {"game_id": game_id}))
+    published = shipped_hands()
+    hands = [hand for client in (p0, p1, watcher) for hand in received_hands(client.messages())]
+    assert len(hands) >= 6
+    for hand in hands:
+        counts = frozenset((item, int(str(count))) for item, count in hand.items())
+        assert counts not in published, f"a shipped instance file holds the received hand {hand}"
+    for who, client in (("seat 0", p0), ("seat 1", p1), ("spectator", watcher)):
+        assert_instance_hidden(client.messages(), who, pool=False)
+        assert "dealt-" not in json.dumps(client.messages())
 
 
 # ---------------------------------------------------------------------------------------- REST bodies
