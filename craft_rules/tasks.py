@@ -95,40 +95,46 @@ def parse_instance_file(path: Path, ruleset: str, mode: str, prefix: str = "") -
         raw = [raw]
     if not isinstance(raw, list):
         raise RuleSetError(path, "a task instance file holds a list of {hands, targets}")
-    out: list[TaskInstance] = []
-    for index, record in enumerate(raw):
-        where = f"{path}#{index}"
-        if not isinstance(record, dict) or "hands" not in record or "targets" not in record:
-            raise RuleSetError(where, "instance needs 'hands' and 'targets'")
-        hands = record["hands"]
-        targets = record["targets"]
-        if not isinstance(hands, list) or not isinstance(targets, list) or len(hands) != len(targets):
-            raise RuleSetError(where, "'hands' and 'targets' must be lists of the same length")
-        if len(hands) < 2:
-            raise RuleSetError(where, "an instance needs at least two players")
-        max_turn = record.get("max_turn")
-        if max_turn is not None and (
-            not isinstance(max_turn, int) or isinstance(max_turn, bool) or not 1 <= max_turn <= 10_000
-        ):
-            raise RuleSetError(where, "max_turn must be a whole number of turns from 1 to 10000")
-        runs = record.get("crafting_runs")
-        if runs is not None and runs not in CRAFTING_RUNS:
-            raise RuleSetError(
-                where, f"crafting_runs must be one of {', '.join(CRAFTING_RUNS)}, got {runs!r}"
-            )
-        out.append(
-            TaskInstance(
-                id=f"{ruleset}/{mode}/{path.stem}#{index}",
-                ruleset=ruleset,
-                mode=mode,
-                hands=tuple(_counts(h, where, prefix) for h in hands),
-                targets=tuple(_counts(t, where, prefix) for t in targets),
-                difficulty=dict(record.get("difficulty") or {}),
-                max_turn=max_turn,
-                crafting_runs=runs,
-            )
+    return [
+        instance_from_record(
+            record, f"{ruleset}/{mode}/{path.stem}#{index}", ruleset, mode, prefix, f"{path}#{index}"
         )
-    return out
+        for index, record in enumerate(raw)
+    ]
+
+
+def instance_from_record(
+    record: Any, instance_id: str, ruleset: str, mode: str, prefix: str = "", where: str | None = None
+) -> TaskInstance:
+    """One instance from its JSON record (:meth:`TaskInstance.to_json`'s inverse), as instance files and
+    stored games (a server's freshly dealt instances) hold it; :class:`RuleSetError` when malformed."""
+    where = where or instance_id
+    if not isinstance(record, dict) or "hands" not in record or "targets" not in record:
+        raise RuleSetError(where, "instance needs 'hands' and 'targets'")
+    hands = record["hands"]
+    targets = record["targets"]
+    if not isinstance(hands, list) or not isinstance(targets, list) or len(hands) != len(targets):
+        raise RuleSetError(where, "'hands' and 'targets' must be lists of the same length")
+    if len(hands) < 2:
+        raise RuleSetError(where, "an instance needs at least two players")
+    max_turn = record.get("max_turn")
+    if max_turn is not None and (
+        not isinstance(max_turn, int) or isinstance(max_turn, bool) or not 1 <= max_turn <= 10_000
+    ):
+        raise RuleSetError(where, "max_turn must be a whole number of turns from 1 to 10000")
+    runs = record.get("crafting_runs")
+    if runs is not None and runs not in CRAFTING_RUNS:
+        raise RuleSetError(where, f"crafting_runs must be one of {', '.join(CRAFTING_RUNS)}, got {runs!r}")
+    return TaskInstance(
+        id=instance_id,
+        ruleset=ruleset,
+        mode=mode,
+        hands=tuple(_counts(h, where, prefix) for h in hands),
+        targets=tuple(_counts(t, where, prefix) for t in targets),
+        difficulty=dict(record.get("difficulty") or {}),
+        max_turn=max_turn,
+        crafting_runs=runs,
+    )
 
 
 def iter_instances(

@@ -73,8 +73,7 @@ DEAL_SECRET_NAME = "deal_secret"
 MAX_CONCURRENT_DEALS = 1
 #: Longest a creation waits for its turn to deal; then it is refused with ``rate_limited``.
 DEAL_WAIT_SECONDS = 10.0
-#: Folder (below the data folder) of the dealt instances' private files, and their file names' prefix.
-DEALT_FOLDER = "dealt"
+#: Prefix of a dealt instance's name (``<ruleset>/<mode>/dealt-<game id>#0``), shown once the game is over.
 DEALT_PREFIX = "dealt-"
 
 
@@ -457,7 +456,7 @@ class Lobby:
 
     def _deal(
         self, hall: HallSettings, hall_name: str, game_id: str, difficulty: Any
-    ) -> tuple[dict[str, Any], TaskInstance, str]:
+    ) -> tuple[dict[str, Any], TaskInstance, None]:
         if difficulty is not None and difficulty != "random":
             self._check_band(hall, hall_name, difficulty)
             band = str(difficulty)
@@ -475,7 +474,6 @@ class Lobby:
                 status=503,
             ) from None
         seconds = time.perf_counter() - started
-        root = self._write_dealt(instance, game_id)
         choice = {
             "choice": "generated",
             "difficulty": band,
@@ -483,17 +481,7 @@ class Lobby:
             "attempts": attempts,
             "seconds": round(seconds, 4),
         }
-        return choice, instance, root
-
-    def _write_dealt(self, instance: TaskInstance, game_id: str) -> str:
-        """Write the dealt instance to its private file (the room loader reads instance files) and return
-        the folder to record as the game's instance root. The store's game record holds it too."""
-        root = self.settings.data_dir / DEALT_FOLDER / game_id
-        folder = root / instance.ruleset / instance.mode
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{DEALT_PREFIX}{game_id}.json"
-        path.write_text(json.dumps([instance.to_json()], sort_keys=True), encoding="utf-8")
-        return str(root)
+        return choice, instance, None  # no file: the game's record holds the whole instance
 
     def my_games(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
         """The games in which ``principal`` holds a seat (newest first, among the latest

@@ -53,6 +53,7 @@ from server.bots import (
     environment_secrets,
     policy_seed,
 )
+from server.export import game_instance
 from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
@@ -298,7 +299,11 @@ class Rooms:
             game_id=game_id,
             meta=dict(meta),
             settings=settings,
-            instance=load_instance(meta["instance_id"], meta.get("instance_root")),
+            instance=(
+                game_instance(meta)  # dealt afresh: the whole instance is in the game's record
+                if meta.get("instance") is not None
+                else load_instance(meta["instance_id"], meta.get("instance_root"))
+            ),
             rules=load_rule_set(settings.ruleset),
             seed=int(meta["seed"]),
             seats=[SeatState.from_record(r) for r in meta.get("seats", [])],

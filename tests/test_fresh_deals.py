@@ -161,6 +161,8 @@ def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_k
         views = [c.call("view", {"game_id": game_id})["view"] for c in clients]
 
         server.kill()
+        # nothing of the deal is on disk outside the store: recovery reads the game's record alone
+        assert not [p for p in tmp_path.rglob("*dealt*")], list(tmp_path.rglob("*dealt*"))
         for client in (p0, p1, spectator):
             client.drop()
         server.start()
