@@ -791,8 +791,8 @@ class Planner:
 
         With ``through_crafted_fuel=False`` a chain may burn a fuel but not craft one: an item whose only
         way to the target is being made into a fuel (an iron ingot into a smithing table, burnt to smelt
-        a log into charcoal for a torch) is left out, as the reference values want (fuel counts as what
-        it burns, only when a recipe on the way cooks)."""
+        a log into charcoal for a torch) is left out; the reference values value such an item only when
+        a smallest sub-hand uses it."""
         need = self._clean_target(target)
         _, anc_recipes = self.ancestors(need, fuel_leaves=not through_crafted_fuel)
         reach, fired = self._fireable(pool, anc_recipes)
