@@ -11,7 +11,14 @@ from typing import Any, NoReturn
 
 import click
 
-from agents.bots.registry import PolicySpecError, describe_policies, make_policy, policy_names
+from agents.bots.registry import (
+    MODEL_SPEC_OPTION,
+    PolicySpecError,
+    describe_policies,
+    make_policy,
+    parse_policy_spec,
+    policy_names,
+)
 from agents.local import LocalPlayError, LocalResult, derive_seed, play_local
 from agents.narrator import narrate_events
 from craft_rules.loader import RuleSetError, load_rule_set
@@ -135,6 +142,29 @@ def resolve_instance(ruleset: str | None, ref: str | None, players: int) -> Task
     return instance
 
 
+def seat_tom_orders(names: list[str]) -> list[list[int]]:
+    """The game's ``tom_orders`` from the seats' ``tom=`` options (``llm:...?tom=0,1``); [] when none asks.
+
+    The policy validated the option already (``parse_players``); a seat without it reports nothing.
+    """
+    orders = [parse_policy_spec(name).options.get("tom") for name in names]
+    if not any(orders):
+        return []
+    return [[int(o) for o in text.split(",")] if text else [] for text in orders]
+
+
+def seat_records(names: list[str]) -> list[dict[str, Any]]:
+    """Who played each seat, for the log header: a bot, or an LLM agent and its model (no credentials)."""
+    records = []
+    for seat, name in enumerate(names):
+        spec = parse_policy_spec(name)
+        record: dict[str, Any] = {"seat": seat, "kind": "bot", "name": name, "bot": name}
+        if spec.name == "llm":
+            record = {"seat": seat, "kind": "llm", "name": name, "model": spec.options.get(MODEL_SPEC_OPTION)}
+        records.append(record)
+    return records
+
+
 def run_play(
     ruleset: str | None,
     instance_ref: str | None,
@@ -149,7 +179,11 @@ def run_play(
         rules = load_rule_set(instance.ruleset)
     except RuleSetError as err:
         raise PlayError("unknown_ruleset", f"{err}; `tradecraft rules list` shows the rule sets.") from err
-    settings = GameSettings(ruleset=instance.ruleset, **({"max_turns": max_turns} if max_turns else {}))
+    settings = GameSettings(
+        ruleset=instance.ruleset,
+        **({"max_turns": max_turns} if max_turns else {}),
+        **({"tom_orders": orders} if (orders := seat_tom_orders(names)) else {}),
+    )
     # each seat's bot gets its own seed, derived from the game seed, so seats do not mirror each other
     policies = [make_policy(name, derive_seed(seed, "seat", seat)) for seat, name in enumerate(names)]
     try:
@@ -214,7 +248,8 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     default="random,random",
     show_default=True,
     help="one policy spec per seat, comma-separated: a name (`tradecraft play --list-policies`), "
-    "optionally with options, e.g. random,random?accept_probability=0.9",
+    "optionally with options, e.g. random,random?accept_probability=0.9; an LLM agent is "
+    "llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1] (docs/llm-agents.md)",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the game and its bots")
 @click.option("--max-turns", type=click.IntRange(1, 10_000), default=None, help="turn limit (default 10)")
@@ -272,7 +307,7 @@ def play_command(
         _fail(err, as_json)
     outcome: dict[str, Any] = {"ok": True, **result.summary(), "bots": names}
     if log_path is not None:
-        seats = [{"seat": seat, "kind": "bot", "name": name, "bot": name} for seat, name in enumerate(names)]
+        seats = seat_records(names)
         bot_seeds = {f"seat{seat}": derive_seed(seed, "seat", seat) for seat in range(len(names))}
         log = result.game_log(game_id=f"local-{result.game.instance.id}-{seed}", seats=seats, seeds=bot_seeds)
         with log_path.open("w", encoding="utf-8") as handle:

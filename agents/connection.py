@@ -10,7 +10,12 @@ Answers have the protocol's one shape (``docs/protocol.md`` §1): ``{"ok": true,
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol, runtime_checkable
+
+MAX_ACTION_BYTES = 16 * 1024
+"""Largest action or query (as compact JSON) a connection sends; the server's default
+``server.max_action_bytes``, checked before anything else so a local game refuses what a server would."""
 
 
 @runtime_checkable
@@ -48,3 +53,39 @@ class SeatConnection(Protocol):
     def finished(self) -> bool:
         """Whether the game has ended."""
         ...
+
+
+class ConnectionFailed(Exception):
+    """The connection itself failed (not a refused action, which is an answer): the server cannot be
+    reached or refuses the login or the seat. ``code`` is machine-readable (the server's code when it
+    sent one, e.g. ``invalid_token``, ``game_full``; ``connection_lost`` when the network stayed down),
+    ``message`` says what to do."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+def refusal(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The protocol's refused answer: ``{"ok": false, "error": {"code", "message", "details"}}``."""
+    return {"ok": False, "error": {"code": code, "message": message, "details": dict(details or {})}}
+
+
+def oversized(payload: Any, what: str) -> dict[str, Any] | None:
+    """``payload_too_large`` when ``payload`` (a dict or JSON text) exceeds :data:`MAX_ACTION_BYTES`."""
+    try:
+        size = len(payload.encode()) if isinstance(payload, str) else len(json.dumps(payload, default=str))
+    except (TypeError, ValueError):
+        return None  # not JSON at all: validation refuses it with its own code
+    if size <= MAX_ACTION_BYTES:
+        return None
+    return refusal(
+        "payload_too_large",
+        f"The {what} is {size} bytes; at most {MAX_ACTION_BYTES} are accepted. Send a smaller one.",
+        {"limit": MAX_ACTION_BYTES, "size": size},
+    )

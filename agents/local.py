@@ -15,6 +15,13 @@ turns into text with :func:`agents.narrator.observation`.
 With a ``clock`` (any ``() -> float`` of seconds since the epoch, e.g. ``time.time`` or a fake one in
 tests), every event is stamped when it happens and :meth:`LocalResult.game_log` gives the game in the
 researcher game-log format the server exports (:mod:`server.game.gamelog`), latencies included.
+
+**Traces**: after each ``act`` the runner drains the policy's trace records (``drain_traces``, see
+:mod:`agents.bots.base`) and keeps them with the seat, the first event the move produced (``event_seq``;
+null when refused) and the time; :meth:`LocalResult.game_log` writes them as ``trace`` records.
+**Refusals**: a policy with a ``refused`` hook whose action the engine refuses is told the engine's typed
+error and asked again, up to ``max_refusals`` times per move; then (and at once for a policy without the
+hook) the game stops with :class:`LocalPlayError`.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.bots.base import drain_traces, tell_refused
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
 from craft_rules.tasks import TaskInstance
@@ -34,10 +42,14 @@ from server.game.gamelog import (
     LogHeader,
     LogSummary,
     RuleSetRef,
+    TraceRecord,
     replay_with_latencies,
 )
 from server.game.legal import legal_actions
 from server.game.views import player_view
+
+DEFAULT_MAX_REFUSALS = 5
+"""Refused actions a refusal-aware policy may send for one move before the game stops."""
 
 DEFAULT_MAX_ACTIONS_PER_PHASE = 1000
 """Actions a phase may take before the runner ends it with a system timeout (a stuck policy's guard)."""
@@ -95,6 +107,10 @@ class LocalResult:
     times: list[float | None] = field(default_factory=list, repr=False, compare=False)
     """When each event happened, by the injected clock (None without one)."""
     created_at: float | None = field(default=None, compare=False)
+    traces: list[TraceRecord] = field(default_factory=list, repr=False, compare=False)
+    """The policies' trace records, in the order they were made."""
+    refusals: int = 0
+    """Actions the engine refused and a policy then replaced."""
 
     def summary(self) -> dict[str, Any]:
         """The JSON-safe outcome ``tradecraft play --json`` prints."""
@@ -109,6 +125,8 @@ class LocalResult:
             "events": len(self.events),
             "actions": self.actions,
             "timeouts": self.timeouts,
+            "refusals": self.refusals,
+            "traces": len(self.traces),
             "log_sha256": self.log_sha256,
         }
 
@@ -147,7 +165,14 @@ class LocalResult:
             ],
             meta=dict(meta or {}),
         )
-        return GameLog(header, list(self.events), list(times), latencies, summary=LogSummary.of(game))
+        return GameLog(
+            header,
+            list(self.events),
+            list(times),
+            latencies,
+            traces=list(self.traces),
+            summary=LogSummary.of(game),
+        )
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -164,6 +189,7 @@ def play_local(
     seed: int = 0,
     *,
     max_actions_per_phase: int = DEFAULT_MAX_ACTIONS_PER_PHASE,
+    max_refusals: int = DEFAULT_MAX_REFUSALS,
     clock: Callable[[], float] | None = None,
 ) -> LocalResult:
     """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
@@ -193,7 +219,14 @@ def play_local(
     stamp()
     delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
     numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
-    actions = timeouts = 0
+    actions = timeouts = refusals = 0
+    traces: list[TraceRecord] = []
+
+    def collect(seat: int, event_seq: int | None) -> None:
+        now = clock() if clock is not None else None
+        for record in drain_traces(policies[seat]):
+            traces.append(TraceRecord(**{**record, "seat": seat, "event_seq": event_seq, "time": now}))
+
     phase_key: tuple[int, str] = (game.turn, game.phase)
     phase_actions = 0
 
@@ -212,18 +245,28 @@ def play_local(
             if game.finished or seat not in game.waiting_for():
                 continue
             feed(seat)
-            action = policies[seat].act(player_view(game, seat), legal_actions(game, seat))
-            try:
-                game.apply(seat, action)
-            except GameError as err:
-                raise LocalPlayError(
-                    err.code,
-                    f"Seat {seat} ({type(policies[seat]).__name__}) sent an illegal action: {err.message}",
-                    seat=seat,
-                    action=action,
-                    details=err.details,
-                    game=game,
-                ) from err
+            for attempt in range(max_refusals + 1):
+                action = policies[seat].act(player_view(game, seat), legal_actions(game, seat))
+                try:
+                    first = len(game.events)
+                    game.apply(seat, action)
+                    collect(seat, first)
+                    break
+                except GameError as err:
+                    told = attempt < max_refusals and tell_refused(policies[seat], err.to_dict())
+                    collect(seat, None)  # the refused move's traces, and the policy's note of the refusal
+                    if told:
+                        refusals += 1
+                        continue
+                    raise LocalPlayError(
+                        err.code,
+                        f"Seat {seat} ({type(policies[seat]).__name__}) sent an illegal action: "
+                        f"{err.message}",
+                        seat=seat,
+                        action=action,
+                        details=err.details,
+                        game=game,
+                    ) from err
             stamp()
             actions += 1
             if (game.turn, game.phase) != phase_key:
@@ -248,4 +291,6 @@ def play_local(
         game=game,
         times=times,
         created_at=created_at,
+        traces=traces,
+        refusals=refusals,
     )

@@ -87,15 +87,34 @@ def resolve_instances(text: str, ruleset: str = "minecraft") -> list[str]:
     return ids
 
 
-def schedule(players: Sequence[str], instance_ids: Sequence[str], repeats: int, seed: int) -> list[GameSpec]:
-    """Every ordered pairing of distinct players, on every instance, ``repeats`` times, in a fixed order."""
+def schedule(
+    players: Sequence[str],
+    instance_ids: Sequence[str],
+    repeats: int,
+    seed: int,
+    focus: Sequence[str] | None = None,
+) -> list[GameSpec]:
+    """Every ordered pairing of distinct players, on every instance, ``repeats`` times, in a fixed order.
+
+    With ``focus``, only the pairings in which a focus player plays (e.g. a new bot against the field,
+    without replaying the field's games among themselves); game seeds are the same as in the full run.
+    """
+    focus_set = set(focus or ())
+    if focus_set - set(players):
+        raise TournamentError(
+            "unknown_focus", f"Focus player(s) {sorted(focus_set - set(players))} are not among --players."
+        )
+
+    def wanted(a: str, b: str) -> bool:
+        return a != b and (not focus_set or a in focus_set or b in focus_set)
+
     if len(players) < 2:
         raise TournamentError("too_few_players", "Name at least two players, e.g. --players planner,random.")
     if len(set(players)) != len(players):
         raise TournamentError("duplicate_players", "Name each player once in --players.")
     if repeats < 1:
         raise TournamentError("invalid_repeats", "--repeats must be at least 1.")
-    count = len(players) * (len(players) - 1) * len(instance_ids) * repeats
+    count = sum(wanted(a, b) for a in players for b in players) * len(instance_ids) * repeats
     if count > MAX_GAMES:
         raise TournamentError(
             "too_many_games",
@@ -109,7 +128,7 @@ def schedule(players: Sequence[str], instance_ids: Sequence[str], repeats: int, 
             game_seed = derive_seed(seed, instance_id, repeat)
             for a in players:
                 for b in players:
-                    if a != b:
+                    if wanted(a, b):
                         specs.append(GameSpec(len(specs), a, b, instance_id, repeat, game_seed))
     return specs
 

@@ -40,7 +40,7 @@ COLUMNS = (
 
 def _cell(value: object, width: int) -> str:
     text = "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-    return text.rjust(width)
+    return " " + text.rjust(width)
 
 
 @click.command("tournament")
@@ -63,6 +63,11 @@ def _cell(value: object, width: int) -> str:
     show_default=True,
     help="games per ordered pairing and instance",
 )
+@click.option(
+    "--focus",
+    default="",
+    help="comma-separated players: play only the pairings in which one of them plays",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of every game and bot")
 @click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True, help="worker processes")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON record per ordered pairing")
@@ -74,7 +79,14 @@ def _cell(value: object, width: int) -> str:
     help="write games.jsonl, pairings.csv, players.csv and summary.json here",
 )
 def tournament_command(
-    players: str, instances: str, repeats: int, seed: int, jobs: int, as_json: bool, out_dir: Path | None
+    players: str,
+    instances: str,
+    repeats: int,
+    focus: str,
+    seed: int,
+    jobs: int,
+    as_json: bool,
+    out_dir: Path | None,
 ) -> None:
     """Play every ordered pairing of PLAYERS (seats swapped) over INSTANCES and print the figures."""
     names = [p.strip() for p in players.split(",") if p.strip()]
@@ -82,7 +94,8 @@ def tournament_command(
         for name in names:
             make_policy(name, 0)
         ids = resolve_instances(instances)
-        specs = schedule(names, ids, repeats, seed)
+        focus_names = [p.strip() for p in focus.split(",") if p.strip()]
+        specs = schedule(names, ids, repeats, seed, focus=focus_names)
     except PolicySpecError as err:
         raise click.ClickException(f"{err.message} [{err.code}]") from None
     except TournamentError as err:
@@ -109,6 +122,7 @@ def tournament_command(
     per_player = player_summary(records)
     meta = {
         "players": names,
+        "focus": focus_names,
         "instances": instances,
         "instance_count": len(ids),
         "repeats": repeats,

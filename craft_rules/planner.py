@@ -1129,7 +1129,7 @@ class Planner:
                             demand[consumed] = demand.get(consumed, Fraction(0)) + qty
                             if consumed in bounded_left:
                                 bounded_left[consumed] -= qty
-                for consumed in inputs[rid]:
+                for consumed in sorted(inputs[rid]):
                     consumers[consumed] -= 1
                     if consumers[consumed] == 0 and consumed in producers:
                         queue.append(consumed)

@@ -113,6 +113,12 @@ def admin_blueprint(services: Services) -> Blueprint:
     def show_settings() -> tuple[Response, int]:
         return jsonify({"ok": True, "settings": settings.public_dict()}), 200
 
+    @admin.get("/halls/<name>/instances")
+    def hall_instances(name: str) -> tuple[Response, int]:
+        # exact instances with their difficulty: picking one tells the picker every target, so admins only
+        hall = services.lobby.hall(name)
+        return jsonify({"ok": True, "hall": name, "instances": services.lobby.instance_catalog(hall)}), 200
+
     @admin.get("/tokens")
     def list_tokens() -> tuple[Response, int]:
         return jsonify({"ok": True, "tokens": services.store.list_tokens()}), 200

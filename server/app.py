@@ -76,7 +76,7 @@ class Services:
     protocol: SocketProtocol | None = None
 
     def close(self) -> None:
-        self.scheduler.close()
+        self.rooms.close()  # the deadline timers and the bot threads
         self.store.close()
 
 
@@ -133,7 +133,7 @@ def create_app(
         engineio_logger=False,
     )
     scheduler = DeadlineScheduler()
-    bots = BotRegistry(policy_factory)
+    bots = BotRegistry(policy_factory, settings=settings)
 
     def push(event: str, data: dict[str, Any], room: str, skip_sid: str | None) -> None:
         socketio.emit(event, data, to=room, skip_sid=skip_sid)

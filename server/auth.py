@@ -81,6 +81,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "unknown_hall": "no such hall (game mode)",
     "unknown_game": "no such game",
     "unknown_instance": "no such task instance for this hall",
+    "instance_choice_forbidden": "only admins pick an exact task instance; choose a difficulty or random",
+    "difficulty_not_offered": "this hall offers no such difficulty (or deals its instances in a set order)",
     "unknown_bot": "no built-in bot of that name",
     "invalid_seats": "the seat list does not fit the hall",
     "game_full": "every seat of the game is taken",

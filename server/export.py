@@ -5,10 +5,13 @@ Functions the admin area and ``tradecraft export`` call (each reads the store an
 
 - :func:`export_game_jsonl` — everything about one game in the researcher game-log format of
   :mod:`server.game.gamelog` (the same format headless games write): header, events with server times and
-  response latencies, a summary with the final researcher view.
+  response latencies, the ``trace`` records its bots and LLM agents left (``Store.load_traces``: prompts,
+  completions, token counts, beliefs; each with ``seat``, ``event_seq``, ``time``), a summary with the final
+  researcher view.
 - :func:`export_csv_tables` — the tidy tables of :mod:`analysis.tables` across games, built from those logs.
 - :func:`export_participant` — one game as one seat saw it: only events visible to that seat, its own target,
-  no other seat's model, prompt, user id or latency, no seeds; ends with that seat's final view.
+  no other seat's model, prompt, user id or latency, no seeds, never a trace record (not even the seat's
+  own: a policy's trace may hold what it inferred about the others); ends with that seat's final view.
 
 Exports never carry credentials: keys that look like tokens, passwords, secrets or cookies are dropped from
 any stored metadata before it is written.
@@ -45,6 +48,7 @@ from server.game.gamelog import (
     LogHeader,
     LogSummary,
     RuleSetRef,
+    TraceRecord,
     encode_log,
     replay_with_latencies,
 )
@@ -201,8 +205,13 @@ def load_game_log(
     summary = (
         LogSummary.of(game) if game is not None else LogSummary.unreplayable(len(events), replay_error or {})
     )
-    log = GameLog(header, events, times, latencies, summary=summary)
+    log = GameLog(header, events, times, latencies, traces=_traces(store, game_id), summary=summary)
     return StoredGame(log, game, replay_error)
+
+
+def _traces(store: Store, game_id: str) -> list[TraceRecord]:
+    """The game's trace records as log records (the store keeps them bounded, credentials cut out)."""
+    return [TraceRecord.model_validate({**record, "kind": "trace"}) for record in store.load_traces(game_id)]
 
 
 # -------------------------------------------------------------------------------------------------- helpers

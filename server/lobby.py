@@ -10,6 +10,14 @@ Instances: a hall draws its task instance ``fixed`` (always the first id), ``seq
 k-th game gets the k-th instance; the counter is shared by every worker through the store) or
 ``random`` (from a seed that is recorded with the game, derived from the hall's seed and the game's
 number when the hall sets one, so a study's sequence of instances is reproducible).
+
+Who may choose: the shipped instance files are public, so whoever picks an exact instance knows every
+player's target. Only admins (researchers) may name an ``instance_id`` (:meth:`Lobby.instance_catalog`
+lists a hall's pool with each instance's difficulty for them). Anyone else creating a game in a ``random``
+hall may ask for a difficulty band (``easy`` / ``medium`` / ``hard``): the server draws the instance
+secretly among the band's instances of the hall's pool, and offers a band only when it holds at least
+:data:`MIN_BAND_INSTANCES` of them, so the band narrows the creator's guess to no fewer candidates than
+that. The band is recorded for researchers only: no summary, view or push shows it while the game runs.
 """
 
 from __future__ import annotations
@@ -33,6 +41,13 @@ from server.store import Store
 GAME_ID_BYTES = 9
 #: Waiting games read to count a creator's open ones (the per-user bound keeps the real number far lower).
 OPEN_GAMES_SCAN = 5000
+#: Difficulty bands a creator may ask for (the ``level`` the instance generator records).
+DIFFICULTY_BANDS = ("easy", "medium", "hard")
+#: A band is offered only when the hall's pool holds at least this many instances of it: asking for a band
+#: must leave the creator that many equally likely candidate instances (and target sets).
+MIN_BAND_INSTANCES = 5
+#: Most recent games of each status read to find a user's own games ("my games").
+MY_GAMES_SCAN = 500
 
 
 class Lobby:
@@ -42,6 +57,7 @@ class Lobby:
         self.rooms = rooms
         self.bots = bots
         self._next_slot: dict[str, int] = {}
+        self._band_cache: dict[int, dict[str, list[str]]] = {}
         self._slot_lock = threading.Lock()
         self.limiter = RateLimiter(settings.limits)
 
@@ -68,6 +84,7 @@ class Lobby:
                 "mode": hall.mode_name,
                 "players": hall.players,
                 "instance_choice": hall.instances.choice,
+                "difficulties": self.offered_bands(hall),
                 "seats": [spec.kind for spec in hall.seat_specs()],
                 "allow_custom_seats": hall.allow_custom_seats,
                 "settings": hall.game_settings().model_dump(mode="json"),
@@ -95,6 +112,49 @@ class Lobby:
             ]
         return pool[: chosen.first] if chosen.first else pool
 
+    def instance_catalog(self, hall: HallSettings) -> list[dict[str, Any]]:
+        """The hall's pool with each instance's difficulty (the generator's record): the admins' list."""
+        root = self.settings.instance_root(hall)
+        catalog = []
+        for instance_id in self.instance_pool(hall):
+            try:
+                instance = load_instance(instance_id, str(root) if root else None)
+            except ServerError:
+                continue  # a pool id without a file: creating a game with it says why
+            difficulty = instance.difficulty
+            catalog.append(
+                {
+                    "instance_id": instance_id,
+                    "players": instance.players,
+                    "level": difficulty.get("level"),
+                    "score": difficulty.get("score"),
+                    "difficulty": difficulty,
+                }
+            )
+        return catalog
+
+    def _bands(self, hall: HallSettings) -> dict[str, list[str]]:
+        """The hall's pool by difficulty band (instances without a recorded level belong to none)."""
+        key = id(hall)
+        cached = self._band_cache.get(key)
+        if cached is None:
+            cached = {band: [] for band in DIFFICULTY_BANDS}
+            for entry in self.instance_catalog(hall):
+                if entry["level"] in cached:
+                    cached[entry["level"]].append(entry["instance_id"])
+            self._band_cache[key] = cached
+        return cached
+
+    def offered_bands(self, hall: HallSettings) -> list[dict[str, Any]]:
+        """The bands an ordinary creator may ask for: only in ``random`` halls, only big enough ones."""
+        if hall.instances.choice != "random":
+            return []
+        return [
+            {"band": band, "instances": len(ids)}
+            for band, ids in self._bands(hall).items()
+            if len(ids) >= MIN_BAND_INSTANCES
+        ]
+
     # ------------------------------------------------------------------------------------------ games
     def create_game(
         self,
@@ -105,8 +165,12 @@ class Lobby:
         seed: Any = None,
         join: bool = False,
         address: str | None = None,
+        difficulty: Any = None,
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
+
+        ``instance_id`` (admins only) names the exact instance; ``difficulty`` (anyone, ``random`` halls)
+        asks for a band drawn secretly; neither = the hall's own draw.
 
         ``address`` is the network address of a client's request: then, unless the creator is an admin, the
         abuse limits (server/limits.py) apply before any work: games per user and per address, open games
@@ -116,7 +180,7 @@ class Lobby:
         if address is not None and not creator.is_admin:
             self._check_creation_limits(creator, address)
         game_id = secrets.token_urlsafe(GAME_ID_BYTES)
-        choice = self._choose_instance(hall, hall_name, game_id, instance_id, creator)
+        choice = self._choose_instance(hall, hall_name, game_id, instance_id, creator, difficulty)
         root = self.settings.instance_root(hall)
         instance = load_instance(choice["instance_id"], str(root) if root else None)
         if instance.players != hall.players:
@@ -217,17 +281,33 @@ class Lobby:
         return specs
 
     def _choose_instance(
-        self, hall: HallSettings, hall_name: str, game_id: str, requested: Any, creator: Principal
+        self,
+        hall: HallSettings,
+        hall_name: str,
+        game_id: str,
+        requested: Any,
+        creator: Principal,
+        difficulty: Any = None,
     ) -> dict[str, Any]:
-        pool = self.instance_pool(hall)
+        if requested is not None and difficulty is not None:
+            raise ServerError(
+                "invalid_request", "Send instance_id or difficulty, not both.", {"difficulty": difficulty}
+            )
         if requested is not None:
-            if requested not in pool and not creator.is_admin:
+            if not creator.is_admin:
+                # whoever picks an exact instance knows every target in it (the files are public)
                 raise ServerError(
-                    "unknown_instance",
-                    f"Instance {requested!r} is not offered by this hall; omit instance_id to get one.",
-                    {"instance_id": requested},
+                    "instance_choice_forbidden",
+                    "Only admins pick an exact task instance: it would tell you every player's target. "
+                    "Choose a difficulty (easy, medium or hard) or leave it random.",
+                    status=403,
                 )
+            if not isinstance(requested, str) or len(requested) > 300:
+                raise ServerError("unknown_instance", "instance_id must be an instance id (text).")
             return {"choice": "requested", "instance_id": requested}
+        if difficulty is not None and difficulty != "random":
+            return self._draw_from_band(hall, hall_name, difficulty)
+        pool = self.instance_pool(hall)
         if not pool:
             raise ServerError(
                 "unknown_instance",
@@ -255,6 +335,41 @@ class Lobby:
             "seed": seed,
             "instance_id": pool[random.Random(seed).randrange(len(pool))],
         }
+
+    def _draw_from_band(self, hall: HallSettings, hall_name: str, difficulty: Any) -> dict[str, Any]:
+        offered = [entry["band"] for entry in self.offered_bands(hall)]
+        if difficulty not in offered:
+            if hall.instances.choice != "random":
+                why = f"Hall {hall_name!r} deals its instances in a set order; omit difficulty."
+            elif offered:
+                why = f"Choose a difficulty from {', '.join(offered)}, or random."
+            else:
+                why = f"Hall {hall_name!r} offers no difficulty bands; omit difficulty for a random instance."
+            shown = difficulty if isinstance(difficulty, str) and len(difficulty) <= 40 else None
+            raise ServerError("difficulty_not_offered", why, {"difficulty": shown, "offered": offered})
+        band = self._bands(hall)[difficulty]
+        seed = secrets.randbits(32)
+        return {
+            "choice": "band",
+            "difficulty": difficulty,
+            "seed": seed,
+            "instance_id": band[random.Random(seed).randrange(len(band))],
+        }
+
+    def my_games(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
+        """The games in which ``principal`` holds a seat (newest first, among the latest
+        :data:`MY_GAMES_SCAN` of each status), each summary with ``your_seats``."""
+        mine = []
+        for status in ("waiting", "running", "finished", "aborted"):
+            for meta in self.store.list_games(status=status, limit=MY_GAMES_SCAN):
+                seats = [SeatState.from_record(r) for r in meta.get("seats", [])]
+                if status == "waiting":
+                    self._merge_claims(meta["game_id"], seats)
+                held = [s.seat for s in seats if s.user_id == principal.id]
+                if held:
+                    mine.append({**summarize(meta, seats), "your_seats": held})
+        mine.sort(key=lambda g: g.get("created_at") or 0, reverse=True)
+        return mine[:limit]
 
     def _claim_slot(self, hall_name: str, game_id: str) -> int:
         """The hall's next game number, claimed atomically in the store (shared by every worker)."""

@@ -20,7 +20,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
@@ -368,10 +368,17 @@ class SocketProtocol:
     def lobby(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         join_room(LOBBY_ROOM)
         lobby = self.services.lobby
-        return {"halls": lobby.halls(), "games": lobby.list_games(data.get("status"), data.get("limit", 100))}
+        answer = {
+            "halls": lobby.halls(),
+            "bots": self.services.bots.names(),
+            "games": lobby.list_games(data.get("status"), data.get("limit", 100)),
+        }
+        if conn.principal is not None:
+            answer["my_games"] = lobby.my_games(conn.principal)
+        return answer
 
     def create_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        principal = require_principal(conn.principal)
+        principal = with_admin_session(require_principal(conn.principal), session)
         game = self.services.lobby.create_game(
             data.get("hall"),
             principal,
@@ -380,6 +387,7 @@ class SocketProtocol:
             data.get("seed"),
             _flag(data, "join"),
             address=request.remote_addr or "unknown",
+            difficulty=data.get("difficulty"),
         )
         return {"game": game}
 
@@ -452,6 +460,14 @@ class SocketProtocol:
         return {k: v for k, v in response.items() if k != "ok"}
 
 
+def with_admin_session(principal: Principal, browser_session: Any) -> Principal:
+    """``principal`` with the admin scope when its browser session logged in to the admin area (a person
+    who is also the operator may then create games with an exact instance)."""
+    if browser_session.get("admin") is True and not principal.is_admin:
+        return replace(principal, scopes=principal.scopes | {"admin"})
+    return principal
+
+
 # --------------------------------------------------------------------------------------------- REST
 def api_blueprint(services: Services) -> Blueprint:
     """The REST mirror under ``/api``: lobby, games, joining, views, events, actions, schemas."""
@@ -505,14 +521,24 @@ def api_blueprint(services: Services) -> Blueprint:
         data = body()
         game = services.lobby.create_game(
             data.get("hall"),
-            require_principal(caller()),
+            with_admin_session(require_principal(caller()), session),
             data.get("seats"),
             data.get("instance_id"),
             data.get("seed"),
             _flag(data, "join"),
             address=request.remote_addr or "unknown",
+            difficulty=data.get("difficulty"),
         )
         return ok({"game": game}, 201)
+
+    @api.get("/bots")
+    def bots() -> tuple[Response, int]:
+        return ok({"bots": services.bots.names()})
+
+    @api.get("/me/games")
+    def my_games() -> tuple[Response, int]:
+        limit = max(1, min(parse_count(request.args.get("limit", 50), "limit"), 200))
+        return ok({"games": services.lobby.my_games(require_principal(caller()), limit)})
 
     @api.get("/games/<game_id>")
     def game_summary(game_id: str) -> tuple[Response, int]:

@@ -10,6 +10,11 @@ The path of every action (a player's, a bot's or a deadline's timeout):
 5. **push** each seat its filtered events and its new view (each seat is its own Socket.IO room, spectators
    have one room), then reschedule the phase deadline and the bot seats.
 
+Bot seats take the same path without holding the lock while their policy thinks: the seat's view, legal
+actions and new events are copied under the lock, the policy decides on the bot executor
+(:class:`server.bots.BotExecutor`), and its answer is submitted through step 1-5 with a client action id
+derived from the move (see "Bot seats" below and docs/protocol.md §6a).
+
 The store is the truth: the in-memory game is a cache rebuilt by replay whenever it may be stale, so several
 server processes sharing one store never fork a game. Seat ownership lives in the store too, as
 ``set_value_if_absent`` claims (atomic across processes), see :func:`seat_claim_key`.
@@ -35,7 +40,18 @@ from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
 from server.auth import Principal, ServerError
-from server.bots import BotRegistry, bot_move_key, bot_seed
+from server.bots import (
+    BotExecutor,
+    BotMove,
+    BotRegistry,
+    LivePolicy,
+    bot_action_id,
+    bot_move_key,
+    bot_seed,
+    bound_trace,
+    environment_secrets,
+    policy_seed,
+)
 from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
@@ -44,8 +60,9 @@ from server.game.queries import answer_query, parse_query, query_context
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
+from server.policy_specs import model_of, policy_name
 from server.settings import Settings
-from server.store import SequenceConflict, Store
+from server.store import SequenceConflict, Store, StoreError
 from server.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
@@ -67,6 +84,11 @@ def spectator_room(game_id: str) -> str:
 def seat_claim_key(game_id: str, seat: int) -> str:
     """Store key whose first writer owns the seat (``set_value_if_absent`` is atomic across processes)."""
     return f"seat:{game_id}:{seat}"
+
+
+def overdue_key(game_id: str, seat: int) -> str:
+    """Scheduler key of the watchdog that abandons a bot move past its time limit."""
+    return f"botlimit:{game_id}:{seat}"
 
 
 def takeover_key(game_id: str, seat: int) -> str:
@@ -113,8 +135,9 @@ class SeatState:
         return self.kind == "bot" or self.takeover is not None
 
     def record(self) -> dict[str, Any]:
-        """The seat as stored in the game's metadata (server.store.base.SeatRecord + our extra keys)."""
-        return {
+        """The seat as stored in the game's metadata (server.store.base.SeatRecord + our extra keys); an LLM
+        seat's model is recorded on its own too, so exports list it among the game's models."""
+        record = {
             "seat": self.seat,
             "accepts": self.accepts,
             "kind": self.kind,
@@ -123,6 +146,9 @@ class SeatState:
             "bot": self.bot,
             "takeover": self.takeover,
         }
+        if self.bot and policy_name(self.bot) == "llm" and model_of(self.bot):
+            record["model"] = model_of(self.bot)
+        return record
 
     def public(self, online: bool | None = None) -> dict[str, Any]:
         """The seat as everyone may see it (no user id); ``online`` only where presence is known."""
@@ -166,7 +192,10 @@ class LiveGame:
     records: list[dict[str, Any]] = field(default_factory=list)  # stored events, parallel to game.events
     lock: threading.RLock = field(default_factory=threading.RLock)
     online: dict[int, int] = field(default_factory=dict)  # seat -> open connections in this process
-    bot_failures: dict[int, int] = field(default_factory=dict)
+    bot_failures: dict[int, int] = field(default_factory=dict)  # failed attempts at the seat's current move
+    bot_overdue: dict[int, int] = field(default_factory=dict)  # moves abandoned past the time limit
+    policies: dict[int, LivePolicy] = field(default_factory=dict)  # bot seat -> its live policy
+    fallbacks: set[int] = field(default_factory=set)  # bot seats whose overdue move the fallback is playing
     deadline: float | None = None
     # seat (None = spectator) -> (last_seq, view): a view is a pure function of the log, so each change
     # computes each seat's view at most once for the ack and every push
@@ -226,6 +255,9 @@ class Rooms:
         self._games: dict[str, LiveGame] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._registry_lock = threading.Lock()
+        self.bot_executor = BotExecutor(settings.bots.workers, settings.bots.max_abandoned_threads)
+        self._secrets = environment_secrets()  # cut out of every trace record
+        self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
 
     # ------------------------------------------------------------------------------------------ loading
     def get(self, game_id: Any) -> LiveGame:
@@ -431,38 +463,54 @@ class Rooms:
             raise ServerError("invalid_request", "client_action_id must be a string of 1 to 128 characters.")
         with live.lock:
             seat_no = self.acting_seat(live, principal, seat)
-            parsed = parse_action(action)
-            if parsed.type == "timeout":
-                raise GameError(
-                    "not_allowed",
-                    "Timeouts are submitted by the server when a deadline expires, not by players.",
-                )
+            parsed = parse_player_action(action)
             idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
             digest = action_digest(seat_no, parsed) if idempotency_key else ""
             for _ in range(APPLY_ATTEMPTS):
-                self.catch_up(live)
-                if idempotency_key:
-                    recalled = self.store.recall_action(live.game_id, idempotency_key)
-                    if recalled is not None:
-                        if recalled["action_digest"] not in ("", digest):
-                            raise ServerError(
-                                "idempotency_conflict",
-                                f"client_action_id {client_action_id!r} was already used for another action "
-                                "in this game; a retry must repeat the same action, a new action needs a "
-                                "new id.",
-                                {"client_action_id": client_action_id},
-                                status=409,
-                            )
-                        return recalled["response"]
-                self._check_can_act(live, seat_no)
-                assert live.game is not None
                 try:
-                    events, records = self._commit(live, seat_no, parsed)
+                    outcome = self._apply_as_seat(
+                        live, seat_no, parsed, idempotency_key, digest, action_id=client_action_id
+                    )
                 except SequenceConflict:
                     continue
+                if isinstance(outcome, dict):
+                    return outcome
+                events, records = outcome
                 remember = (idempotency_key, digest) if idempotency_key else None
                 return self._answer_committed(live, seat_no, events, records, remember, origin)
         raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
+
+    def _apply_as_seat(
+        self,
+        live: LiveGame,
+        seat: int,
+        parsed: BaseModel,
+        idempotency_key: str | None,
+        digest: str,
+        *,
+        action_id: str | None = None,
+        bot: bool = False,
+    ) -> dict[str, Any] | tuple[list[Event], list[dict[str, Any]]]:
+        """The one path of a seat's action, a client's or a bot's (under the game's lock): catch up, answer
+        a repeated action id with its remembered answer (a dict), else check the seat may act and apply and
+        store the action (its events and records). Raises the typed refusal, or SequenceConflict after a
+        lost race (the game has been reloaded: try again)."""
+        self.catch_up(live)
+        if idempotency_key:
+            recalled = self.store.recall_action(live.game_id, idempotency_key)
+            if recalled is not None:
+                if recalled["action_digest"] not in ("", digest):
+                    raise ServerError(
+                        "idempotency_conflict",
+                        f"client_action_id {action_id!r} was already used for another action in this game; a "
+                        "retry must repeat the same action, a new action needs a new id.",
+                        {"client_action_id": action_id},
+                        status=409,
+                    )
+                return recalled["response"]
+        self._check_can_act(live, seat, bot=bot)
+        assert live.game is not None
+        return self._commit(live, seat, parsed)
 
     def _answer_committed(
         self,
@@ -516,7 +564,7 @@ class Rooms:
             live.meta.update(fields)
             live.deadline = None
             self.scheduler.cancel(f"deadline:{live.game_id}")
-            self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+            self._stop_bots(live)
             self._push_seats(live)
             self._lobby_changed(live)
             live.changed.notify_all()
@@ -528,7 +576,7 @@ class Rooms:
                 live.meta["status"] = stored.get("status", live.status)
         return live.status == "aborted"
 
-    def _check_can_act(self, live: LiveGame, seat: int) -> None:
+    def _check_can_act(self, live: LiveGame, seat: int, *, bot: bool = False) -> None:
         if self._aborted(live):
             raise ServerError(
                 "game_over", "An admin aborted this game; it accepts no more actions.", status=409
@@ -540,7 +588,7 @@ class Rooms:
                 status=409,
             )
         holder = live.seats[seat]
-        if holder.takeover is not None:
+        if holder.takeover is not None and not bot:
             raise ServerError(
                 "seat_taken_over",
                 f"Seat {seat} was idle too long and a built-in bot ({holder.takeover}) now plays it "
@@ -607,7 +655,7 @@ class Rooms:
             self._push_events(live, events, records, skip)
         live.changed.notify_all()
         if game.finished:
-            self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+            self._stop_bots(live)
             with self._registry_lock:
                 self._remember_finished(live.game_id)
 
@@ -744,34 +792,270 @@ class Rooms:
                 self._after_change(live, events, records)
                 return
 
+    # Bot seats. A move is decided outside the game's lock: under the lock the seat's view, legal actions
+    # and new events are copied (_prepare_bot_move); a thread of the bot executor feeds them to the seat's
+    # live policy and asks it to act (_decide); the answer goes through the same path as a client's action,
+    # under the lock again, unless the game moved on meanwhile (_bot_decided). A watchdog on the deadline
+    # scheduler abandons a move that takes longer than bots.move_time_limit_seconds (_bot_overdue).
     def _bot_move(self, game_id: str, seat: int) -> None:
         live = self.get(game_id)
         with live.lock:
             self.catch_up(live)
-            game = live.game
-            if self._aborted(live) or game is None or game.finished or seat not in game.waiting_for():
+            move = self._prepare_bot_move(live, seat)
+            if move is None:
                 return
-            holder = live.seats[seat]
-            if not holder.bot_controlled:
-                return
-            name = holder.takeover or holder.bot or self.settings.bots.default
+            limit = self.settings.bots.move_time_limit_seconds
+            self.scheduler.schedule(
+                overdue_key(game_id, seat), move.submitted + limit, partial(self._bot_overdue, live, move)
+            )
+        self.bot_executor.submit(partial(self._decide, live, move))
+
+    def _bot_move_valid(self, live: LiveGame, seat: int, move_key: str | None = None) -> bool:
+        """Whether the bot seat ``seat`` is awaited (at the move ``move_key``, when given)."""
+        game = live.game
+        if self._aborted(live) or game is None or game.finished or seat not in game.waiting_for():
+            return False
+        if not live.seats[seat].bot_controlled:
+            return False
+        return move_key is None or bot_move_key(game, seat) == move_key
+
+    def _prepare_bot_move(self, live: LiveGame, seat: int) -> BotMove | None:
+        """Under the lock: what the seat's policy needs for its move, or None when there is nothing to do
+        (not awaited, or a decision of this seat is already under way: its end reschedules)."""
+        if not self._bot_move_valid(live, seat) or seat in live.fallbacks:
+            return None
+        game = live.game
+        assert game is not None
+        holder = live.seats[seat]
+        spec = holder.takeover or holder.bot or self.settings.bots.default
+        current = live.policies.get(seat)
+        if current is not None and current.in_flight is not None:
+            return None
+        if current is None or current.spec != spec:
+            current = LivePolicy(spec, policy_seed(live.seed, seat))
+            live.policies[seat] = current
+        move_key = bot_move_key(game, seat)
+        attempt = live.bot_failures.get(seat, 0)
+        keeper: LivePolicy | None
+        if attempt:
+            # a retry after a refused or failed move: a one-move policy with another seed, shown the whole log
+            seed, events, keeper = (
+                policy_seed(live.seed, seat, move_key, attempt),
+                self.history(live, seat),
+                None,
+            )
+        else:
+            seed, events, keeper = current.seed, self._seat_news(live, seat, current), current
+        move = BotMove(
+            game_id=live.game_id,
+            seat=seat,
+            spec=spec,
+            move_key=move_key,
+            attempt=attempt,
+            seed=seed,
+            view=_json_copy(self._view(live, seat)),  # the policy may keep or change it: its own copy
+            legal=list(legal_actions(game, seat)),
+            events=_json_copy(events),
+            live=keeper,
+            submitted=self.clock(),
+        )
+        current.in_flight = move
+        return move
+
+    def _seat_news(self, live: LiveGame, seat: int, policy: LivePolicy) -> list[dict[str, Any]]:
+        """The seat's viewer events its policy has not been shown, numbered ``n`` exactly as a remote
+        client's log (the whole log for a new policy); marks them shown."""
+        assert live.game is not None
+        start = policy.delivered
+        visible = [
+            record
+            for event, record in zip(live.game.events[start:], live.records[start:], strict=True)
+            if visible_to(event, seat)
+        ]
+        news = self._numbered(visible, policy.observed + len(visible))
+        policy.delivered = len(live.game.events)
+        policy.observed += len(visible)
+        return news
+
+    def _decide(self, live: LiveGame, move: BotMove) -> None:
+        """On the bot executor, without the game's lock: build the policy if needed, show it the seat's new
+        events, ask for its action and collect its trace records."""
+        move.thread = threading.get_ident()
+        if move.abandoned.is_set():
+            return  # the time limit passed while the move waited for a thread
+        policy = move.live.policy if move.live is not None else None
+        action: Any = None
+        error: Exception | None = None
+        try:
+            if policy is None:
+                policy = self.bots.make(move.spec, move.seed)
+                if move.live is not None:
+                    move.live.policy = policy
+            observe = getattr(policy, "observe", None)
+            if observe is not None and move.events:
+                observe(move.events)
+            action = policy.act(move.view, move.legal)
+        except Exception as err:
+            error = err
+        traces: list[Any] = []
+        drain = getattr(policy, "drain_traces", None)
+        if drain is not None:
             try:
-                # a retry after an illegal move gets another seed, or it would repeat the same move
-                move = bot_move_key(game, seat)
-                seed = bot_seed(live.seed, seat, move, live.bot_failures.get(seat, 0))
-                bot = self.bots.make(name, seed)
-                action = bot.act(player_view(game, seat), legal_actions(game, seat))
-                events, records = self._commit(live, seat, action)
+                traces = list(drain())
+            except Exception:
+                log.exception("game %s: seat %s's policy lost its traces", live.game_id, move.seat)
+        event_seq = self._bot_decided(live, move, action, error)
+        self._store_traces(live.game_id, move.seat, event_seq, traces)
+
+    def _bot_decided(self, live: LiveGame, move: BotMove, action: Any, error: Exception | None) -> int | None:
+        """Under the lock: submit the policy's answer like a client's action, unless the move was abandoned
+        or the game moved on. The sequence number of the first event the move produced, else None."""
+        with live.lock:
+            current = live.policies.get(move.seat)
+            if move.abandoned.is_set() or current is None or current.in_flight is not move:
+                log.info(
+                    "game %s: seat %s answered move %s after it was abandoned; dropped",
+                    live.game_id,
+                    move.seat,
+                    move.move_key,
+                )
+                return None
+            current.in_flight = None
+            self.scheduler.cancel(overdue_key(live.game_id, move.seat))
+            if error is not None:
+                if move.live is not None:
+                    live.policies.pop(move.seat, None)  # its state is suspect: rebuilt from the log next move
+                self.catch_up(live)
+                if self._bot_move_valid(live, move.seat, move.move_key):
+                    self._bot_failed(live, move.seat, move.spec, error)
+                elif live.game is not None:
+                    self._schedule(live)
+                return None
+            return self._submit_bot_action(live, move.seat, move.spec, move.move_key, action)
+
+    def _submit_bot_action(
+        self, live: LiveGame, seat: int, spec: str, move_key: str, action: Any
+    ) -> int | None:
+        """Under the lock: a bot's answer through the client path (same validation, a client action id
+        derived from the move); a stale answer is dropped and the seat rescheduled; a refused one counts as
+        a failure (retried with another seed, then the seat resigns)."""
+        for _ in range(APPLY_ATTEMPTS):
+            self.catch_up(live)
+            if not self._bot_move_valid(live, seat, move_key):
+                log.info("game %s: seat %s's answer to %s is stale; dropped", live.game_id, seat, move_key)
+                if live.game is not None:
+                    self._schedule(live)
+                return None
+            action_id = bot_action_id(seat, move_key)
+            try:
+                parsed = parse_player_action(action)
+                digest = action_digest(seat, parsed)
+                outcome = self._apply_as_seat(
+                    live, seat, parsed, action_id, digest, action_id=action_id, bot=True
+                )
             except SequenceConflict:
+                continue
+            except (GameError, ServerError) as err:
+                self._bot_failed(live, seat, spec, err)
+                return None
+            if isinstance(outcome, dict):  # another worker already played this move
                 self._schedule(live)
-                return
-            except Exception as err:
-                self._bot_failed(live, seat, name, err)
-                return
+                return None
+            events, records = outcome
             live.bot_failures[seat] = 0
+            try:
+                answer = {"ok": True, "bot": spec, "seat": seat}
+                self.store.remember_action(live.game_id, action_id, answer, digest)
+            except Exception:
+                log.exception("game %s: could not remember bot move %s", live.game_id, action_id)
             self._after_change(live, events, records)
+            return events[0].seq if events else None
+        self._schedule(live)
+        return None
+
+    def _bot_overdue(self, live: LiveGame, move: BotMove) -> None:
+        """On the timer pool: the move ran past bots.move_time_limit_seconds. Abandon it (its thread is
+        replaced; a late answer is dropped; the seat's policy is rebuilt from the log for its next move) and
+        let the fallback policy play this one move, validated like any other."""
+        seat = move.seat
+        with live.lock:
+            current = live.policies.get(seat)
+            if current is None or current.in_flight is not move:
+                return
+            move.abandoned.set()
+            current.in_flight = None
+            if move.live is not None:
+                live.policies.pop(seat, None)
+            live.bot_overdue[seat] = live.bot_overdue.get(seat, 0) + 1
+            log.warning(
+                "game %s: the policy %s of seat %s took over %s s for move %s; abandoned, %s plays it",
+                live.game_id,
+                move.spec,
+                seat,
+                self.settings.bots.move_time_limit_seconds,
+                move.move_key,
+                self.settings.bots.fallback,
+            )
+            self.bot_executor.write_off(move.thread)
+            self.catch_up(live)
+            if not self._bot_move_valid(live, seat, move.move_key) or live.game is None:
+                if live.game is not None:
+                    self._schedule(live)
+                return
+            live.fallbacks.add(seat)
+            view = _json_copy(self._view(live, seat))
+            legal = list(legal_actions(live.game, seat))
+            history = _json_copy(self.history(live, seat))
+        spec = self.settings.bots.fallback
+        action: Any = None
+        error: Exception | None = None
+        try:
+            fallback = self.bots.make(spec, bot_seed(live.seed, seat, f"fallback:{move.move_key}"))
+            observe = getattr(fallback, "observe", None)
+            if observe is not None:
+                observe(history)
+            action = fallback.act(view, legal)
+        except Exception as err:
+            error = err
+        with live.lock:
+            live.fallbacks.discard(seat)
+            if error is None:
+                self._submit_bot_action(live, seat, spec, move.move_key, action)
+                return
+            self.catch_up(live)
+            if self._bot_move_valid(live, seat, move.move_key):
+                self._bot_failed(live, seat, spec, error)
+            elif live.game is not None:
+                self._schedule(live)
+
+    def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> None:
+        """Keep a policy's trace records with the game (bounded: bots.trace_max_bytes per record, truncated;
+        bots.traces_per_game per game, the rest dropped and logged once). Never raises."""
+        if not traces or game_id in self._traces_full:
+            return
+        limit = self.settings.bots.trace_max_bytes
+        stamp = self.clock()
+        try:
+            records = []
+            for trace in traces:
+                fields = dict(trace) if isinstance(trace, Mapping) else {"value": trace}
+                if fields.get("kind") not in (None, "trace"):  # "kind" is the log's record type
+                    fields["trace_kind"] = fields.pop("kind")
+                fields.update(seat=seat, event_seq=event_seq, time=stamp)
+                records.append(bound_trace(fields, limit, self._secrets))
+            self.store.append_traces(game_id, records, max_per_game=self.settings.bots.traces_per_game)
+        except StoreError as err:
+            if err.code == "trace_limit_reached":
+                self._traces_full.add(game_id)
+                log.warning("game %s: %s later trace records are dropped", game_id, err.message)
+            else:
+                log.error("game %s: trace records of seat %s not stored: %s", game_id, seat, err.message)
+        except Exception:
+            log.exception("game %s: trace records of seat %s not stored", game_id, seat)
 
     def _bot_failed(self, live: LiveGame, seat: int, name: str, err: Exception) -> None:
+        """Under the lock: a bot's move was refused or its policy raised. Count it; retry (another seed)
+        until bots.max_failures in a row, then the seat resigns."""
         failures = live.bot_failures.get(seat, 0) + 1
         live.bot_failures[seat] = failures
         detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
@@ -788,12 +1072,19 @@ class Rooms:
             self._schedule(live)
             return
         log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
+        live.bot_failures[seat] = 0
         try:
             events, records = self._commit(live, seat, {"type": "resign"})
         except (GameError, SequenceConflict):
             log.exception("game %s: could not resign the failing bot seat %s", live.game_id, seat)
             return
         self._after_change(live, events, records)
+
+    def _stop_bots(self, live: LiveGame) -> None:
+        """The game is over: no more bot moves; moves under way are dropped when they answer."""
+        self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+        self.scheduler.cancel_prefix(f"botlimit:{live.game_id}:")
+        live.policies.clear()
 
     def _hand_idle_seats_to_bots(self, live: LiveGame, events: Iterable[Event]) -> None:
         """After a timeout, give seats that reached ``idle_timeouts_before_bot`` to the default bot."""
@@ -923,6 +1214,19 @@ class Rooms:
 
     def close(self) -> None:
         self.scheduler.close()
+        self.bot_executor.close()
+
+
+def parse_player_action(action: Any) -> BaseModel:
+    """A seat's action (a client's or a bot's) validated by the engine's action models; a seat may not send
+    what only the server sends (a timeout)."""
+    parsed = parse_action(action)
+    if parsed.type == "timeout":
+        raise GameError(
+            "not_allowed",
+            "Timeouts are submitted by the server when a deadline expires, not by players.",
+        )
+    return parsed
 
 
 def action_digest(seat: int, action: BaseModel) -> str:

@@ -30,6 +30,7 @@ from pydantic import (
 
 from server.game.settings import GameSettings
 from server.names import normalise_name
+from server.policy_specs import SpecError, check_no_credentials, policy_name
 
 ENV_PREFIX = "TRADECRAFT__"
 CONFIG_ENV_VAR = "TRADECRAFT_CONFIG"
@@ -103,6 +104,8 @@ class SocketIOSection(_Section):
 
 
 class BotsSection(_Section):
+    """Bot and LLM-agent seats the server plays itself (server/rooms.py, server/bots.py)."""
+
     default: str = Field("random", description="built-in bot used for bot seats that name none")
     move_delay_seconds: float = Field(
         0.5, ge=0, description="pause before a built-in bot acts, so people can follow the game"
@@ -110,6 +113,72 @@ class BotsSection(_Section):
     max_failures: int = Field(
         3, ge=1, description="illegal moves a bot may make in a row before its seat resigns"
     )
+    workers: int = Field(
+        16,
+        ge=1,
+        le=512,
+        description="threads deciding bot moves (apart from the deadline timers): at most this many policies "
+        "think at once, the others wait their turn",
+    )
+    move_time_limit_seconds: float = Field(
+        300,
+        gt=0,
+        description="longest a policy may take over one move (waiting for a thread included); then the move "
+        "is abandoned and the fallback policy plays it",
+    )
+    fallback: str = Field(
+        "random",
+        description="fast built-in policy that plays a move whose policy ran out of time (then the seat's "
+        "own policy is rebuilt for the next move)",
+    )
+    max_abandoned_threads: int = Field(
+        64,
+        ge=0,
+        description="threads of abandoned (still running) moves replaced by fresh ones; past it, a hung "
+        "policy keeps its thread and the others share the rest",
+    )
+    restricted_policies: list[str] = Field(
+        default_factory=lambda: ["llm"],
+        description="policy names that cost money or call outside services: a game's creator may seat one "
+        "only with a spec listed in allowed_specs or in a hall's seats",
+    )
+    allowed_specs: list[str] = Field(
+        default_factory=list,
+        description="exact specs of restricted policies any game creator may seat, e.g. "
+        "llm:openai:gpt-4o-mini?tom=0; provider keys come from the environment, never from a spec",
+    )
+    trace_max_bytes: int = Field(
+        65_536,
+        ge=1024,
+        le=1_000_000,
+        description="largest trace record kept (JSON bytes); longer strings in a record are cut, marked "
+        "truncated",
+    )
+    traces_per_game: int = Field(
+        20_000,
+        ge=0,
+        le=100_000,
+        description="trace records kept per game; later ones are dropped (logged once per game)",
+    )
+
+    @field_validator("default", "fallback", "allowed_specs")
+    @classmethod
+    def _no_credentials(cls, value: Any) -> Any:
+        for spec in value if isinstance(value, list) else [value]:
+            try:
+                check_no_credentials(spec)
+            except SpecError as err:
+                raise ValueError(err.message) from None
+        return value
+
+    @model_validator(mode="after")
+    def _fallback_is_free(self) -> BotsSection:
+        if policy_name(self.fallback) in {name.lower() for name in self.restricted_policies}:
+            raise ValueError(
+                f"bots.fallback {self.fallback!r} is a restricted policy; the fallback must be a fast "
+                "built-in bot such as random"
+            )
+        return self
 
 
 class RoomsSection(_Section):
@@ -205,7 +274,11 @@ class SeatSpec(_Section):
     """Who may take a seat: anyone logged in (open), a person, an API-token client (agent), or a bot."""
 
     kind: SeatKindSpec = Field("open", description="open | human | agent | bot")
-    bot: str | None = Field(None, description="built-in bot for kind bot; null = bots.default")
+    bot: str | None = Field(
+        None,
+        description="policy spec for kind bot, e.g. random, tom1 or llm:openai:gpt-4o?tom=0,1 (a hall may "
+        "seat any installed policy; keys come from the environment); null = bots.default",
+    )
     name: str | None = Field(None, description="display name of a bot seat")
 
     @field_validator("name")
@@ -241,6 +314,11 @@ class HallSettings(_Section):
             raise ValueError(f"seats lists {len(self.seats)} seats but players is {self.players}")
         if "ruleset" in self.game:
             raise ValueError("set the hall's ruleset, not game.ruleset")
+        for seat in self.seats:  # a game creator's seats are checked by the lobby (BotRegistry.require)
+            try:
+                check_no_credentials(seat.bot or "")
+            except SpecError as err:
+                raise ValueError(err.message) from None
         self.game_settings()  # validates the game block now rather than at the first game
         return self
 
@@ -291,6 +369,11 @@ class Settings(_Section):
     @property
     def database_uri(self) -> str:
         return self.database.uri or f"sqlite:///{self.data_dir / 'tradecraft.db'}"
+
+    def hall_bot_specs(self, hall_name: str | None = None) -> set[str]:
+        """The bot specs the operator wrote into a hall's seats (every hall's when ``hall_name`` is None)."""
+        halls = self.halls.values() if hall_name is None else [self.halls[hall_name]]
+        return {seat.bot for hall in halls for seat in hall.seats if seat.bot}
 
     def instance_root(self, hall: HallSettings) -> Path | None:
         root = hall.instances.root

@@ -38,6 +38,9 @@ VENDOR_FILES: dict[str, frozenset[str]] = {
     "socket.io-client": frozenset({"dist/socket.io.esm.min.js"}),
 }
 
+#: Most recent games the lobby page lists (every status together).
+LOBBY_GAMES_SHOWN = 60
+
 #: Longest game id a page accepts in its URL (ids are ``secrets.token_urlsafe``: about 16 characters).
 GAME_ID_MAX_CHARS = 64
 
@@ -77,17 +80,29 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
             principal = resolve_principal(services.store, request.headers, session)
         except ServerError:  # a revoked API token: show the page as to anyone
             principal = None
+        games = services.lobby.list_games(limit=LOBBY_GAMES_SHOWN)
         return render_template(
             "lobby.html",
             user=principal.public() if principal else None,
+            # admins (a session logged in to the admin area, or an admin token) may pick exact instances
+            is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
             halls=services.lobby.halls(),
             bots=services.bots.names(),
-            games=services.lobby.list_games(limit=50),
+            my_games=services.lobby.my_games(principal, limit=20) if principal else [],
+            open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],
+            running_games=[g for g in games if g["status"] == "running"],
+            finished_games=[g for g in games if g["status"] in ("finished", "aborted")],
         )
+
+    def game_title(game_id: str) -> str | None:
+        """The game's hall title (public), or None for a game id that names no game (the page says so)."""
+        meta = services.store.get_game(game_id)  # one read: no replay of the game's log for a title
+        return meta.get("title") if meta else None
 
     @pages.get("/games/<game_id>")
     def room(game_id: str) -> str:
-        return render_template("room.html", game_id=checked_game_id(game_id))
+        game_id = checked_game_id(game_id)
+        return render_template("room.html", game_id=game_id, title=game_title(game_id))
 
     @pages.get("/how-to-play")
     def how_to_play() -> str:

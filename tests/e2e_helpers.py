@@ -133,8 +133,15 @@ def write_config(
 class ServerProcess:
     """``python run_server.py --config FILE --port P`` in a subprocess, logging to a file."""
 
-    def __init__(self, config: Path, port: int | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        script: Path = ROOT / "run_server.py",
+    ) -> None:
         self.config = config
+        self.script = script
         self.port = port or free_port()
         self.env = {**os.environ, **(env or {})}
         self.log_path = config.parent / f"server-{self.port}.log"
@@ -149,7 +156,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                str(ROOT / "run_server.py"),
+                str(self.script),
                 "--config",
                 str(self.config),
                 "--port",

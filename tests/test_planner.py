@@ -4,6 +4,9 @@ crafts, item info, and the `tradecraft craft ...` commands."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from fractions import Fraction as F
 
@@ -350,3 +353,36 @@ def test_cli_possible_info_values(minecraft: RuleSet) -> None:
     assert code == 0
     values = {k: v["value"] for k, v in json.loads(out)["values"].items()}
     assert values == {"coal": 10, "oak_planks": 10, "dirt": 0}
+
+
+_PLAN_DIGEST = """
+import hashlib
+from collections import Counter
+from craft_rules.loader import load_rule_set
+from craft_rules.planner import planner_for
+from craft_rules.tasks import iter_instances
+rules = load_rule_set("minecraft")
+digest = hashlib.sha256()
+for whole in (False, True):
+    planner = planner_for(rules, whole_runs=whole)
+    for instance in iter_instances("minecraft", "1p_v_1p"):
+        pool = Counter()
+        for hand in instance.hands:
+            pool.update(hand)
+        for target in instance.targets:
+            digest.update(repr(planner.plan(dict(pool), target)).encode())
+print(digest.hexdigest())
+"""
+
+
+def test_plans_do_not_depend_on_the_hash_seed() -> None:
+    """Plans (and so bots' crafts and game logs) are the same in every process: the order of craft steps
+    once followed the iteration order of a set of strings, which PYTHONHASHSEED changes."""
+    digests = set()
+    for hash_seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _PLAN_DIGEST], env=env, capture_output=True, text=True, check=True
+        )
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1

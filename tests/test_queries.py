@@ -49,8 +49,17 @@ ALL_QUERIES: list[dict[str, Any]] = [
     {"type": "crafting_tree", "item": "shears", "count": 2, "depth": 3},
     {"type": "craftable"},
     {"type": "craftable", "item": "crafting_table", "count": 1},
+    {"type": "match_grid", "grid": [["oak_planks", "oak_planks"], ["oak_planks", "oak_planks"]]},
+    {"type": "match_grid", "grid": [[None, "oak_planks"], [None, "oak_planks"]]},
+    {"type": "craft_options", "recipe": "torch"},
+    {"type": "craft_options", "recipe": "iron_ingot_from_smelting_raw_iron"},
     {"type": "history", "since_n": 0, "limit": 200},
 ]
+
+
+def planner_keys(crafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """possible_crafts entries without the keys the query adds (type, burns_fuel, choosable)."""
+    return [{k: v for k, v in c.items() if k not in ("type", "burns_fuel", "choosable")} for c in crafts]
 
 
 def new(inst: TaskInstance = DUEL, **settings: Any) -> Game:
@@ -77,7 +86,7 @@ def test_answers_agree_with_the_planner() -> None:
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
     hand0 = {k: Fraction(v) for k, v in DUEL.hands[0].items()}
     assert crafts["hand"] == "public"
-    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(hand0)]
+    assert planner_keys(crafts["crafts"]) == [c.as_dict() for c in PLANNER.possible_crafts(hand0)]
 
     craftable = run_query(game, 0, {"type": "craftable"})
     plan = PLANNER.plan(hand0, {"torch": 1}, available={"coal": 1, "iron_ingot": 1, "stick": 1})
@@ -92,7 +101,7 @@ def test_answers_agree_with_the_planner() -> None:
     crafting = {k: Fraction(v) for k, v in game.crafting_hand(0).items()}  # type: ignore[union-attr]
     crafts = run_query(game, 0, {"type": "possible_crafts", "limit": 500})
     assert crafts["hand"] == "crafting"
-    assert crafts["crafts"] == [c.as_dict() for c in PLANNER.possible_crafts(crafting)]
+    assert planner_keys(crafts["crafts"]) == [c.as_dict() for c in PLANNER.possible_crafts(crafting)]
     shears = run_query(game, 1, {"type": "craftable", "item": "shears"})
     assert shears["craftable"] is False and shears["missing_from_others"] == {"iron_ingot": 1}
     game.apply(1, {"type": "finish_crafting"})
@@ -123,6 +132,10 @@ def test_recipe_search_and_tree_answers() -> None:
     # coal and a stick are held by seat 1: the tree stops there and says who holds them
     assert inputs["coal"]["stop"] == "held" and inputs["coal"]["held_by"] == [1]
     assert inputs["stick"]["stop"] == "held" and inputs["stick"]["held_by"] == [1]
+    # the ways whose inputs some hand holds come first: sticks from seat 0's planks, not from bamboo
+    sticks = run_query(game, 0, {"type": "crafting_tree", "item": "stick", "count": 8})["tree"]
+    assert sticks["recipes"][0]["recipe"] == "stick"
+    assert sticks["recipes"][0]["inputs"][0]["item"] == "oak_planks"
 
 
 def test_costs_are_bounded() -> None:
@@ -160,6 +173,12 @@ def test_costs_are_bounded() -> None:
         ({"type": "craftable", "item": "unobtainium"}, "unknown_item", "item"),
         ({"type": "craftable", "count": 2}, "invalid_query", None),
         ({"type": "recipe_search", "text": "   "}, "invalid_query", None),
+        ({"type": "match_grid", "grid": [["stick"]] * 4}, "invalid_query", "grid"),
+        ({"type": "match_grid", "grid": [["stick"] * 4]}, "invalid_query", "grid"),
+        ({"type": "match_grid", "grid": []}, "invalid_query", "grid"),
+        ({"type": "match_grid", "grid": [["stick", "unobtainium"]]}, "unknown_item", "grid.0.1"),
+        ({"type": "craft_options", "recipe": "unobtainium"}, "unknown_recipe", "recipe"),
+        ({"type": "craft_options", "recipe": "x" * 101}, "invalid_query", "recipe"),
     ],
 )
 def test_bad_queries_get_typed_errors(query: dict[str, Any], code: str, field: str | None) -> None:
@@ -179,12 +198,19 @@ def test_bad_queries_get_typed_errors(query: dict[str, Any], code: str, field: s
 
 def test_spectators_have_no_hand_and_no_target() -> None:
     game = new()
-    for query in ({"type": "possible_crafts"}, {"type": "craftable"}, {"type": "craftable", "item": "torch"}):
+    for query in (
+        {"type": "possible_crafts"},
+        {"type": "craftable"},
+        {"type": "craftable", "item": "torch"},
+        {"type": "craft_options", "recipe": "torch"},
+    ):
         with pytest.raises(GameError) as caught:
             run_query(game, None, query)
         assert caught.value.code == "not_a_player"
     tree = run_query(game, None, {"type": "crafting_tree", "item": "torch"})
     assert "you_hold" not in json.dumps(tree)
+    grid = run_query(game, None, {"type": "match_grid", "grid": [["coal"], ["stick"]]})
+    assert grid["matches"][0]["recipe"] == "torch" and grid["matches"][0]["max_runs"] is None
     assert run_query(game, None, {"type": "history"})["events"] == viewer_log(game.events, None)
     with pytest.raises(GameError) as caught:
         run_query(game, 5, {"type": "history"})
@@ -262,7 +288,95 @@ def test_a_whole_runs_game_answers_under_its_rule() -> None:
     assert answer["craftable"] is False and answer["missing"] == whole_planner.missing(hand, {"torch": 1})
     assert sum(answer["missing"].values()) == 1  # one more plank or log
     crafts = run_query(whole, 0, {"type": "possible_crafts", "limit": 500})["crafts"]
-    assert crafts == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
+    assert planner_keys(crafts) == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
     assert all(Fraction(c["max_runs"]).denominator == 1 for c in crafts)
     tree = run_query(whole, 0, {"type": "crafting_tree", "item": "torch", "count": 1})["tree"]
     assert tree["recipes"][0]["runs"] == "1"  # one whole run (4 torches), not 1/4
+
+
+def test_recipe_answers_carry_the_shape_of_shaped_recipes() -> None:
+    game = new()
+    (pickaxe,) = run_query(game, None, {"type": "item_info", "item": "iron_pickaxe"})["recipes"]
+    assert pickaxe["grid"] == [[0, 0, 0], [None, 1, None], [None, 1, None]]
+    assert [ing["options"] for ing in pickaxe["ingredients"]] == [["iron_ingot"], ["stick"]]
+    found = run_query(game, None, {"type": "recipe_search", "text": "iron_ingot_from_smelting_raw_iron"})
+    assert found["recipes"][0]["grid"] is None  # smelting has no shape
+
+
+def test_match_grid_finds_the_recipe_a_placement_makes() -> None:
+    """Shaped recipes match anywhere on the grid and mirrored; every cell of an ingredient must hold the
+    same item; shapeless recipes match in any arrangement; the answer's choices and max_runs are what
+    the craft action then accepts."""
+    game = new()
+    to_craft_phase(game)
+
+    def match(grid: list[list[str | None]], seat: int | None = 0) -> dict[str, Any]:
+        return run_query(game, seat, {"type": "match_grid", "grid": grid})
+
+    shears = [[None, None, None], [None, None, "iron_ingot"], [None, "iron_ingot", None]]
+    mirrored = [["iron_ingot", None], [None, "iron_ingot"]]
+    assert [m["recipe"] for m in match(shears)["matches"]] == ["shears"]
+    assert match(mirrored)["matches"][0]["mirrored"] is True
+    assert match(mirrored)["matches"][0]["max_runs"] == "1/2"  # seat 0 holds one ingot
+    table = match([["oak_planks", "oak_planks"], ["oak_planks", "oak_planks"]])["matches"][0]
+    assert table["recipe"] == "crafting_table" and table["choices"] == {"0": "oak_planks"}
+    assert table["max_runs"] == "1/2"
+    mixed = match([["oak_planks", "birch_planks"], ["oak_planks", "oak_planks"]])
+    assert mixed["matches"] == [] and mixed["mixed"] == ["crafting_table"] and "same item" in mixed["hint"]
+    assert match([["oak_planks", None, "oak_planks"]])["matches"] == []  # a gap: no recipe has it
+    assert "No recipe" in match([["oak_planks", None, "oak_planks"]])["hint"]
+    assert match([[None, None], [None, None]]) == {
+        "type": "match_grid",
+        "matches": [],
+        "mixed": [],
+        "hint": None,
+    }
+    shapeless = match([[None, "oak_log"]])["matches"]
+    assert [m["recipe"] for m in shapeless] == ["oak_planks"] and shapeless[0]["choices"] == {"0": "oak_log"}
+    # what the grid found is what the craft action runs
+    before = game.crafting_hand(0)
+    game.apply(
+        0,
+        {"type": "craft", "recipe": table["recipe"], "runs": table["max_runs"], "choices": {0: "oak_planks"}},
+    )
+    after = game.crafting_hand(0)
+    assert before is not None and after is not None
+    assert after["crafting_table"] == Fraction(1, 2) and "oak_planks" not in after
+
+
+def test_craft_options_list_held_choices_and_fuels_with_their_run_limits() -> None:
+    inst = TaskInstance(
+        "q/1p_v_1p/smelt#0",
+        "minecraft",
+        "1p_v_1p",
+        ({"raw_iron": 2, "coal": 1, "oak_planks": 3, "birch_planks": 1, "stick": 1}, {"stick": 1}),
+        ({"iron_ingot": 2}, {"shears": 1}),
+    )
+    game = new(inst)
+    to_craft_phase(game)
+    smelt = run_query(game, 0, {"type": "craft_options", "recipe": "iron_ingot_from_smelting_raw_iron"})
+    assert smelt["summary"]["burns_fuel"] and smelt["hand"] == "crafting" and smelt["max_runs"] == "2"
+    fuels = {f["item"]: f for f in smelt["fuels"]}
+    assert set(fuels) == {"coal", "oak_planks", "birch_planks", "stick"}
+    assert fuels["coal"]["per_run"] == "1/8" and fuels["coal"]["max_runs"] == "2"  # raw iron limits
+    assert fuels["stick"]["per_run"] == "2" and fuels["stick"]["max_runs"] == "1/2"
+    crafts = {c["recipe"]: c for c in run_query(game, 0, {"type": "possible_crafts", "limit": 500})["crafts"]}
+    assert crafts["iron_ingot_from_smelting_raw_iron"]["burns_fuel"] is True
+    assert (
+        crafts["crafting_table"]["choosable"] == [0] and crafts["crafting_table"]["type"] == "crafting_shaped"
+    )
+    assert (
+        crafts["stick"]["choosable"] == [0] and crafts["iron_ingot_from_smelting_raw_iron"]["choosable"] == []
+    )
+    table = run_query(game, 0, {"type": "craft_options", "recipe": "crafting_table"})
+    (planks,) = table["inputs"]
+    assert planks["choice"] and planks["label"] == "#planks"
+    assert {h["item"]: h["max_runs"] for h in planks["held"]} == {"birch_planks": "1/4", "oak_planks": "3/4"}
+    assert table["max_runs"] == "1" and table["fuels"] == []
+    # a whole-runs game offers whole run amounts only
+    whole = new(inst, crafting_runs="whole")
+    to_craft_phase(whole)
+    answer = run_query(whole, 0, {"type": "craft_options", "recipe": "iron_ingot_from_smelting_raw_iron"})
+    assert answer["whole_runs"] is True
+    assert {f["item"]: f["max_runs"] for f in answer["fuels"]}["stick"] == "0"
+    assert run_query(whole, 0, {"type": "craft_options", "recipe": "crafting_table"})["max_runs"] == "1"

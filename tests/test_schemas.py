@@ -138,6 +138,11 @@ QUERY_EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "possible_crafts": [{"type": "possible_crafts"}, {"type": "possible_crafts", "limit": 5}],
     "crafting_tree": [{"type": "crafting_tree", "item": "torch", "count": 4, "depth": 2}],
     "craftable": [{"type": "craftable"}, {"type": "craftable", "item": "shears", "count": 2}],
+    "match_grid": [
+        {"type": "match_grid", "grid": [["coal"], ["stick"]]},
+        {"type": "match_grid", "grid": [[None, "iron_ingot", None], ["iron_ingot", None, None]]},
+    ],
+    "craft_options": [{"type": "craft_options", "recipe": "torch"}],
     "history": [{"type": "history"}, {"type": "history", "since_n": 3, "limit": 10}],
 }
 

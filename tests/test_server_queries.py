@@ -26,6 +26,8 @@ QUERIES: list[dict[str, Any]] = [
     {"type": "possible_crafts", "limit": 500},
     {"type": "crafting_tree", "item": "shears"},
     {"type": "craftable"},
+    {"type": "match_grid", "grid": [[None, "iron_ingot"], ["iron_ingot", None]]},
+    {"type": "craft_options", "recipe": "shears"},
     {"type": "history", "limit": 200},
 ]
 
@@ -35,6 +37,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess(write_config(tmp_path_factory.mktemp("queries"))).start()
     yield proc
     proc.stop()
+
+
+def planner_keys(crafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """possible_crafts entries without the keys the query adds (type, burns_fuel, choosable)."""
+    return [{k: v for k, v in c.items() if k not in ("type", "burns_fuel", "choosable")} for c in crafts]
 
 
 def _client(server: ServerProcess, made: list[Client], name: str | None) -> Client:
@@ -78,7 +85,7 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
         answers[seat] = []
         for query in QUERIES:
             ack, _ = _ask_both(client, game_id, query)
-            if seat is None and query["type"] in ("possible_crafts", "craftable"):
+            if seat is None and query["type"] in ("possible_crafts", "craftable", "craft_options"):
                 assert not ack["ok"] and ack["error"]["code"] == "not_a_player", ack
                 continue
             assert ack["ok"], (seat, query, ack)
@@ -89,14 +96,21 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
     hand0 = {k: Fraction(v) for k, v in crafting0.items()}
     by_type0 = {a["type"]: a for a in answers[0]}
     assert by_type0["possible_crafts"]["hand"] == "crafting"
-    assert by_type0["possible_crafts"]["crafts"] == [c.as_dict() for c in planner.possible_crafts(hand0)]
+    assert planner_keys(by_type0["possible_crafts"]["crafts"]) == [
+        c.as_dict() for c in planner.possible_crafts(hand0)
+    ]
     hand1 = {k: Fraction(v) for k, v in DUEL["hands"][1].items()}
     by_type1 = {a["type"]: a for a in answers[1]}
-    assert by_type1["possible_crafts"]["crafts"] == [c.as_dict() for c in planner.possible_crafts(hand1)]
+    assert planner_keys(by_type1["possible_crafts"]["crafts"]) == [
+        c.as_dict() for c in planner.possible_crafts(hand1)
+    ]
     plan1 = planner.plan(hand1, DUEL["targets"][1], available=DUEL["hands"][0])
     assert by_type1["craftable"]["craftable"] is plan1.craftable
     assert by_type1["craftable"]["missing_from_others"] == plan1.missing
     assert by_type1["item_info"]["made_by"] == list(planner.item_info("shears").made_by)
+    # the grid and the craft options answer from the seat's own hand (seat 1 holds one iron ingot)
+    assert by_type1["match_grid"]["matches"][0]["recipe"] == "shears"
+    assert by_type1["match_grid"]["matches"][0]["max_runs"] == by_type1["craft_options"]["max_runs"] == "1/2"
 
     # nothing private: seat 1 asks during seat 0's crafting and sees no trace of its crafting hand;
     # the spectator sees neither the rejected proposal nor any target

@@ -260,8 +260,12 @@ def test_refusals_are_typed(workers: list[Worker]) -> None:
     with pytest.raises(ServerError) as err:
         a.lobby.create_game("duel", ADA, seats=["open", {"kind": "wizard"}])
     assert err.value.code == "invalid_seats"
+    with pytest.raises(ServerError) as err:  # an exact instance would tell ADA every target
+        a.lobby.create_game("duel", ADA, instance_id="minecraft/1p_v_1p/servertest#0")
+    assert err.value.code == "instance_choice_forbidden" and err.value.status == 403
+    admin = Principal(id="token:admin", name="admin", kind="agent", scopes=frozenset({"play", "admin"}))
     with pytest.raises(ServerError) as err:
-        a.lobby.create_game("duel", ADA, instance_id="minecraft/1p_v_1p/elsewhere#3")
+        a.lobby.create_game("duel", admin, instance_id="minecraft/1p_v_1p/elsewhere#3")
     assert err.value.code == "unknown_instance"
     game_id = a.lobby.create_game("duel", ADA, seats=["open", "agent"])["game_id"]
     with pytest.raises(ServerError) as err:

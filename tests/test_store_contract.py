@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server.store import SequenceConflict, Store, StoreError, open_store
+from server.store.base import MAX_TRACE_BYTES, MAX_TRACES_PER_GAME, check_trace_limit
 
 MONGO_URI = os.environ.get("TRADECRAFT_TEST_MONGO_URI", "")
 BACKENDS = ["sqlite-memory", "sqlite-file", "mongomock", "mongodb"]
@@ -232,6 +233,78 @@ def test_append_matches_a_model_log(store: Store, attempts: list[tuple[int, int]
     assert store.last_seq(game_id) == len(model) - 1
 
 
+# ----------------------------------------------------------------------------------------------------- traces
+def test_append_and_load_traces_in_order(store: Store) -> None:
+    game_id, other = new_game(store), new_game(store)
+    assert store.load_traces(game_id) == [] and store.append_traces(game_id, []) == 0
+    first = [
+        {"seat": 0, "event_seq": 4, "time": 1.5, "step": "prompt", "messages": [{"role": "user"}]},
+        {"seat": 0, "event_seq": None, "time": 2.0, "usage": {"prompt_tokens": 12}},
+    ]
+    assert store.append_traces(game_id, first) == 2
+    assert store.append_traces(other, [{"seat": 1, "event_seq": 0, "time": 3.0}]) == 1
+    # "kind": "trace" (a game-log record as written) is accepted and not kept twice; missing keys get defaults
+    assert store.append_traces(game_id, [{"kind": "trace", "seat": 1, "note": (1, 2)}]) == 3
+    loaded = store.load_traces(game_id)
+    assert loaded[:2] == first
+    assert loaded[2]["seat"] == 1 and loaded[2]["event_seq"] is None and loaded[2]["note"] == [1, 2]
+    assert isinstance(loaded[2]["time"], float) and "kind" not in loaded[2]
+    assert store.load_traces(other) == [{"seat": 1, "event_seq": 0, "time": 3.0}]
+    assert store.load_traces("no-such-game") == []
+
+
+@pytest.mark.parametrize(
+    ("trace", "code"),
+    [
+        ("not a dict", "invalid_trace"),
+        ({"seat": "0"}, "invalid_trace"),
+        ({"seat": 0, "event_seq": -1}, "invalid_trace"),
+        ({"seat": True}, "invalid_trace"),
+        ({"seat": 0, "kind": "prompt"}, "invalid_trace"),
+        ({"seat": 0, "value": float("nan")}, "not_json_safe"),
+        ({"seat": 0, "completion": "x" * MAX_TRACE_BYTES}, "trace_too_large"),
+    ],
+)
+def test_bad_traces_are_refused_and_nothing_is_written(store: Store, trace: Any, code: str) -> None:
+    game_id = new_game(store)
+    with pytest.raises(StoreError) as error:
+        store.append_traces(game_id, [{"seat": 0, "event_seq": 1}, trace])
+    assert error.value.code == code
+    assert store.load_traces(game_id) == []
+
+
+def test_traces_of_an_unknown_game_are_refused(store: Store) -> None:
+    with pytest.raises(StoreError) as error:
+        store.append_traces("no-such-game", [{"seat": 0}])
+    assert error.value.code == "unknown_game"
+
+
+def test_the_trace_count_per_game_is_bounded(store: Store) -> None:
+    game_id = new_game(store)
+    assert store.append_traces(game_id, [{"seat": 0, "i": i} for i in range(4)], max_per_game=5) == 4
+    with pytest.raises(StoreError) as error:  # the whole batch is refused: 4 + 2 > 5
+        store.append_traces(game_id, [{"seat": 0, "i": 4}, {"seat": 0, "i": 5}], max_per_game=5)
+    assert error.value.code == "trace_limit_reached" and error.value.details["stored"] == 4
+    assert store.append_traces(game_id, [{"seat": 0, "i": 4}], max_per_game=5) == 5
+    with pytest.raises(StoreError):
+        store.append_traces(game_id, [{"seat": 0, "i": 5}], max_per_game=5)
+    assert [t["i"] for t in store.load_traces(game_id)] == [0, 1, 2, 3, 4]
+
+    # a caller cannot lift the store's own bound
+    with pytest.raises(StoreError) as error:
+        check_trace_limit("g", MAX_TRACES_PER_GAME, 1, MAX_TRACES_PER_GAME * 2)
+    assert error.value.details["limit"] == MAX_TRACES_PER_GAME
+
+
+def test_threads_appending_traces_keep_every_record_once(store: Store) -> None:
+    game_id = new_game(store)
+    _race(8, lambda w: [store.append_traces(game_id, [{"seat": 0, "w": w, "i": i}]) for i in range(5)])
+    loaded = store.load_traces(game_id)
+    assert sorted((t["w"], t["i"]) for t in loaded) == [(w, i) for w in range(8) for i in range(5)]
+    for w in range(8):  # each writer's records keep its order
+        assert [t["i"] for t in loaded if t["w"] == w] == list(range(5))
+
+
 # -------------------------------------------------------------------------------------------- concurrency
 def _race(workers: int, task: Callable[[int], Any]) -> list[Any]:
     """Run ``task(worker_index)`` in threads released at the same instant; return results or exceptions."""
@@ -433,12 +506,14 @@ def test_reopening_keeps_everything(store_url: str) -> None:
     store = open_store(store_url)
     game_id = new_game(store)
     store.append_events(game_id, [event(0), event(1)])
+    store.append_traces(game_id, [{"seat": 0, "event_seq": 1, "time": 1.0, "step": "act"}])
     user = store.create_user("Ada")
     plaintext, _ = store.create_token("bot", ["play"])
     store.close()
     reopened = open_store(store_url)
     try:
         assert [e["seq"] for e in reopened.load_events(game_id)] == [0, 1]
+        assert reopened.load_traces(game_id) == [{"seat": 0, "event_seq": 1, "time": 1.0, "step": "act"}]
         assert reopened.get_user(user["id"]) == user
         assert reopened.verify_token(plaintext) is not None
     finally:

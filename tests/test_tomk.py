@@ -6,15 +6,9 @@ import json
 
 import pytest
 
+from agents.bots.oracle import coverage, enumerate_offers, marginal_values, scale_0_10
 from agents.bots.registry import PolicySpecError, make_policy
-from agents.bots.tomk import (
-    Posterior,
-    ToMBot,
-    coverage,
-    enumerate_offers,
-    marginal_values,
-    scale_0_10,
-)
+from agents.bots.tomk import Posterior, ToMBot
 from agents.local import play_local
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import get_instance

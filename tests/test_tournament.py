@@ -120,3 +120,38 @@ def test_cli_json_and_out(tmp_path):
     }
     bad = CliRunner().invoke(cli, ["tournament", "--players", "random,nosuchbot", "--instances", INSTANCES])
     assert bad.exit_code != 0 and "unknown_bot" in bad.output
+
+
+def test_focus_plays_only_the_focus_players_pairings_with_the_full_runs_seeds():
+    full = schedule(["planner", "tom1", "random"], ["i1", "i2"], 2, seed=4)
+    focused = schedule(["planner", "tom1", "random"], ["i1", "i2"], 2, seed=4, focus=["planner"])
+    assert {(s.player_a, s.player_b) for s in focused} == {
+        ("planner", "tom1"),
+        ("tom1", "planner"),
+        ("planner", "random"),
+        ("random", "planner"),
+    }
+    seeds = {(s.player_a, s.player_b, s.instance_id, s.repeat): s.seed for s in full}
+    assert all(seeds[(s.player_a, s.player_b, s.instance_id, s.repeat)] == s.seed for s in focused)
+    with pytest.raises(TournamentError) as err:
+        schedule(["planner", "tom1"], ["i1"], 1, seed=0, focus=["tom9"])
+    assert err.value.code == "unknown_focus"
+
+
+def test_the_planner_and_scripted_partners_play_in_tournaments():
+    specs = schedule(
+        ["planner", "tit_for_tat", "item_fixated?item=stick"],
+        resolve_instances("minecraft/1p_v_1p/paper#3"),
+        1,
+        0,
+    )
+    records = run_games(specs)
+    assert len(records) == 6 and not any(r.get("error") for r in records)
+    assert all(r["end_reason"] for r in records)
+
+
+def test_cli_focus_naming_no_player_is_refused_with_its_code():
+    result = CliRunner().invoke(
+        cli, ["tournament", "--players", "tom1,random", "--focus", "planner", "--instances", INSTANCES]
+    )
+    assert result.exit_code != 0 and "[unknown_focus]" in result.output and "--players" in result.output

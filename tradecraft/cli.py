@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "tasks": ("craft_rules.tasks_cli:tasks_group", "Task instances: list, generate, check."),
     "play": ("agents.cli:play_command", "Play a headless local game between built-in bots."),
+    "bot": (
+        "agents.bot_cli:bot_command",
+        "Attach a bot or LLM agent to a seat of a game on a running server (Socket.IO, API token).",
+    ),
     "tournament": (
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",

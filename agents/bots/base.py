@@ -18,6 +18,11 @@ the JSON-safe records made since the last call and forgetting them. Whoever runs
 :func:`agents.local.play_local`, the environments, the remote client) calls it after each ``act`` and stores
 each record as a game-log ``trace`` record (:mod:`server.game.gamelog`) with ``seat``, ``event_seq`` (the
 first event the move produced; null if refused) and ``time`` added. A record never holds credentials.
+
+**Refusals** (optional): a policy that can learn from a refused move (an LLM agent, which tells its model
+the error and tries again) implements ``refused(error)``. A runner whose engine refuses the action ``act``
+returned passes the engine's typed error ``{"code", "message", "details"}`` (what a browser would get) and
+asks ``act`` again, a bounded number of times; a policy without the hook is handled as before.
 """
 
 from __future__ import annotations
@@ -47,6 +52,13 @@ class TracingPolicy(Policy, Protocol):
     def drain_traces(self) -> list[dict[str, Any]]: ...
 
 
+@runtime_checkable
+class RefusalAwarePolicy(Policy, Protocol):
+    """A policy that is told when the game refused its action, before it is asked again."""
+
+    def refused(self, error: dict[str, Any]) -> None: ...
+
+
 PolicyFactory = Callable[..., Policy]
 """``factory(seed: int, **options: str) -> Policy``: what the ``tradecraft.policies`` entry points name."""
 
@@ -62,3 +74,12 @@ def drain_traces(policy: Policy) -> list[dict[str, Any]]:
     """The trace records ``policy`` made since the last call (``[]`` for a policy that keeps none)."""
     hook = getattr(policy, "drain_traces", None)
     return list(hook()) if hook is not None else []
+
+
+def tell_refused(policy: Policy, error: dict[str, Any]) -> bool:
+    """Pass a refusal to ``policy``; False when it has no ``refused`` hook (it cannot learn from one)."""
+    hook = getattr(policy, "refused", None)
+    if hook is None:
+        return False
+    hook(error)
+    return True

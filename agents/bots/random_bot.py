@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from craft_rules.crafting import clamp_runs, fmt_qty, runnable_recipes
 from craft_rules.loader import load_rule_set
@@ -64,6 +64,12 @@ class RandomBot:
     """
 
     name = "random"
+    best_response: ClassVar[dict[str, str]] = {
+        "it_proposes": "random bundles of both hands (passes with pass_probability)",
+        "it_accepts": "with accept_probability (0.5), whatever the trade",
+        "propose": "your trade of most gain (asking for nothing in return costs you nothing)",
+        "decide": "accept iff your gain > 0 and it does not complete its target without yours",
+    }
 
     def __init__(
         self,
@@ -144,9 +150,10 @@ class RandomBot:
         hands: list[dict[str, int]] = view["hands"]
         partners = [s for s, active in enumerate(view["active"]) if active and s != me]
         rng.shuffle(partners)
-        mine = sorted(item for item, count in hands[me].items() if count > 0)
+        rules = self._rules_for(view)  # items it does not know (an imported rule set) are left alone
+        mine = sorted(item for item, count in hands[me].items() if count > 0 and rules.has_item(item))
         for to in partners:
-            theirs = sorted(item for item, count in hands[to].items() if count > 0)
+            theirs = sorted(item for item, count in hands[to].items() if count > 0 and rules.has_item(item))
             if not mine and not theirs:
                 continue
             offer = {i: rng.randint(1, min(hands[me][i], self.max_units)) for i in mine if rng.random() < 0.4}
@@ -175,9 +182,10 @@ class RandomBot:
         done_enough = len(view.get("crafts_this_phase") or []) >= self.max_crafts
         if not can_craft or done_enough or rng.random() < self.finish_probability:
             return {"type": "finish_crafting"}
-        hand = {item: Fraction(qty) for item, qty in (view.get("crafting_hand") or {}).items()}
+        rules = self._rules_for(view)
+        hand = {i: Fraction(q) for i, q in (view.get("crafting_hand") or {}).items() if rules.has_item(i)}
         whole = (view.get("rules") or {}).get("crafting_runs") == "whole"
-        options = runnable_recipes(self._rules_for(view), hand, whole_runs=whole)
+        options = runnable_recipes(rules, hand, whole_runs=whole)
         if not options:
             return {"type": "finish_crafting"}
         recipe, most = rng.choice(options)
@@ -230,3 +238,6 @@ def random_policy(
         max_crafts=_count("max_crafts", max_crafts, 0, 100),
         max_units=_count("max_units", max_units, 1, 100),
     )
+
+
+random_policy.best_response = dict(RandomBot.best_response)  # type: ignore[attr-defined]

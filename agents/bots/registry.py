@@ -190,7 +190,8 @@ def _option_names(factory: PolicyFactory) -> list[str]:
 
 def describe_policies() -> list[dict[str, Any]]:
     """One entry per installed policy: name, factory (``module:attr``), summary (the docstring's first
-    line) and options. Describing imports each policy's module; one that fails to import says why."""
+    line), options and, where the factory documents it, ``best_response``. Describing imports each
+    policy's module; one that fails to import says why."""
     out = []
     for name in policy_names():
         point = _entry_points()[name]
@@ -204,5 +205,8 @@ def describe_policies() -> list[dict[str, Any]]:
             entry.update(
                 summary=doc.strip().splitlines()[0] if doc.strip() else "", options=_option_names(factory)
             )
+            best = getattr(factory, "best_response", None)
+            if isinstance(best, dict):  # scripted partners: how to play them best (regret needs it)
+                entry["best_response"] = dict(best)
         out.append(entry)
     return out

@@ -39,193 +39,37 @@ item under our target, the posterior over the opponent's target and the second-o
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from craft_rules.crafting import fmt_qty
-from craft_rules.loader import load_rule_set
+from agents.bots.oracle import (
+    EPS,
+    CraftingOracle,
+    Hand,
+    Offer,
+    RulesCache,
+    bundle,
+    candidate_targets,
+    completes,
+    coverage,
+    enumerate_offers,
+    gain,
+    harmless_offer,
+    marginal_values,
+    offer_action,
+    offer_json,
+    pool_of,
+    tom_report,
+)
 from craft_rules.model import RuleSet
-from craft_rules.planner import Planner, PlannerError, planner_for
-
-Hand = Mapping[str, int]
-Offer = tuple[int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
-"""(addressee, offered items, requested items), items sorted: hashable and canonical."""
 
 BELIEF_KEYS = ("offer", "kinds", "responder")
 MAX_ORDER = 3
-EPS = 1e-9
 TRACE_LIMIT = 400
 """Records a bot keeps in its trace (oldest dropped first): bounded memory over a long game."""
-
-# --- requirements: one integer program per (rule set, crafting-runs rule, target item, pool) ---------
-
-_REQUIREMENTS: dict[tuple[int, bool, str, tuple[tuple[str, int], ...]], dict[str, int] | None] = {}
-_CANDIDATES: dict[tuple[int, bool, tuple[tuple[str, int], ...]], tuple[str, ...]] = {}
-_CACHE_LOCK = threading.Lock()
-_CACHE_LIMIT = 20000
-
-
-def pool_of(hands: Iterable[Hand]) -> dict[str, int]:
-    """All public hands added together (whole items)."""
-    pool: dict[str, int] = {}
-    for hand in hands:
-        for item, count in hand.items():
-            if count > 0:
-                pool[item] = pool.get(item, 0) + int(count)
-    return pool
-
-
-def _key(hand: Hand) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((k, int(v)) for k, v in hand.items() if v > 0))
-
-
-def requirement(planner: Planner, target: Mapping[str, int], pool: Hand) -> dict[str, int] | None:
-    """The smallest sub-hand of ``pool`` that crafts ``target`` (None: the pool cannot), cached."""
-    tkey = ",".join(f"{k}:{v}" for k, v in sorted(target.items()))
-    key = (id(planner), planner.whole_runs, tkey, _key(pool))
-    with _CACHE_LOCK:
-        if key in _REQUIREMENTS:
-            return _REQUIREMENTS[key]
-    try:
-        found = planner.min_units(dict(target), dict(pool))
-    except PlannerError:
-        found = None
-    value = dict(found[1]) if found else None
-    with _CACHE_LOCK:
-        if len(_REQUIREMENTS) >= _CACHE_LIMIT:
-            _REQUIREMENTS.clear()
-        _REQUIREMENTS[key] = value
-    return value
-
-
-def candidate_targets(planner: Planner, pool: Hand, limit: int) -> tuple[str, ...]:
-    """Items a recipe chain can make from ``pool`` (not already in it) that the pool can craft.
-
-    Bounded to ``limit`` items, those with the largest requirements first (a player's target needs trades,
-    so it is rarely a one-item craft), then by name.
-    """
-    key = (id(planner), planner.whole_runs, _key(pool))
-    with _CACHE_LOCK:
-        cached = _CANDIDATES.get(key)
-    if cached is None:
-        reach, _ = planner._fireable(pool, frozenset(planner.rules.recipes))
-        sized = []
-        for item in sorted(reach - set(pool)):
-            need = requirement(planner, {item: 1}, pool)
-            if need:
-                sized.append((-sum(need.values()), item))
-        cached = tuple(item for _, item in sorted(sized))
-        with _CACHE_LOCK:
-            _CANDIDATES[key] = cached
-    return cached[:limit]
-
-
-def coverage(hand: Hand, need: Mapping[str, int]) -> float:
-    """Share of the requirement ``need`` the hand holds (1: the target is craftable from it)."""
-    total = sum(need.values())
-    if total <= 0:
-        return 1.0
-    return sum(min(hand.get(item, 0), count) for item, count in need.items()) / total
-
-
-def after_trade(
-    hand: Hand, give: Iterable[tuple[str, int]], get: Iterable[tuple[str, int]]
-) -> dict[str, int]:
-    out = dict(hand)
-    for item, count in give:
-        out[item] = out.get(item, 0) - count
-    for item, count in get:
-        out[item] = out.get(item, 0) + count
-    return out
-
-
-def gain(hand: Hand, need: Mapping[str, int] | None, give, get) -> float:  # type: ignore[no-untyped-def]
-    """``pi``: the progress change a trade (``give`` away, ``get`` in) makes for a player needing ``need``."""
-    if not need:
-        return 0.0
-    return coverage(after_trade(hand, give, get), need) - coverage(hand, need)
-
-
-def completes(hand: Hand, need: Mapping[str, int] | None, give, get) -> bool:  # type: ignore[no-untyped-def]
-    return bool(need) and coverage(after_trade(hand, give, get), need) >= 1 - EPS  # type: ignore[arg-type]
-
-
-def marginal_values(hand: Hand, need: Mapping[str, int] | None, items: Iterable[str]) -> dict[str, float]:
-    """Per item: the progress one more unit adds or one unit fewer takes away, whichever is larger."""
-    out: dict[str, float] = {}
-    for item in items:
-        if not need or item not in need:
-            out[item] = 0.0
-            continue
-        up = gain(hand, need, (), ((item, 1),))
-        down = -gain(hand, need, ((item, 1),), ()) if hand.get(item, 0) > 0 else 0.0
-        out[item] = max(up, down)
-    return out
-
-
-def scale_0_10(values: Mapping[str, float]) -> dict[str, int]:
-    """Scale non-negative values so the largest is 10 (all 0 when none is positive), rounded."""
-    top = max((v for v in values.values()), default=0.0)
-    if top <= EPS:
-        return dict.fromkeys(values, 0)
-    return {k: max(0, min(10, round(10 * max(v, 0.0) / top))) for k, v in values.items()}
-
-
-def enumerate_offers(
-    me: int,
-    to: int,
-    my_hand: Hand,
-    their_hand: Hand,
-    need: Mapping[str, int] | None,
-    limit: int,
-) -> list[Offer]:
-    """Bounded proposals from ``me`` to ``to``: request at most two kinds ``me`` still needs (the
-    deficit, as far as ``to`` holds it), offer nothing or at most two kinds of ``me``'s hand (one unit,
-    the surplus over ``need``, or all of it). At most ``limit`` offers, smallest bundles first."""
-    need = need or {}
-    deficit = {
-        item: min(count - my_hand.get(item, 0), their_hand.get(item, 0))
-        for item, count in sorted(need.items())
-        if count > my_hand.get(item, 0) and their_hand.get(item, 0) > 0
-    }
-    kinds = sorted(deficit, key=lambda i: (-deficit[i], i))[:6]
-    requests: list[tuple[tuple[str, int], ...]] = [((i, deficit[i]),) for i in kinds]
-    requests += [
-        tuple(sorted(((a, deficit[a]), (b, deficit[b])))) for a, b in itertools.combinations(kinds, 2)
-    ]
-    mine = [i for i, c in sorted(my_hand.items()) if c > 0]
-    surplus = {i: my_hand[i] - need.get(i, 0) for i in mine}
-    mine.sort(key=lambda i: (-surplus[i], i))
-    mine = mine[:8]
-
-    def amounts(item: str) -> list[int]:
-        have = my_hand[item]
-        return sorted({1, have, *([surplus[item]] if surplus[item] > 0 else [])})
-
-    singles = [((i, n),) for i in mine for n in amounts(i)]
-    pairs = [
-        tuple(sorted(((a, x), (b, y))))
-        for a, b in itertools.combinations(mine, 2)
-        for x in amounts(a)
-        for y in amounts(b)
-    ]
-    gives: list[tuple[tuple[str, int], ...]] = [(), *singles, *pairs]
-    offers: list[Offer] = []
-    for request in requests:
-        asked = {i for i, _ in request}
-        for give in gives:
-            if any(i in asked for i, _ in give):
-                continue
-            offers.append((to, give, request))
-            if len(offers) >= limit:
-                return offers
-    return offers
 
 
 @dataclass
@@ -286,8 +130,7 @@ class ToMBot:
         self.max_offers = max_offers
         self.tau = tau
         self.epsilon = epsilon
-        self._given_rules = rules
-        self._rules: RuleSet | None = None
+        self._rules = RulesCache(rules)
         self.name = f"tom{order}"
         # learnt state
         self.confidence = [1.0] * (order + 1)  # c_1..c_k (index 0 unused)
@@ -298,6 +141,7 @@ class ToMBot:
         self._seen_decisions: list[dict[str, Any]] = []
         self._my_proposals: dict[int, tuple[Offer, dict[int, dict[str, int]]]] = {}  # turn -> (offer, hands)
         self._trace: list[dict[str, Any]] = []
+        self._undrained: list[dict[str, Any]] = []
         self._first_pool: dict[str, int] | None = None
 
     def __repr__(self) -> str:
@@ -308,10 +152,20 @@ class ToMBot:
         """JSON-safe records of every decision: beliefs, confidences, candidate offers' expected values."""
         return list(self._trace)
 
+    def drain_traces(self) -> list[dict[str, Any]]:
+        """The trace records made since the last call (the policy trace contract, :mod:`agents.bots.base`);
+        whoever runs the bot stores them in the game log."""
+        out, self._undrained = self._undrained, []
+        return out
+
     def _record(self, record: dict[str, Any]) -> None:
+        record = {"policy": self.name, **record}
         self._trace.append(record)
+        self._undrained.append(record)
         if len(self._trace) > TRACE_LIMIT:
             del self._trace[0]
+        if len(self._undrained) > TRACE_LIMIT:  # nobody drains (a bare tournament game): stay bounded
+            del self._undrained[0]
 
     # --- the policy ----------------------------------------------------------------------------------
     def observe(self, events: list[dict[str, Any]]) -> None:
@@ -342,39 +196,20 @@ class ToMBot:
         raise ValueError(f"{self.name} has no move among legal actions {list(legal)}; ask only when awaited.")
 
     # --- context ---------------------------------------------------------------------------------------
-    def _rules_for(self, view: dict[str, Any]) -> RuleSet:
-        if self._given_rules is not None:
-            return self._given_rules
-        if self._rules is None or self._rules.name != view["ruleset"]:
-            self._rules = load_rule_set(view["ruleset"])
-        return self._rules
-
-    def _context(self, view: dict[str, Any]) -> _Context:
-        rules = self._rules_for(view)
-        whole = (view.get("rules") or {}).get("crafting_runs") == "whole"
-        planner = planner_for(rules, whole_runs=whole)
-        hands = [{k: int(v) for k, v in h.items() if int(v) > 0} for h in view["hands"]]
-        pool = pool_of(hands)
-        me = view["seat"]
-        target = {k: int(v) for k, v in (view.get("target") or {}).items()}
-        try:
-            my_need = requirement(planner, target, pool) if target else None
-        except Exception:  # an item the rule set does not know: no model of our own progress
-            my_need = None
-        opponents = [s for s, active in enumerate(view.get("active") or []) if active and s != me]
+    def _context(self, view: dict[str, Any]) -> CraftingOracle:
         # opponents' candidate targets and their requirements stay on the pool first seen this game: only
         # crafting changes the pool and a bot crafts only its target (the random bot excepted), so
         # re-planning every candidate after each craft phase would cost much and change little
+        ctx = CraftingOracle.for_view(view, self._rules.for_view(view), pool=self._first_pool)
         if self._first_pool is None:
-            self._first_pool = pool
-        ctx = _Context(planner, hands, self._first_pool, me, target, my_need, opponents)
+            self._first_pool = ctx.pool
         if self.order >= 1:
-            for seat in opponents:
+            for seat in ctx.opponents:
                 self.beliefs.setdefault(seat, Posterior()).reset(self._candidates(ctx, seat))
-                self.beliefs_of_me.setdefault(seat, Posterior()).reset(self._candidates(ctx, me))
+                self.beliefs_of_me.setdefault(seat, Posterior()).reset(self._candidates(ctx, ctx.me))
         return ctx
 
-    def _candidates(self, ctx: _Context, seat: int) -> list[str]:
+    def _candidates(self, ctx: CraftingOracle, seat: int) -> list[str]:
         hand = ctx.hands[seat]
         out = []
         for item in candidate_targets(ctx.planner, ctx.pool, self.max_candidates):
@@ -384,7 +219,7 @@ class ToMBot:
         return out
 
     # --- learning ----------------------------------------------------------------------------------------
-    def _learn(self, ctx: _Context) -> None:
+    def _learn(self, ctx: CraftingOracle) -> None:
         for payload in self._seen_decisions:
             turn, proposer = payload.get("turn"), payload.get("proposer")
             accepted = bool(payload.get("accept"))
@@ -404,8 +239,8 @@ class ToMBot:
                 continue
             offer: Offer = (
                 ctx.me,
-                _key(payload.get("offer") or {}),
-                _key(payload.get("request") or {}),
+                bundle(payload.get("offer") or {}),
+                bundle(payload.get("request") or {}),
             )
             if self.order >= 1:
                 self._update_from_proposal(ctx, proposer, offer)
@@ -420,7 +255,7 @@ class ToMBot:
         return (to, tuple(i for i, _ in give), tuple(i for i, _ in request))
 
     def _update_from_decision(
-        self, ctx: _Context, offer: Offer, hands: dict[int, dict[str, int]], accepted: bool
+        self, ctx: CraftingOracle, offer: Offer, hands: dict[int, dict[str, int]], accepted: bool
     ) -> None:
         """Bayes on the opponent's target from its answer to our proposal (a noisy simulated responder)."""
         to = offer[0]
@@ -439,12 +274,12 @@ class ToMBot:
                 "from": "decision",
                 "seat": to,
                 "accepted": accepted,
-                "offer": _offer_json(offer),
+                "offer": offer_json(offer),
                 "belief": _rounded(belief.top(10)),
             }
         )
 
-    def _update_from_proposal(self, ctx: _Context, proposer: int, offer: Offer) -> None:
+    def _update_from_proposal(self, ctx: CraftingOracle, proposer: int, offer: Offer) -> None:
         """Bayes on the proposer's target (softmax of its own gain over its bounded offer set), then the
         confidences (Eq 9/10: how good the offer was for a pure ToM-(m-1) proposer of that target)."""
         belief = self.beliefs[proposer]
@@ -485,7 +320,7 @@ class ToMBot:
                 "event": "belief_update",
                 "from": "proposal",
                 "seat": proposer,
-                "offer": _offer_json(offer),
+                "offer": offer_json(offer),
                 "belief": _rounded(belief.top(10)),
                 "confidence": [round(c, 4) for c in self.confidence[1:]],
                 "ratios": ratios,
@@ -495,7 +330,7 @@ class ToMBot:
     # --- simulated players ---------------------------------------------------------------------------------
     def _responder_accepts(
         self,
-        ctx: _Context,
+        ctx: CraftingOracle,
         hands: Mapping[int, Hand],
         responder: int,
         proposer: int,
@@ -519,7 +354,7 @@ class ToMBot:
 
     def _race_risk(
         self,
-        ctx: _Context,
+        ctx: CraftingOracle,
         hands: Mapping[int, Hand],
         proposer: int,
         responder: int,
@@ -536,7 +371,7 @@ class ToMBot:
         return sum(p for t, p in pairs if completes(hands[proposer], ctx.need_of(t), give, request))
 
     def _accept_probability(
-        self, ctx: _Context, hands: Mapping[int, Hand], offer: Offer, order: int
+        self, ctx: CraftingOracle, hands: Mapping[int, Hand], offer: Offer, order: int
     ) -> float:
         """Our posterior probability that the addressee (a simulated pure ToM-``order`` responder) accepts."""
         to = offer[0]
@@ -551,7 +386,7 @@ class ToMBot:
 
     def _pure_ev(
         self,
-        ctx: _Context,
+        ctx: CraftingOracle,
         hands: Mapping[int, Hand],
         proposer: int,
         responder: int,
@@ -580,7 +415,7 @@ class ToMBot:
         return accept * pi
 
     # --- decisions ------------------------------------------------------------------------------------------
-    def _expected_values(self, ctx: _Context, offers: list[Offer]) -> list[tuple[float, list[float]]]:
+    def _expected_values(self, ctx: CraftingOracle, offers: list[Offer]) -> list[tuple[float, list[float]]]:
         hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
         out = []
         for offer in offers:
@@ -597,7 +432,7 @@ class ToMBot:
         return out
 
     def _propose(
-        self, view: dict[str, Any], ctx: _Context, rng: random.Random, can_propose: bool, can_pass: bool
+        self, view: dict[str, Any], ctx: CraftingOracle, rng: random.Random, can_propose: bool, can_pass: bool
     ) -> dict[str, Any]:
         if not can_propose:
             return {"type": "pass"}
@@ -624,47 +459,30 @@ class ToMBot:
                 "belief": {str(s): _rounded(b.top(10)) for s, b in self.beliefs.items()},
                 "belief_of_me": {str(s): _rounded(b.top(10)) for s, b in self.beliefs_of_me.items()},
                 "candidates": [
-                    {"offer": _offer_json(o), "ev": round(ev, 5), "levels": [round(x, 5) for x in lv]}
+                    {"offer": offer_json(o), "ev": round(ev, 5), "levels": [round(x, 5) for x in lv]}
                     for o, (ev, lv) in ranked
                 ],
-                "chosen": _offer_json(chosen) if chosen else None,
+                "chosen": offer_json(chosen) if chosen else None,
             }
         )
         if chosen is None:
             if can_pass:
                 return {"type": "pass"}
-            chosen = self._harmless_offer(ctx)
+            chosen = harmless_offer(ctx.me, ctx.hands, ctx.opponents, ctx.my_need)
             if chosen is None:
                 return {"type": "pass"}
-        to, give, request = chosen
         self._my_proposals[int(view.get("turn") or 0)] = (
             chosen,
             {s: dict(h) for s, h in enumerate(ctx.hands)},
         )
         self._after_own_move(ctx, chosen, proposer=True)
-        return {"type": "propose", "to": to, "offer": dict(give), "request": dict(request), "message": ""}
+        return offer_action(chosen)
 
-    def _harmless_offer(self, ctx: _Context) -> Offer | None:
-        """A proposal that costs us nothing when passing is not allowed: one unit of an item we do not need
-        from an opponent, for nothing in return (a rational opponent rejects it)."""
-        for to in ctx.opponents:
-            for item, count in sorted(ctx.hands[to].items()):
-                if count > 0 and item not in (ctx.my_need or {}) and ctx.hands[ctx.me].get(item, 0) == 0:
-                    return (to, (), ((item, 1),))
-            for item, count in sorted(ctx.hands[to].items()):
-                if count > 0:
-                    return (to, (), ((item, 1),))
-        # the opponents hold nothing: give away one unit of what we need least
-        mine = sorted(ctx.hands[ctx.me].items(), key=lambda kv: ((ctx.my_need or {}).get(kv[0], 0), kv[0]))
-        if ctx.opponents and mine:
-            return (ctx.opponents[0], ((mine[0][0], 1),), ())
-        return None
-
-    def _decide(self, view: dict[str, Any], ctx: _Context) -> dict[str, Any]:
+    def _decide(self, view: dict[str, Any], ctx: CraftingOracle) -> dict[str, Any]:
         pending = view.get("pending_proposal") or {}
         proposer = pending.get("proposer")
-        give = _key(pending.get("request") or {})  # what we would give
-        get = _key(pending.get("offer") or {})
+        give = bundle(pending.get("request") or {})  # what we would give
+        get = bundle(pending.get("offer") or {})
         hand = ctx.hands[ctx.me]
         held = all(hand.get(i, 0) >= n for i, n in give)
         pi = gain(hand, ctx.my_need, give, get) if held else -1.0
@@ -696,7 +514,7 @@ class ToMBot:
             self._after_own_decision(ctx, proposer, offer, accept)
         return {"type": "decide", "accept": accept, "message": ""}
 
-    def _after_own_move(self, ctx: _Context, offer: Offer, proposer: bool) -> None:
+    def _after_own_move(self, ctx: CraftingOracle, offer: Offer, proposer: bool) -> None:
         """Second-order belief: what the addressee learns about our target from our proposal (the same
         softmax likelihood we apply to its proposals)."""
         if self.order < 1:
@@ -716,7 +534,7 @@ class ToMBot:
             likelihood[target] = math.exp((own - top) / self.tau) / mass
         belief.update(likelihood)
 
-    def _after_own_decision(self, ctx: _Context, proposer: int, offer: Offer, accepted: bool) -> None:
+    def _after_own_decision(self, ctx: CraftingOracle, proposer: int, offer: Offer, accepted: bool) -> None:
         """Second-order belief: what the proposer learns about our target from our answer."""
         belief = self.beliefs_of_me.get(proposer)
         if belief is None:
@@ -729,25 +547,10 @@ class ToMBot:
             likelihood[target] = p if accepted else 1 - p
         belief.update(likelihood)
 
-    def _craft(self, view: dict[str, Any], ctx: _Context, can_craft: bool) -> dict[str, Any]:
-        if not can_craft or not ctx.target:
+    def _craft(self, view: dict[str, Any], ctx: CraftingOracle, can_craft: bool) -> dict[str, Any]:
+        if not can_craft:
             return {"type": "finish_crafting"}
-        hand = {k: Fraction(v) for k, v in (view.get("crafting_hand") or {}).items()}
-        if all(hand.get(k, 0) >= v for k, v in ctx.target.items()):
-            return {"type": "finish_crafting"}
-        try:
-            plan = ctx.planner.plan(hand, ctx.target, find_missing=False)
-        except PlannerError:
-            return {"type": "finish_crafting"}
-        if not plan.craftable or not plan.steps:
-            return {"type": "finish_crafting"}
-        step = plan.steps[0]
-        action: dict[str, Any] = {"type": "craft", "recipe": step.recipe_id, "runs": fmt_qty(step.runs)}
-        if step.choices:
-            action["choices"] = {int(k): v for k, v in step.choices.items()}
-        if step.fuel:
-            action["fuel"] = step.fuel
-        return action
+        return ctx.craft_action(view.get("crafting_hand") or {})
 
     # --- ToM reports --------------------------------------------------------------------------------
     def values(self, view: dict[str, Any]) -> dict[str, Any]:
@@ -763,7 +566,7 @@ class ToMBot:
         return {"v0": v0, "v1": v1, "v2": v2}
 
     def _expected_marginals(
-        self, ctx: _Context, belief: Posterior | None, seat: int, items: list[str]
+        self, ctx: CraftingOracle, belief: Posterior | None, seat: int, items: list[str]
     ) -> dict[str, float]:
         out = dict.fromkeys(items, 0.0)
         for target, p in belief.top(self.top_targets * 2) if belief else []:
@@ -771,48 +574,13 @@ class ToMBot:
                 out[item] += p * v
         return out
 
-    def _report(self, view: dict[str, Any], ctx: _Context) -> dict[str, Any]:
-        duty = view["tom"]
-        items = sorted(duty["items"])
+    def _report(self, view: dict[str, Any], ctx: CraftingOracle) -> dict[str, Any]:
         raw = self.values(view)
-        report: dict[str, Any] = {
-            "type": "report_tom",
-            "v0": scale_0_10({i: raw["v0"].get(i, 0.0) for i in items}),
-        }
-        for order in duty["orders"]:
-            if order in (1, 2):
-                report[f"v{order}"] = {
-                    str(s): scale_0_10({i: raw[f"v{order}"].get(str(s), {}).get(i, 0.0) for i in items})
-                    for s in duty["opponents"]
-                }
+        report = tom_report(view, raw["v0"], raw["v1"], raw["v2"])
         self._record(
             {"event": "report", "turn": view.get("turn"), **{k: v for k, v in report.items() if k != "type"}}
         )
         return report
-
-
-@dataclass
-class _Context:
-    planner: Planner
-    hands: list[dict[str, int]]
-    pool: dict[str, int]
-    me: int
-    target: dict[str, int]
-    my_need: dict[str, int] | None
-    opponents: list[int]
-    _needs: dict[str, dict[str, int] | None] = field(default_factory=dict)
-
-    def need_of(self, item: str) -> dict[str, int] | None:
-        if item not in self._needs:
-            self._needs[item] = requirement(self.planner, {item: 1}, self.pool)
-        return self._needs[item]
-
-
-def _offer_json(offer: Offer | None) -> dict[str, Any] | None:
-    if offer is None:
-        return None
-    to, give, request = offer
-    return {"to": to, "offer": dict(give), "request": dict(request)}
 
 
 def _rounded(pairs: list[tuple[str, float]]) -> dict[str, float]:

@@ -131,6 +131,10 @@ class OpenAITestServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # headers and body go out in separate writes: without TCP_NODELAY every answer waits ~40 ms
+            # for the client's delayed ACK
+            disable_nagle_algorithm = True
+
             def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
                 pass
 

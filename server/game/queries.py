@@ -30,7 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from craft_rules.crafting import fmt_qty
+from craft_rules.crafting import clamp_runs, fmt_qty, max_runs
+from craft_rules.grid import GRID_SIZE, match_grid, recipe_grid
 from craft_rules.model import Recipe, RuleSet
 from craft_rules.planner import Planner, PlannerError, UnknownItemError, planner_for
 from server.game.actions import parse_tagged
@@ -52,6 +53,8 @@ MAX_RECIPES_PER_ITEM = 3
 """A crafting tree shows at most this many ways to make each item (the simplest first)."""
 MAX_HISTORY_EVENTS = 200
 """Most events one history query returns."""
+MAX_CRAFT_OPTIONS = 50
+"""A craft_options answer lists at most this many held items per ingredient and this many fuels."""
 
 ItemId = Annotated[
     str,
@@ -117,6 +120,39 @@ class Craftable(_QueryModel):
     count: Units | None = Field(None, description="how many units; null = 1 (or your target's counts)")
 
 
+GridCell = Annotated[
+    str | None,
+    Field(max_length=MAX_ITEM_CHARS, description="an item id placed in this cell, or null for an empty cell"),
+]
+
+
+class MatchGrid(_QueryModel):
+    """Which crafting recipe a placement of items on the 3x3 crafting grid makes (as Minecraft's crafting
+    table: a shaped recipe in its shape or its mirror image, anywhere on the grid; a shapeless one in any
+    arrangement), with the item choices to send with the craft action and, for a player, the largest run
+    amount their hand allows with those choices."""
+
+    type: Literal["match_grid"] = "match_grid"
+    grid: list[Annotated[list[GridCell], Field(min_length=1, max_length=GRID_SIZE)]] = Field(
+        min_length=1,
+        max_length=GRID_SIZE,
+        description=f"up to {GRID_SIZE} rows, top to bottom, of up to {GRID_SIZE} cells (item id or null)",
+    )
+
+
+class CraftOptions(_QueryModel):
+    """How your hand can run one recipe: the held items that can fill each ingredient that accepts several
+    (a tag such as any planks), the held fuels a smelting/blasting/smoking recipe can burn, and the largest
+    run amount with each (pass them as the craft action's ``choices`` and ``fuel``)."""
+
+    type: Literal["craft_options"] = "craft_options"
+    recipe: str = Field(
+        min_length=1,
+        max_length=MAX_ITEM_CHARS,
+        description="a recipe id, e.g. iron_ingot_from_smelting_raw_iron",
+    )
+
+
 class History(_QueryModel):
     """Events of your own log (the numbering ``n`` of the events you receive), oldest first."""
 
@@ -131,7 +167,9 @@ class History(_QueryModel):
     )
 
 
-Query = ItemInfo | RecipeSearch | PossibleCrafts | CraftingTree | Craftable | History
+Query = (
+    ItemInfo | RecipeSearch | PossibleCrafts | CraftingTree | Craftable | MatchGrid | CraftOptions | History
+)
 
 QUERY_MODELS: dict[str, type[BaseModel]] = {
     "item_info": ItemInfo,
@@ -139,6 +177,8 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "possible_crafts": PossibleCrafts,
     "crafting_tree": CraftingTree,
     "craftable": Craftable,
+    "match_grid": MatchGrid,
+    "craft_options": CraftOptions,
     "history": History,
 }
 """Query type -> model, in a stable order."""
@@ -286,7 +326,9 @@ def _need_hand(ctx: QueryContext, what: str) -> tuple[Mapping[str, Fraction], st
 
 
 def recipe_summary(rules: RuleSet, recipe: Recipe) -> dict[str, Any]:
-    """A recipe as a query answer shows it."""
+    """A recipe as a query answer shows it; ``grid`` is a shaped recipe's pattern as rows of ingredient
+    indices (null = empty cell), null for other recipes."""
+    grid = recipe_grid(recipe)
     return {
         "recipe": recipe.id,
         "type": recipe.type.value,
@@ -294,6 +336,7 @@ def recipe_summary(rules: RuleSet, recipe: Recipe) -> dict[str, Any]:
         "count": recipe.count,
         "ingredients": [{"options": list(ing.options), "count": ing.count} for ing in recipe.ingredients],
         "burns_fuel": recipe.burns_fuel,
+        "grid": None if grid is None else [list(row) for row in grid],
         "text": recipe.describe(),
     }
 
@@ -327,13 +370,25 @@ def _answer_recipe_search(ctx: QueryContext, query: RecipeSearch) -> dict[str, A
 def _answer_possible_crafts(ctx: QueryContext, query: PossibleCrafts) -> dict[str, Any]:
     hand, kind = _need_hand(ctx, "what their hand can craft")
     crafts = _planner(ctx).possible_crafts(hand)
-    shown = [c.as_dict() for c in crafts[: query.limit]]
+    shown = [
+        {**c.as_dict(), **_craft_kind(ctx.rules, ctx.rules.recipes[c.recipe_id], hand)}
+        for c in crafts[: query.limit]
+    ]
     return {
         "hand": kind,
         "crafts": shown,
         "total": len(crafts),
         "truncated": len(crafts) > len(shown),
     }
+
+
+def _craft_kind(rules: RuleSet, recipe: Recipe, hand: Mapping[str, Fraction]) -> dict[str, Any]:
+    """What a client needs to know before offering a craft: the recipe's type, whether it burns fuel,
+    and the ingredients the hand can fill with more than one item (``craft_options`` lists them)."""
+    choosable = [
+        i for i, ing in enumerate(recipe.ingredients) if sum(1 for o in ing.options if hand.get(o, 0) > 0) > 1
+    ]
+    return {"type": recipe.type.value, "burns_fuel": recipe.burns_fuel, "choosable": choosable}
 
 
 def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
@@ -433,9 +488,12 @@ def _tree_node(
         return node
     levels = _planner(ctx).item_levels
 
-    def simplicity(recipe: Recipe) -> tuple[int, int, str]:
+    def simplicity(recipe: Recipe) -> tuple[int, int, int, str]:
+        # first the ways whose inputs the hands already hold (sticks from the planks someone has, not
+        # from bamboo nobody has), then the shallowest
+        unheld = sum(1 for ing in recipe.ingredients if not any(held.get(o, 0) > 0 for o in ing.options))
         deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
-        return (deepest, len(recipe.ingredients), recipe.id)
+        return (unheld, deepest, len(recipe.ingredients), recipe.id)
 
     node["recipes"] = []
     for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
@@ -485,6 +543,95 @@ def _pick_option(options: tuple[str, ...], held: Mapping[str, Fraction], levels:
     return min(options, key=lambda o: (levels.get(o, 0), o))
 
 
+def _answer_match_grid(ctx: QueryContext, query: MatchGrid) -> dict[str, Any]:
+    grid = [
+        [
+            None if cell is None or not cell.strip() else _item(ctx, cell, f"grid.{r}.{c}")
+            for c, cell in enumerate(row)
+        ]
+        for r, row in enumerate(query.grid)
+    ]
+    found = match_grid(ctx.rules, grid)
+    matches = []
+    for match in found.matches:
+        entry = {
+            **recipe_summary(ctx.rules, match.recipe),
+            "choices": {str(i): item for i, item in match.choices.items()},
+            "mirrored": match.mirrored,
+            "max_runs": None,
+        }
+        if ctx.own_hand is not None:
+            runs = max_runs(ctx.rules, ctx.own_hand, match.recipe, match.choices)
+            entry["max_runs"] = fmt_qty(clamp_runs(runs, whole_runs=ctx.whole_runs))
+        matches.append(entry)
+    hint = None
+    if not matches and found.mixed:
+        hint = (
+            f"Almost {ctx.rules.display_name(ctx.rules.recipes[found.mixed[0]].result)}: put the same item "
+            "in every cell of one ingredient "
+            "(for example only oak planks, not oak and birch)."
+        )
+    elif not matches and any(cell is not None for row in grid for cell in row):
+        hint = "No recipe has this pattern; look the item up in the recipe book to see its shape."
+    return {"matches": matches, "mixed": list(found.mixed), "hint": hint}
+
+
+def _answer_craft_options(ctx: QueryContext, query: CraftOptions) -> dict[str, Any]:
+    hand, kind = _need_hand(ctx, "how their hand can run a recipe")
+    rules = ctx.rules
+    recipe = rules.recipes.get(query.recipe) or rules.recipes.get(rules.canonical(query.recipe.strip()))
+    if recipe is None:
+        raise GameError(
+            "unknown_recipe",
+            f"There is no recipe {query.recipe!r} in rule set {rules.name}; recipe_search finds recipe ids.",
+            {"field": "recipe", "recipe": query.recipe},
+        )
+
+    def runs_with(choices: Mapping[int, str], fuel: str | None = None) -> str:
+        return fmt_qty(clamp_runs(max_runs(rules, hand, recipe, choices, fuel), whole_runs=ctx.whole_runs))
+
+    ingredients = []
+    for index, ing in enumerate(recipe.ingredients):
+        held = [o for o in ing.options if hand.get(o, 0) > 0][:MAX_CRAFT_OPTIONS]
+        ingredients.append(
+            {
+                "index": index,
+                "label": ing.label,
+                "count": ing.count,
+                "choice": ing.is_choice,
+                "held": [
+                    {
+                        "item": o,
+                        "held": fmt_qty(hand[o]),
+                        "max_runs": runs_with({index: o}) if ing.is_choice else None,
+                    }
+                    for o in held
+                ],
+            }
+        )
+    fuels = []
+    if recipe.burns_fuel:
+        held_fuels = sorted(f for f in hand if f in rules.fuels.burn_ticks and hand[f] > 0)
+        for fuel in held_fuels[:MAX_CRAFT_OPTIONS]:
+            fuels.append(
+                {
+                    "item": fuel,
+                    "held": fmt_qty(hand[fuel]),
+                    "per_run": fmt_qty(rules.fuels.units_per_run(fuel)),
+                    "max_runs": runs_with({}, fuel),
+                }
+            )
+    return {
+        "recipe": recipe.id,
+        "summary": recipe_summary(rules, recipe),
+        "hand": kind,
+        "max_runs": runs_with({}),
+        "whole_runs": ctx.whole_runs,
+        "inputs": ingredients,
+        "fuels": fuels,
+    }
+
+
 def _answer_history(ctx: QueryContext, query: History) -> dict[str, Any]:
     return {
         "since_n": query.since_n,
@@ -500,6 +647,8 @@ _ANSWERS: dict[str, Any] = {
     "possible_crafts": _answer_possible_crafts,
     "crafting_tree": _answer_crafting_tree,
     "craftable": _answer_craftable,
+    "match_grid": _answer_match_grid,
+    "craft_options": _answer_craft_options,
     "history": _answer_history,
 }
 assert set(_ANSWERS) == set(QUERY_MODELS)

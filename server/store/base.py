@@ -25,11 +25,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 #: Version of the on-disk layout; backends record it and migrate forward on open.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 GameStatus = Literal["waiting", "running", "finished", "aborted"]
 GAME_STATUSES: frozenset[str] = frozenset({"waiting", "running", "finished", "aborted"})
 SeatKind = Literal["human", "bot", "agent"]
+
+#: Hard bounds on a game's trace records (what bots and LLM agents did on the way to their moves), so a
+#: chatty agent cannot fill the disk: one record's JSON (bytes, UTF-8) and the records one game may hold.
+#: The server truncates records to its own, smaller setting before they get here (server.bots.bound_trace).
+MAX_TRACE_BYTES = 1_000_000
+MAX_TRACES_PER_GAME = 100_000
 
 #: Plaintext API tokens start with this, so a leaked token is recognisable by secret scanners.
 TOKEN_PREFIX = "tc_"
@@ -82,6 +88,15 @@ class EventRecord(TypedDict):
     payload: dict[str, Any]
     visibility: str | list[int]
     time: NotRequired[float]  # unix seconds, set by the store on append when absent
+
+
+class TraceRecordDict(TypedDict):
+    """One trace record (server.game.gamelog.TraceRecord without ``kind``): ``seat``, ``event_seq`` (the
+    event the move produced, None if none), ``time`` and any other JSON fields the policy recorded."""
+
+    seat: int | None
+    event_seq: int | None
+    time: float | None
 
 
 class UserRecord(TypedDict):
@@ -245,6 +260,67 @@ def check_next_seq(game_id: str, first_seq: int, next_seq: int) -> None:
         )
 
 
+def prepare_traces(
+    game_id: str, traces: Sequence[Mapping[str, Any]], max_bytes: int = MAX_TRACE_BYTES
+) -> list[tuple[dict[str, Any], str]]:
+    """Validate one batch of trace records: ``(normalised record, its JSON)`` each, or StoreError
+    ``invalid_trace`` (not a dict; ``seat``/``event_seq`` not an integer or null; ``kind`` other than
+    "trace") or ``trace_too_large`` (one record's JSON over ``max_bytes``). Nothing is written then."""
+    prepared: list[tuple[dict[str, Any], str]] = []
+    for index, trace in enumerate(traces):
+        if not isinstance(trace, Mapping):
+            raise StoreError(
+                "invalid_trace",
+                f"trace #{index} of the batch is a {type(trace).__name__}, not a dict",
+                {"game_id": game_id, "index": index},
+            )
+        record = json_normalise(dict(trace), f"trace #{index}")
+        if record.get("kind") == "trace":
+            del record["kind"]
+        if "kind" in record:
+            raise StoreError(
+                "invalid_trace",
+                f"trace #{index} has kind={record['kind']!r}: the key 'kind' is the log's record type; "
+                "name the policy's own kind of record differently (e.g. 'step')",
+                {"game_id": game_id, "index": index},
+            )
+        for key in ("seat", "event_seq"):
+            value = record.setdefault(key, None)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise StoreError(
+                    "invalid_trace",
+                    f"trace #{index} has {key}={value!r}; it must be an integer >= 0 or null",
+                    {"game_id": game_id, "index": index},
+                )
+        if not finite_float(record.get("time")):
+            record["time"] = now()
+        text = json_dumps(record)
+        size = len(text.encode("utf-8"))
+        if size > max_bytes:
+            raise StoreError(
+                "trace_too_large",
+                f"trace #{index} is {size} bytes of JSON, over the limit of {max_bytes}; shorten it "
+                "(the server truncates long fields before storing)",
+                {"game_id": game_id, "index": index, "bytes": size, "limit": max_bytes},
+            )
+        prepared.append((record, text))
+    return prepared
+
+
+def check_trace_limit(game_id: str, stored: int, adding: int, limit: int) -> None:
+    """Raise ``trace_limit_reached`` if ``adding`` records to ``stored`` would pass ``limit`` (itself capped
+    at :data:`MAX_TRACES_PER_GAME`)."""
+    limit = min(int(limit), MAX_TRACES_PER_GAME)
+    if stored + adding <= limit:
+        return
+    raise StoreError(
+        "trace_limit_reached",
+        f"game {game_id!r} already holds {stored} trace records; {adding} more would pass the limit of "
+        f"{limit} per game, so none of them was stored",
+        {"game_id": game_id, "stored": stored, "adding": adding, "limit": limit},
+    )
+
+
 def prepare_game(game_id: str, meta: Mapping[str, Any]) -> dict[str, Any]:
     """Normalise a new game's metadata: JSON-safe, with ``game_id``, ``status`` and timestamps set."""
     if not isinstance(game_id, str) or not game_id:
@@ -333,6 +409,23 @@ class Store(ABC):
     @abstractmethod
     def last_seq(self, game_id: str) -> int:
         """The highest sequence number stored for the game, -1 when it has none."""
+
+    # ---- traces
+    @abstractmethod
+    def append_traces(
+        self, game_id: str, traces: Sequence[Mapping[str, Any]], *, max_per_game: int = MAX_TRACES_PER_GAME
+    ) -> int:
+        """Store a batch of trace records with the game (all or nothing); return how many it now holds.
+
+        Each record is a JSON-safe dict with ``seat`` and ``event_seq`` (int or null; missing = null) and
+        ``time`` (unix seconds; missing = now) plus free fields; ``kind`` is reserved. Raises StoreError
+        ``unknown_game``, ``invalid_trace``, ``trace_too_large`` (a record's JSON over
+        :data:`MAX_TRACE_BYTES`) or ``trace_limit_reached`` (the game would hold more than
+        ``max_per_game``, at most :data:`MAX_TRACES_PER_GAME`). An empty batch is a no-op."""
+
+    @abstractmethod
+    def load_traces(self, game_id: str) -> list[dict[str, Any]]:
+        """The game's trace records in the order they were appended (empty for an unknown game)."""
 
     # ---- users
     @abstractmethod

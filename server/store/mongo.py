@@ -1,8 +1,10 @@
 """MongoDB backend through pymongo (also runs over mongomock, which CI uses).
 
 Collections: ``games`` (_id = game id), ``events`` (unique index on ``(game_id, seq)``), ``users``, ``tokens``
-(unique ``token_hash``), ``participants``, ``actions`` (unique ``(game_id, client_action_id)``), ``kv`` and
-``schema_version``. Indexes are created on open (idempotent, so every worker may do it).
+(unique ``token_hash``), ``participants``, ``actions`` (unique ``(game_id, client_action_id)``), ``traces``
+(unique ``(game_id, n)``; each record kept as its JSON text, so a policy's free keys never meet MongoDB's
+field-name rules), ``kv`` and ``schema_version``. Indexes are created on open (idempotent, so every worker
+may do it).
 
 Appending a batch:
 - when the deployment supports multi-document transactions (replica set or mongos), the next-sequence check
@@ -20,6 +22,7 @@ append is on disk. A MongoClient must be created after a fork: open the store in
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,6 +39,7 @@ from pymongo.errors import (
 )
 
 from server.store.base import (
+    MAX_TRACES_PER_GAME,
     SCHEMA_VERSION,
     EventRecord,
     GameRecord,
@@ -47,6 +51,7 @@ from server.store.base import (
     TokenRecord,
     UserRecord,
     check_next_seq,
+    check_trace_limit,
     hash_token,
     json_normalise,
     new_id,
@@ -55,6 +60,7 @@ from server.store.base import (
     prepare_events,
     prepare_game,
     prepare_game_update,
+    prepare_traces,
     stamp_times,
     unknown_game,
 )
@@ -91,6 +97,7 @@ class MongoStore(Store):
         self.participants = self.db["participants"]
         self.actions = self.db["actions"]
         self.kv = self.db["kv"]
+        self.traces = self.db["traces"]
         self._append_locks = [threading.Lock() for _ in range(LOCK_STRIPES)]
         # mongomock checks unique indexes non-atomically (insert, then count), so two threads could both lose;
         # serialising its writes in-process gives it the atomicity a real server has.
@@ -164,6 +171,9 @@ class MongoStore(Store):
         self.events.create_indexes(
             [IndexModel([("game_id", ASCENDING), ("seq", ASCENDING)], unique=True, name="game_seq")]
         )
+        self.traces.create_indexes(
+            [IndexModel([("game_id", ASCENDING), ("n", ASCENDING)], unique=True, name="game_trace")]
+        )
         self.tokens.create_indexes([IndexModel([("token_hash", ASCENDING)], unique=True, name="token_hash")])
         self.participants.create_indexes(
             [IndexModel([("study_id", ASCENDING), ("created_at", ASCENDING)], name="by_study")]
@@ -201,6 +211,7 @@ class MongoStore(Store):
             )
         if version < SCHEMA_VERSION:
             # 1 -> 2: remembered actions gain action_digest; older documents read as "" (no digest kept)
+            # 2 -> 3: the traces collection (created with its index on open)
             collection.update_one(
                 {"_id": "schema", "version": {"$lt": SCHEMA_VERSION}},
                 {"$set": {"version": SCHEMA_VERSION, "applied_at": now()}},
@@ -309,6 +320,43 @@ class MongoStore(Store):
     def last_seq(self, game_id: str) -> int:
         with self._errors("last_seq"):
             return self._last_seq(game_id)
+
+    # ----------------------------------------------------------------------------------------------- traces
+    def append_traces(
+        self, game_id: str, traces: Sequence[Mapping[str, Any]], *, max_per_game: int = MAX_TRACES_PER_GAME
+    ) -> int:
+        """Records are numbered ``n`` per game; the unique ``(game_id, n)`` index makes two processes that
+        append at once collide instead of interleaving, and the loser renumbers and retries."""
+        prepared = prepare_traces(game_id, traces)
+        lock = self._append_locks[zlib.crc32(game_id.encode("utf-8")) % LOCK_STRIPES]
+        with self._errors("append_traces"), lock, self._write_guard():
+            if self.games.find_one({"_id": game_id}, {"_id": 1}) is None:
+                raise unknown_game(game_id)
+            for _attempt in range(5):
+                last = self.traces.find_one({"game_id": game_id}, {"n": 1}, sort=[("n", DESCENDING)])
+                stored = 0 if last is None else int(last["n"]) + 1
+                if not prepared:
+                    return stored
+                check_trace_limit(game_id, stored, len(prepared), max_per_game)
+                batch = new_id()
+                docs = [
+                    {"game_id": game_id, "n": stored + i, "batch": batch, "data": text}
+                    for i, (_, text) in enumerate(prepared)
+                ]
+                try:
+                    self.traces.insert_many(docs, ordered=True)
+                except (DuplicateKeyError, BulkWriteError) as exc:
+                    if not _is_duplicate(exc):
+                        raise
+                    self.traces.delete_many({"game_id": game_id, "batch": batch})  # another process won
+                    continue
+                return stored + len(prepared)
+            raise StoreError("store_busy", f"could not append traces to game {game_id!r}; retry")
+
+    def load_traces(self, game_id: str) -> list[dict[str, Any]]:
+        with self._errors("load_traces"):
+            docs = self.traces.find({"game_id": game_id}, {"data": 1}).sort("n", ASCENDING)
+            return [cast(dict[str, Any], json.loads(doc["data"])) for doc in docs]
 
     # ------------------------------------------------------------------------------------------------ users
     def create_user(self, name: str) -> UserRecord:

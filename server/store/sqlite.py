@@ -28,6 +28,7 @@ from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from server.store.base import (
+    MAX_TRACES_PER_GAME,
     SCHEMA_VERSION,
     EventRecord,
     GameRecord,
@@ -39,6 +40,7 @@ from server.store.base import (
     TokenRecord,
     UserRecord,
     check_next_seq,
+    check_trace_limit,
     hash_token,
     json_dumps,
     json_normalise,
@@ -48,6 +50,7 @@ from server.store.base import (
     prepare_events,
     prepare_game,
     prepare_game_update,
+    prepare_traces,
     stamp_times,
     unknown_game,
 )
@@ -102,6 +105,14 @@ MIGRATIONS: list[list[str]] = [
     ],
     # 2: the digest of the request a remembered answer belongs to (a reused id with another request)
     ["ALTER TABLE actions ADD COLUMN action_digest TEXT NOT NULL DEFAULT ''"],
+    # 3: trace records of bots and LLM agents, kept with their game in the order appended
+    [
+        """CREATE TABLE traces (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            game_id TEXT NOT NULL,
+            data TEXT NOT NULL)""",
+        "CREATE INDEX traces_by_game ON traces (game_id, id)",
+    ],
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -442,6 +453,31 @@ class SQLiteStore(Store):
     def last_seq(self, game_id: str) -> int:
         with self._read() as conn:
             return _last_seq(conn, game_id)
+
+    # ----------------------------------------------------------------------------------------------- traces
+    def append_traces(
+        self, game_id: str, traces: Sequence[Mapping[str, Any]], *, max_per_game: int = MAX_TRACES_PER_GAME
+    ) -> int:
+        prepared = prepare_traces(game_id, traces)
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM games WHERE game_id = ?", (game_id,)).fetchone() is None:
+                raise unknown_game(game_id)
+            counted = conn.execute("SELECT COUNT(*) FROM traces WHERE game_id = ?", (game_id,)).fetchone()
+            stored = int(counted[0])
+            if not prepared:
+                return stored
+            check_trace_limit(game_id, stored, len(prepared), max_per_game)
+            conn.executemany(
+                "INSERT INTO traces (game_id, data) VALUES (?, ?)", [(game_id, text) for _, text in prepared]
+            )
+        return stored + len(prepared)
+
+    def load_traces(self, game_id: str) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT data FROM traces WHERE game_id = ? ORDER BY id", (game_id,)
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     # ------------------------------------------------------------------------------------------------ users
     def create_user(self, name: str) -> UserRecord:

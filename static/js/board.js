@@ -37,7 +37,7 @@ export function statusText(view, seats, mine = null) {
   if (!view) return "The game has not started yet.";
   const name = (seat) => (seat === mine ? "you" : seatName(seats, seat));
   const parts = [`Turn ${view.turn} of ${view.max_turns}`, PHASE_NAMES[view.phase] || view.phase];
-  if (!view.finished) parts.push(`proposer: ${name(view.proposer)}`);
+  if (!view.finished && view.phase !== "craft") parts.push(`proposer: ${name(view.proposer)}`);
   if (view.awaiting && view.awaiting.length) parts.push(`waiting for ${view.awaiting.map(name).join(", ")}`);
   if (view.finished) {
     parts.push(view.winners && view.winners.length ? `won by ${view.winners.map(name).join(" and ")}` : "nobody won");

@@ -1,15 +1,19 @@
-// The lobby (/): log in with a display name, create a game (against built-in bots or with open seats) and
-// go to its room. The games table is rendered by the server (escaped by Jinja); this module only handles
-// the forms. Errors are the server's typed messages, shown next to the form.
+// The lobby (/): log in with a display name, create a game (game mode, difficulty, who sits in each seat;
+// admins may also pick an exact task) and go to its room. The game tables are rendered by the server
+// (escaped by Jinja); this module handles the forms, and redraws the tables from a fresh copy of the page
+// when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
+// messages, shown next to the form that caused them.
+import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
+const isAdmin = root.dataset.admin === "yes";
 
-async function post(path, body) {
+async function request(method, path, body) {
   const response = await fetch(path, {
-    method: "POST",
+    method,
     credentials: "same-origin",
     headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: JSON.stringify(body),
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   try {
     return await response.json();
@@ -19,15 +23,26 @@ async function post(path, body) {
 }
 
 function showError(box, answer) {
-  box.textContent = answer && answer.error ? answer.error.message : "Something went wrong; try again.";
-  box.hidden = false;
+  box.textContent = answer && answer.error ? answer.error.message : "";
+  box.hidden = !(answer && answer.error);
 }
 
+function option(value, text) {
+  const node = document.createElement("option");
+  node.value = value;
+  node.textContent = text;
+  return node;
+}
+
+const BAND_NAMES = { easy: "Easy", medium: "Medium", hard: "Hard" };
+const SEAT_KIND_NAMES = { open: "open", human: "a person", agent: "an agent", bot: "a built-in bot" };
+
+// ------------------------------------------------------------------------------------------- log in / out
 const loginForm = $("login-form");
 if (loginForm) {
   loginForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const answer = await post("/api/login", { name: $("login-name").value });
+    const answer = await request("POST", "/api/login", { name: $("login-name").value });
     if (answer.ok) window.location.reload();
     else showError($("login-error"), answer);
   });
@@ -35,23 +50,149 @@ if (loginForm) {
 const logout = $("logout");
 if (logout) {
   logout.addEventListener("click", async () => {
-    await post("/api/logout", {});
+    await request("POST", "/api/logout", {});
     window.location.reload();
   });
 }
 
+// ------------------------------------------------------------------------------------------- new game
+const hallSelect = $("create-hall");
+
+function selectedHall() {
+  const chosen = hallSelect.selectedOptions[0];
+  const bands = chosen.dataset.bands
+    ? chosen.dataset.bands.split(",").map((entry) => {
+        const [band, count] = entry.split(":");
+        return { band, count: Number(count) };
+      })
+    : [];
+  return {
+    name: chosen.value,
+    players: Number(chosen.dataset.players),
+    custom: chosen.dataset.custom === "yes",
+    seats: chosen.dataset.seats ? chosen.dataset.seats.split(",") : [],
+    bands,
+    description: chosen.dataset.description,
+  };
+}
+
+function fillDifficulties(hall) {
+  const select = $("create-difficulty");
+  const offered = hall.bands.map(({ band, count }) => option(band, `${BAND_NAMES[band] || band} (one of ${count} tasks)`));
+  select.replaceChildren(option("random", "Random (any difficulty)"), ...offered);
+  select.disabled = offered.length === 0;
+  $("create-difficulty-help").textContent = offered.length
+    ? "The server draws the task secretly among many of that difficulty. Nobody else is told which difficulty you chose."
+    : "This game mode deals its tasks itself: there is no difficulty to choose.";
+}
+
+function fillSeats(hall) {
+  const rows = $("create-seat-rows");
+  const kinds = $("seat-kinds").content;
+  rows.replaceChildren();
+  $("create-seats-fixed").hidden = hall.custom;
+  for (let seat = 0; seat < hall.players; seat += 1) {
+    const row = document.createElement("div");
+    row.className = "seat-row";
+    const id = `create-seat-${seat}`;
+    const label = document.createElement("label");
+    label.htmlFor = id;
+    label.textContent = `Seat ${seat + 1}`;
+    const select = document.createElement("select");
+    select.id = id;
+    select.dataset.seat = String(seat);
+    select.append(kinds.cloneNode(true));
+    if (hall.custom) {
+      // seat 1 open (you take it); the others a built-in bot: the quickest way to a first game
+      const firstBot = [...select.options].find((o) => o.value.startsWith("bot:"));
+      select.value = seat === 0 || !firstBot ? "open" : firstBot.value;
+    } else {
+      const fixed = hall.seats[seat] || "open";
+      select.value = fixed === "bot" ? ([...select.options].find((o) => o.value.startsWith("bot:")) || {}).value : fixed;
+      select.disabled = true;
+      select.title = `This game mode makes seat ${seat + 1} ${SEAT_KIND_NAMES[fixed] || fixed}.`;
+    }
+    row.append(label, select);
+    rows.append(row);
+  }
+}
+
+async function fillInstances(hall) {
+  const select = $("create-instance");
+  if (!select) return;
+  select.replaceChildren(option("", "None: use the difficulty above"));
+  const answer = await request("GET", `/api/admin/halls/${encodeURIComponent(hall.name)}/instances`);
+  if (!answer.ok) {
+    showError($("create-error"), answer);
+    return;
+  }
+  for (const entry of answer.instances) {
+    const score = entry.score === null || entry.score === undefined ? "" : `, score ${entry.score}`;
+    select.append(option(entry.instance_id, `${entry.instance_id} · ${entry.level || "no level"}${score}`));
+  }
+}
+
+function hallChanged() {
+  const hall = selectedHall();
+  $("create-hall-help").textContent = hall.description || "";
+  fillDifficulties(hall);
+  fillSeats(hall);
+  if (isAdmin) fillInstances(hall);
+}
+
+hallSelect.addEventListener("change", hallChanged);
+hallChanged();
+
 $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const hall = $("create-hall").selectedOptions[0];
-  const opponent = $("create-opponent").value;
-  const body = { hall: hall.value, join: true };
-  if (hall.dataset.custom === "yes") {
-    const other = opponent === "open" ? "open" : { kind: "bot", bot: opponent.slice(4) };
-    body.seats = ["open", ...Array.from({ length: Number(hall.dataset.players) - 1 }, () => other)];
+  const hall = selectedHall();
+  const body = { hall: hall.name, join: $("create-join").checked };
+  const difficulty = $("create-difficulty").value;
+  if (difficulty !== "random") body.difficulty = difficulty;
+  const exact = $("create-instance") ? $("create-instance").value : "";
+  if (exact) {
+    body.instance_id = exact;
+    delete body.difficulty;
   }
-  const answer = await post("/api/games", body);
-  if (answer.ok) window.location.assign(`/games/${encodeURIComponent(answer.game.game_id)}`);
-  else showError($("create-error"), answer);
+  if (hall.custom) {
+    body.seats = [...document.querySelectorAll("#create-seat-rows select")].map((select) =>
+      select.value.startsWith("bot:") ? { kind: "bot", bot: select.value.slice(4) } : select.value,
+    );
+  }
+  const button = $("create-submit");
+  button.disabled = true;
+  const answer = await request("POST", "/api/games", body);
+  button.disabled = false;
+  if (!answer.ok) {
+    showError($("create-error"), answer);
+    return;
+  }
+  const gameId = encodeURIComponent(answer.game.game_id);
+  window.location.assign(answer.game.your_seat === null || answer.game.your_seat === undefined ? `/games/${gameId}/watch` : `/games/${gameId}`);
+});
+
+// ------------------------------------------------------------------------------------------- live tables
+const LIVE_PANELS = ["mine-panel", "games-panel"];
+let refreshTimer = null;
+
+async function refreshTables() {
+  const response = await fetch("/", { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  // the server's own escaped rendering; nodes from DOMParser never run scripts
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of LIVE_PANELS) {
+    const shown = document.getElementById(id);
+    const next = fresh.getElementById(id);
+    if (shown && next && shown.innerHTML !== next.innerHTML) shown.replaceChildren(...next.childNodes);
+  }
+  root.dataset.refreshed = String(Number(root.dataset.refreshed || 0) + 1);
+}
+
+const socket = io({ transports: ["websocket"] });
+socket.on("connect", () => socket.emit("lobby", { limit: 1 }, () => {})); // subscribes to `lobby` pushes
+socket.on("lobby", () => {
+  clearTimeout(refreshTimer); // a burst of pushes (a game created and filled at once): one refresh
+  refreshTimer = setTimeout(refreshTables, 250);
 });
 
 root.dataset.ready = "true";

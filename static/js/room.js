@@ -1,12 +1,13 @@
 // The game room (/games/<id>): one seat's live game over Socket.IO. `join` claims (or restores) the
 // seat and returns the envelope and the whole history; `update` pushes and action acks bring new events;
 // the envelope with the highest log_size is the state shown. Trade (propose / pass / accept / reject) and
-// craft (possible crafts, recipe search, run amounts, finish) go through the declared actions and queries;
+// craft (static/js/craft.js: grid, recipe book, possible crafts, item info) go through the declared actions and queries;
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
 import { describeEvent, seatName, itemsText } from "./narrate.js";
 import { statusText } from "./board.js";
+import { createCraftPanel } from "./craft.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -17,7 +18,6 @@ let envelope = null;
 let seats = [];
 let ruleset = null;
 const draft = { to: null, offer: {}, request: {} };
-let craftsShownFor = -1;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -37,6 +37,7 @@ function errorText(answer) {
 }
 
 const socket = io({ transports: ["websocket"] });
+const craftPanel = createCraftPanel({ emit, absorb });
 
 function emit(event, data) {
   return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
@@ -76,19 +77,52 @@ function render() {
   if (view && view.your_turn) status = `Your move. ${status}`;
   $("room-status").textContent = status;
   root.dataset.logSize = String(envelope ? envelope.log_size : 0);
+  renderTabTitle(view);
+  renderWaitingRoom();
+  $("room-hands").closest("section").hidden = !view; // no hands are dealt before the game starts
   if (!view) {
     renderTimeline();
     return;
   }
-  $("room-target").hidden = mine === null;
+  $("room-target").hidden = mine === null || view.finished; // the end screen shows every target
   if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
   renderHands(view, mine);
+  renderWaiting(view, mine);
+  renderOutcome(view, mine);
   renderDecide(view);
   renderToM(view, mine);
-  renderCraft(view);
+  craftPanel.render(view, envelope, seats, ruleset, mine); // static/js/craft.js
   renderEnd(view, mine);
   renderTimeline();
+  renderDeadline();
+  keepFocus();
+}
+
+const baseTitle = document.title;
+
+/** A background tab says when the game waits for you. */
+function renderTabTitle(view) {
+  document.title = view && view.your_turn && !view.finished ? `(Your move) ${baseTitle}` : baseTitle;
+}
+
+/** Before the game starts: who is still missing, and how others can join. */
+function renderWaitingRoom() {
+  const panel = $("room-lobby");
+  panel.hidden = !(envelope && envelope.status === "waiting");
+  if (panel.hidden) return;
+  const open = seats.filter((s) => !s.taken).map((s) => `seat ${s.seat + 1}`);
+  $("room-lobby-text").textContent = open.length
+    ? `The game starts when every seat is taken; still open: ${open.join(", ")}. Others join from the lobby's Open table, or with this page's address:`
+    : "Every seat is taken: the game is starting…";
+  $("room-lobby-link").textContent = window.location.href;
+}
+
+/** A control that disappeared under the keyboard focus (a panel closed after its action): focus goes to
+ * the status bar, which says what happens next, rather than to the top of the page. */
+function keepFocus() {
+  const focused = document.activeElement;
+  if (focused && focused !== document.body && focused.closest("[hidden]")) $("room-status").focus();
 }
 
 function itemListOf(counts, { flagFractions = false } = {}) {
@@ -124,7 +158,7 @@ function renderHands(view, mine) {
     const title = el("h3", null, seat === mine ? `${seatName(seats, seat)} (you)` : seatName(seats, seat));
     const info = seats.find((s) => s.seat === seat);
     if (info && info.bot) title.append(el("span", "badge", `bot: ${info.bot}`));
-    if (info && info.online === false && !info.bot) title.append(el("span", "badge", "offline"));
+    if (info && !info.bot) title.append(presenceBadge(info));
     if (view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
     if (view.crafting_finished.includes(seat) && view.phase === "craft") title.append(el("span", "badge", "done crafting"));
     card.append(title);
@@ -150,6 +184,15 @@ function renderHands(view, mine) {
   });
 }
 
+/** "online" / "offline" for a seat a person or an agent holds (from `presence` and `seats` pushes). */
+function presenceBadge(info) {
+  if (!info.taken) return el("span", "badge", "seat open");
+  if (info.online === undefined || info.online === null) return el("span", "badge", info.kind || "player");
+  const badge = el("span", info.online ? "badge badge-online" : "badge badge-offline", info.online ? "online" : "offline");
+  badge.title = info.online ? "Connected now" : "Not connected: a deadline may play for this seat";
+  return badge;
+}
+
 function addToDraft(side, item, held) {
   const current = draft[side][item] || 0;
   if (current < held) draft[side][item] = current + 1;
@@ -159,7 +202,11 @@ function addToDraft(side, item, held) {
 function renderPropose(view, mine) {
   const panel = $("room-propose");
   panel.hidden = !proposing(view);
-  if (panel.hidden) return;
+  if (panel.hidden) {
+    draft.offer = {}; // a draft belongs to one proposing turn: hands change in between
+    draft.request = {};
+    return;
+  }
   const partners = view.active.map((active, seat) => (active && seat !== mine ? seat : null)).filter((s) => s !== null);
   const select = $("propose-to");
   if (select.dataset.options !== partners.join(",")) {
@@ -296,48 +343,58 @@ function renderDecide(view) {
     `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`;
 }
 
-async function renderCraft(view) {
-  const panel = $("room-craft");
-  const crafting = view.phase === "craft" && view.crafting_hand !== null && view.legal_actions.includes("finish_crafting");
-  panel.hidden = !crafting;
-  if (!crafting) return;
-  $("craft-hand").replaceChildren(...itemListOf(view.crafting_hand, { flagFractions: true }).children);
-  if (craftsShownFor === envelope.log_size) return;
-  craftsShownFor = envelope.log_size;
-  const answer = await emit("query", { query: { type: "possible_crafts", limit: 100 } });
-  const list = $("craft-possible");
-  list.replaceChildren();
-  if (!answer || !answer.ok) {
-    list.append(el("li", "error", errorText(answer)));
-    return;
-  }
-  for (const craft of answer.answer.crafts) list.append(craftRow(craft.recipe, craft.result, craft.count, craft.max_runs, view));
-  if (!list.children.length) list.append(el("li", "empty", "Nothing: your crafting hand has no complete recipe."));
+// The proposer's side of a pending proposal: what was offered and whom the game waits for.
+function renderWaiting(view, mine) {
+  const panel = $("room-waiting");
+  const pending = view.pending_proposal;
+  panel.hidden = !(pending && pending.proposer === mine && !view.finished);
+  if (panel.hidden) return;
+  const message = pending.message ? ` Your message: “${pending.message}”` : "";
+  $("room-waiting-text").textContent =
+    `You offered ${seatName(seats, pending.to)} ${itemsText(pending.offer, ruleset)} for ${itemsText(pending.request, ruleset)}.` +
+    `${message} Waiting for ${seatName(seats, pending.to)} to accept or reject.`;
 }
 
-function craftRow(recipe, result, count, maxRuns, view) {
-  const row = el("li", "craft-row");
-  row.append(iconFor(result, ruleset), ` ${count} × ${itemName(result, ruleset)} `);
-  const whole = view.rules.crafting_runs === "whole";
-  const input = el("input", "count-input");
-  const label = `Runs of ${recipe}`;
-  input.setAttribute("aria-label", label);
-  if (whole) {
-    input.type = "number";
-    input.min = "1";
-    input.step = "1";
-    if (maxRuns) input.max = String(Math.floor(eval_fraction(maxRuns)));
-    input.value = "1";
-  } else {
-    input.type = "text";
-    input.inputMode = "decimal";
-    input.value = maxRuns && eval_fraction(maxRuns) < 1 ? String(maxRuns) : "1";
+// The outcome of this turn's proposal for its two parties: accepted (what changed hands) or rejected.
+function renderOutcome(view, mine) {
+  const box = $("room-outcome");
+  const ordered = [...events.values()].sort((a, b) => a.n - b.n);
+  let proposal = null;
+  let outcome = null;
+  for (const event of ordered) {
+    const p = event.payload || {};
+    if (p.turn !== view.turn) continue;
+    if (event.type === "proposed" && (p.proposer === mine || p.to === mine)) {
+      proposal = p;
+      outcome = null;
+    } else if (proposal && (event.type === "decided" || event.type === "proposal_cancelled")) {
+      outcome = event;
+    }
   }
-  const button = el("button", null, "Craft");
-  button.type = "button";
-  button.addEventListener("click", () => act("craft", { recipe, runs: input.value }, "room-craft-error"));
-  row.append(el("span", "muted", maxRuns ? `(up to ${maxRuns} run${eval_fraction(maxRuns) > 1 ? "s" : ""}) ` : ""), input, " ", button);
-  return row;
+  box.hidden = !(proposal && outcome) || view.finished;
+  if (box.hidden) return;
+  const p = outcome.payload;
+  const other = seatName(seats, proposal.proposer === mine ? proposal.to : proposal.proposer);
+  const mineGive = proposal.proposer === mine ? proposal.offer : proposal.request;
+  const mineGet = proposal.proposer === mine ? proposal.request : proposal.offer;
+  let text;
+  if (outcome.type === "proposal_cancelled") {
+    text = `The proposal was withdrawn (${p.reason}): nothing was traded.`;
+  } else if (proposal.proposer === mine) {
+    text = p.accept
+      ? `${other} accepted your proposal: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
+      : `${other} rejected your proposal: nothing was traded.`;
+  } else {
+    text = p.accept
+      ? `You accepted ${other}'s proposal: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
+      : `You rejected ${other}'s proposal: nothing was traded.`;
+  }
+  if (p.reason && outcome.type === "decided") text += ` (${p.reason === "timeout" ? "time ran out" : p.reason})`;
+  if (p.message && outcome.type === "decided") {
+    text += proposal.proposer === mine ? ` ${other}'s reply: “${p.message}”` : ` Your reply: “${p.message}”`;
+  }
+  box.textContent = text;
+  box.className = `outcome ${outcome.type === "decided" && p.accept ? "outcome-accepted" : "outcome-rejected"}`;
 }
 
 function renderEnd(view, mine) {
@@ -352,6 +409,34 @@ function renderEnd(view, mine) {
     if (mine !== null && reveal.payload.scores) parts.push(`Your score: ${reveal.payload.scores[mine]}.`);
   }
   $("room-end-text").textContent = parts.join(" ");
+  renderRevealedTargets(reveal ? reveal.payload : null, view, mine);
+}
+
+// Every seat's target (revealed at the end), whether it was reached, and the points it scored.
+function renderRevealedTargets(revealed, view, mine) {
+  const box = $("room-end-targets");
+  box.replaceChildren();
+  if (!revealed) return;
+  revealed.targets.forEach((target, seat) => {
+    const card = el("section", "board-hand");
+    const who = seat === mine ? `${seatName(seats, seat)} (you)` : seatName(seats, seat);
+    card.setAttribute("aria-label", `${who}: target and score`);
+    const title = el("h3", null, who);
+    if (revealed.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
+    card.append(title, el("p", "board-label", "Target:"), itemListOf(target));
+    if (revealed.scores) card.append(el("p", "board-score", `Score: ${revealed.scores[seat]}`));
+    box.append(card);
+  });
+}
+
+/** "only you" for an event of this seat alone; "you and Bob" for one its parties share. */
+function privateBadge(visibility) {
+  const mine = envelope ? envelope.seat : null;
+  const others = (Array.isArray(visibility) ? visibility : []).filter((seat) => seat !== mine);
+  const text = others.length ? `you and ${others.map((seat) => seatName(seats, seat)).join(", ")}` : "only you";
+  const badge = el("span", "badge badge-private", text);
+  badge.title = "Private: nobody else sees this";
+  return badge;
 }
 
 function renderTimeline() {
@@ -361,6 +446,7 @@ function renderTimeline() {
   timeline.start = ordered.length ? ordered[0].n + 1 : 1;
   timeline.replaceChildren(...ordered.map((event) => {
     const item = el("li", null, describeEvent(event, seats, ruleset));
+    if (event.visibility !== "public") item.append(" ", privateBadge(event.visibility));
     item.dataset.type = event.type;
     item.dataset.n = String(event.n);
     return item;
@@ -372,10 +458,13 @@ function renderDeadline() {
   const box = $("room-deadline");
   if (!envelope || !envelope.deadline || envelope.status !== "running") {
     box.textContent = "";
+    box.hidden = true;
     return;
   }
   const left = Math.max(0, Math.round(envelope.deadline - Date.now() / 1000));
+  box.hidden = false;
   box.textContent = `Time left in this phase: ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+  box.classList.toggle("deadline-urgent", left <= 30);
 }
 setInterval(renderDeadline, 1000);
 
@@ -401,29 +490,6 @@ $("propose-send").addEventListener("click", async () => {
 $("propose-pass").addEventListener("click", () => act("pass", {}, "room-propose-error"));
 $("decide-accept").addEventListener("click", () => act("decide", { accept: true, message: $("room-decide-reply").value }, "room-decide-error"));
 $("decide-reject").addEventListener("click", () => act("decide", { accept: false, message: $("room-decide-reply").value }, "room-decide-error"));
-$("craft-finish").addEventListener("click", () => act("finish_crafting", {}, "room-craft-error"));
-let searchTimer = null;
-$("craft-search").addEventListener("input", (event) => {
-  clearTimeout(searchTimer);
-  const text = event.target.value.trim();
-  searchTimer = setTimeout(async () => {
-    const list = $("craft-results");
-    list.replaceChildren();
-    if (!text) return;
-    const answer = await emit("query", { query: { type: "recipe_search", text, limit: 10 } });
-    if (!answer || !answer.ok) {
-      list.append(el("li", "error", errorText(answer)));
-      return;
-    }
-    for (const recipe of answer.answer.recipes) {
-      const row = craftRow(recipe.recipe, recipe.result, recipe.count, null, envelope.view);
-      row.append(el("span", "muted", ` needs ${recipe.ingredients.map((i) => `${i.count} ${i.options.slice(0, 2).map((o) => itemName(o, ruleset)).join(" or ")}`).join(", ")}${recipe.burns_fuel ? " + fuel" : ""}`));
-      list.append(row);
-    }
-    if (!list.children.length) list.append(el("li", "empty", "No recipe makes that."));
-  }, 250);
-});
-
 // ------------------------------------------------------------------------------------------- connection
 socket.on("connect", async () => {
   const answer = await emit("join", {});
@@ -435,11 +501,20 @@ socket.on("connect", async () => {
     return;
   }
   showError("room-error", "");
-  await absorb(answer);
+  $("room-connection").textContent = "";
+  $("room-connection").classList.remove("connection-lost");
+  await absorb(answer); // the join answer is the whole truth: it replaces what this page showed
   root.dataset.ready = "true";
   performance.mark("tradecraft:ready"); // bench/bench_gui.py reads it
 });
-socket.on("disconnect", () => showError("room-error", "Connection lost: reconnecting…"));
+socket.on("disconnect", () => {
+  $("room-connection").textContent = "Connection lost: reconnecting…";
+  $("room-connection").classList.add("connection-lost");
+});
+socket.io.on("reconnect", () => {
+  $("room-connection").textContent = "";
+  $("room-connection").classList.remove("connection-lost");
+});
 socket.on("update", (data) => absorb(data));
 socket.on("seats", (data) => {
   if (data && data.game_id === gameId) {

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import requests
-from conftest import AXE, docs_screenshot
+from conftest import AXE
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
@@ -54,18 +54,20 @@ def test_two_people_play_a_duel_in_the_browser(
     login(ada, server, "Ada")
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "lobby.png", full_page=True)
-    docs_screenshot(ada, "lobby")
     ada.get_by_label("Game mode").select_option("duel")
-    ada.get_by_label("Other seats").select_option("open")
-    ada.get_by_role("button", name="Create and join").click()
+    ada.get_by_label("Seat 2").select_option("open")
+    ada.get_by_role("button", name="Create game").click()
     expect(ada.locator("#room[data-ready=true]")).to_be_attached()
     expect(ada.locator("#room-status")).to_contain_text("Waiting for the other players")
+    expect(ada.locator("#room-lobby")).to_contain_text("still open: seat 2")  # and how others join
+    ada.screenshot(path=artifacts / "room-waiting.png", full_page=True)
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
 
     login(bob, server, HOSTILE[:40])  # a display name with markup: shown as text everywhere
     bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
 
+    expect(ada.locator("#room-lobby")).to_be_hidden()  # the game started when Bob sat down
     # Ada proposes: her iron ingot for Bob's coal, with markup in the message
     expect(ada.locator("#room-propose")).to_be_visible()
     expect(ada.locator("#room-target")).to_contain_text("Torch")
@@ -79,9 +81,15 @@ def test_two_people_play_a_duel_in_the_browser(
     # Bob sees the proposal as text and accepts; Ada's page shows the trade
     expect(bob.locator("#room-decide")).to_be_visible()
     expect(bob.locator("#room-decide-text")).to_contain_text(HOSTILE)
+    expect(ada.locator("#room-waiting-text")).to_contain_text("Waiting for")  # the proposer's side
+    bob.get_by_label("Reply (optional, sent with your answer)").fill(HOSTILE)  # markup in a reply
     bob.screenshot(path=artifacts / "room-decide-tablet.png", full_page=True)
     bob.get_by_role("button", name="Accept").click()
     expect(ada.locator("#room-timeline")).to_contain_text("traded")
+    # the outcome for both, the reply shown as text
+    expect(ada.locator("#room-outcome")).to_contain_text("accepted your proposal")
+    expect(ada.locator("#room-outcome")).to_contain_text(HOSTILE)
+    expect(bob.locator("#room-outcome")).to_contain_text("You accepted")
 
     # craft phase: a refused craft shows the server's words and changes nothing; then real crafts
     expect(ada.locator("#room-craft")).to_be_visible()
@@ -128,8 +136,8 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     page = context.new_page()
     login(page, server, "Reporter")
     page.get_by_label("Game mode").select_option("tom")
-    page.get_by_label("Other seats").select_option("bot:random")
-    page.get_by_role("button", name="Create and join").click()
+    page.get_by_label("Seat 2").select_option("bot:random")
+    page.get_by_role("button", name="Create game").click()
     panel = page.locator("#room-tom")
     expect(panel).to_be_visible()
     sliders = panel.locator("input[type=range]")

@@ -1,0 +1,235 @@
+"""Run any policy over any seat connection until the game ends: the one loop every player runs.
+
+:func:`run_seat` waits for the seat's turn, hands the policy the seat's new events (``observe``, when it
+has one), asks it for an action (``act(view, legal)``) and sends it. A refused action (a typed error; the
+game did not change) is told to the policy (``refused(error)``, when it has that hook) and the policy is asked
+again up to ``retries`` more times, with the fresh view;
+then the driver sends a **fallback**: a safe legal action (:func:`fallback_action`) and logs it, so a
+confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the policy
+keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first event
+the move produced in the seat's log (null if refused) and the time.
+
+:func:`take_turn` is one such decision; the environments use it to move the seats their learner does not
+play.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.bots.base import Policy, drain_traces, observe, tell_refused
+from agents.connection import SeatConnection
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRIES = 2
+"""How many times a refused policy may try again before the fallback action goes out."""
+MAX_STALE_ROUNDS = 20
+"""Refusals that say the view was stale (the turn moved on meanwhile) are not the policy's fault; after
+this many in a row the driver gives up on the move rather than spin."""
+STALE_CODES = frozenset(
+    {"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over", "answer_failed"}
+)
+"""Refusals that mean "the game moved on since your view" (or, ``answer_failed``, "it was applied but the
+answer was lost"), not "your action was wrong": the driver re-reads the view and asks again."""
+SEAT_LOST_CODES = frozenset({"seat_taken_over", "not_your_seat", "spectator", "player_left"})
+"""Refusals that mean the seat is no longer this player's to play (an idle seat handed to a bot, a
+resigned seat): the driver stops instead of trying again."""
+
+
+@dataclass
+class SeatOutcome:
+    """What :func:`run_seat` did: counts, the fallbacks it had to send, the traces, the final view."""
+
+    seat: int
+    actions: int = 0
+    refusals: list[dict[str, Any]] = field(default_factory=list)
+    """Every refused action: ``{"action", "error"}`` (the server's ``{code, message, details}``)."""
+    fallbacks: list[dict[str, Any]] = field(default_factory=list)
+    """Every fallback sent: ``{"action", "after"}`` (the refusals or the exception that led to it)."""
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    final_view: dict[str, Any] | None = None
+    seat_lost: dict[str, Any] | None = None
+    """The refusal that took the seat away (``SEAT_LOST_CODES``), if the driver stopped for it."""
+
+    @property
+    def winners(self) -> list[int]:
+        return list((self.final_view or {}).get("winners") or [])
+
+    def summary(self) -> dict[str, Any]:
+        view = self.final_view or {}
+        return {
+            "seat": self.seat,
+            "actions": self.actions,
+            "refusals": len(self.refusals),
+            "fallbacks": len(self.fallbacks),
+            "traces": len(self.traces),
+            "winners": self.winners,
+            "end_reason": view.get("end_reason"),
+            "turns": view.get("turn"),
+            "finished": bool(view.get("finished")),
+            "seat_lost": (self.seat_lost or {}).get("code"),
+        }
+
+
+def fallback_action(view: dict[str, Any]) -> dict[str, Any] | None:
+    """A safe legal action for the seat whose ``view`` this is, or None when it need not act.
+
+    Safe means it gives nothing away and never ends the seat's game: a ToM report of 5 everywhere (only
+    the orders asked), passing (else asking the next player for one unit of something), rejecting a
+    proposal, finishing crafting. Never ``resign``.
+    """
+    legal = view.get("legal_actions") or []
+    if "report_tom" in legal:
+        tom = view.get("tom") or {}
+        items = tom.get("items") or []
+        report: dict[str, Any] = {"type": "report_tom", "v0": dict.fromkeys(items, 5)}
+        for order in tom.get("orders") or []:
+            if order in (1, 2):
+                report[f"v{order}"] = {str(s): dict.fromkeys(items, 5) for s in tom.get("opponents") or []}
+        return report
+    if "decide" in legal:
+        return {"type": "decide", "accept": False, "message": ""}
+    if "finish_crafting" in legal:
+        return {"type": "finish_crafting"}
+    if "pass" in legal:
+        return {"type": "pass"}
+    if "propose" in legal:
+        seat, hands = view["seat"], view["hands"]
+        for step in range(1, view["players"]):
+            other = (seat + step) % view["players"]
+            if hands[other]:
+                item = sorted(hands[other])[0]
+                return {"type": "propose", "to": other, "offer": {}, "request": {item: 1}, "message": ""}
+            if hands[seat]:
+                item = sorted(hands[seat])[0]
+                return {"type": "propose", "to": other, "offer": {item: 1}, "request": {}, "message": ""}
+    return None
+
+
+def _first_n(answer: dict[str, Any]) -> int | None:
+    events = answer.get("events") or []
+    return events[0]["n"] if events else None
+
+
+def take_turn(
+    policy: Policy,
+    conn: SeatConnection,
+    outcome: SeatOutcome,
+    *,
+    retries: int = DEFAULT_RETRIES,
+    clock: Callable[[], float] = time.time,
+) -> bool:
+    """One decision for ``conn``'s seat, which must be awaited now: observe, act, retry, fall back.
+
+    Returns True when an action was applied (the policy's or the fallback), False when the seat turned
+    out not to be awaited (the game moved on) or nothing could be applied.
+    """
+    observe(policy, conn.events())
+    failures: list[dict[str, Any]] = []
+    stale = 0
+    while True:
+        view = conn.view()
+        if view.get("finished") or not view.get("your_turn"):
+            return False
+        if len(failures) > retries:
+            break
+        try:
+            action = policy.act(view, list(view.get("legal_actions") or []))
+        except Exception as err:  # a broken policy must not hang the game: fall back below
+            log.warning("seat %s: the policy raised %s: %s", conn.seat, type(err).__name__, err)
+            failures.append({"action": None, "error": {"code": "policy_failed", "message": str(err)}})
+            _keep_traces(policy, conn, outcome, None, clock)
+            continue
+        answer = conn.act(action)
+        _keep_traces(policy, conn, outcome, _first_n(answer) if answer.get("ok") else None, clock)
+        if answer.get("ok"):
+            outcome.actions += 1
+            return True
+        error = answer.get("error") or {}
+        outcome.refusals.append({"action": action, "error": error})
+        if error.get("code") in SEAT_LOST_CODES:
+            log.warning(
+                "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
+            )
+            outcome.seat_lost = error
+            return False
+        tell_refused(policy, error)  # a policy that can learn from it (an LLM agent) hears why first
+        if error.get("code") in STALE_CODES:
+            stale += 1
+            if stale > MAX_STALE_ROUNDS:
+                return False
+            refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
+            if refresh is not None:
+                refresh()
+            else:
+                conn.wait_for_turn(timeout=0.2)
+            continue
+        log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
+        failures.append({"action": action, "error": error})
+        observe(policy, conn.events())
+    action = fallback_action(view)
+    if action is None:
+        return False
+    answer = conn.act(action)
+    log.warning(
+        "seat %s: fallback %s after %d failed attempt(s): %s",
+        conn.seat,
+        action["type"],
+        len(failures),
+        "; ".join(f"{f['error'].get('code')}" for f in failures),
+    )
+    outcome.fallbacks.append({"action": action, "after": failures, "answer_ok": bool(answer.get("ok"))})
+    if answer.get("ok"):
+        outcome.actions += 1
+        return True
+    outcome.refusals.append({"action": action, "error": answer.get("error") or {}})
+    return False
+
+
+def _keep_traces(
+    policy: Policy,
+    conn: SeatConnection,
+    outcome: SeatOutcome,
+    first_n: int | None,
+    clock: Callable[[], float],
+) -> None:
+    now = clock()
+    for record in drain_traces(policy):
+        outcome.traces.append({**record, "seat": conn.seat, "event_n": first_n, "time": now})
+
+
+def run_seat(
+    policy: Policy,
+    conn: SeatConnection,
+    *,
+    retries: int = DEFAULT_RETRIES,
+    turn_timeout: float | None = None,
+    on_move: Callable[[SeatOutcome], None] | None = None,
+) -> SeatOutcome:
+    """Play ``conn``'s seat with ``policy`` until the game ends (or the seat is no longer ours: an idle
+    seat handed to a bot, see ``outcome.seat_lost``); what happened.
+
+    ``turn_timeout``: give up (``TimeoutError``) when the seat waits longer than this for its turn (None:
+    wait as long as the game runs; a server's deadlines and bots keep games moving). ``on_move`` is called
+    after each applied action (e.g. to print progress).
+    """
+    outcome = SeatOutcome(seat=conn.seat)
+    while not conn.finished and outcome.seat_lost is None:
+        if not conn.wait_for_turn(timeout=turn_timeout):
+            raise TimeoutError(f"seat {conn.seat} waited more than {turn_timeout} s for its turn")
+        if conn.finished:
+            break
+        if take_turn(policy, conn, outcome, retries=retries):
+            if on_move is not None:
+                on_move(outcome)
+        else:
+            time.sleep(0.05)  # the game moved on under us: let the connection catch up
+    observe(policy, conn.events())  # the end: targets revealed, game ended
+    _keep_traces(policy, conn, outcome, None, time.time)
+    outcome.final_view = conn.view()
+    return outcome

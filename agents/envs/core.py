@@ -1,0 +1,449 @@
+"""What the Gymnasium and PettingZoo environments share: spaces, tool calls, the match, observations, rewards.
+
+**Actions** are tool calls ``{"tool": name, "args": {...}}``, given as a dict or as its JSON text (the
+action space is a :class:`gymnasium.spaces.Text` of that JSON); the engine's own object
+(``{"type": "pass"}``, as the narrator's action formats write it) is accepted too. The tools are the
+player action types (:data:`~server.game.actions.PLAYER_ACTION_TYPES`: ``report_tom``, ``propose``,
+``pass``, ``decide``, ``craft``, ``finish_crafting``, ``resign``) and the in-phase queries
+(:data:`~server.game.queries.QUERY_MODELS`: ``item_info``, ``recipe_search``, ``possible_crafts``,
+``crafting_tree``, ``craftable``, ``history``); the arguments are the model's fields without ``type``.
+A query is answered into the next observation and does not advance the game. A malformed call or an
+illegal action gets the protocol's typed error (the same ``{code, message, details}`` a server sends)
+in the observation and the info, and changes nothing.
+
+**Observations** are a dict: ``text`` (the narrator's observation, :func:`agents.narrator.observation`:
+the stable rules-and-target prefix, the state now, the news since the seat last acted, then the answer
+to its last request), ``view`` (the player view as JSON text), ``tool_mask`` (1 for each tool usable
+now, in :data:`TOOLS` order), ``your_turn`` (0/1) and ``turn``. The info holds the same view as a dict,
+the last ``result`` (an ack, a query answer or a refusal), ``error``, ``legal_tools`` and, at the end,
+``winners``, ``scores`` and ``end_reason``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from agents.bots.base import Policy
+from agents.bots.registry import PolicySpecError, make_policy
+from agents.connection import MAX_ACTION_BYTES, oversized
+from agents.driver import SeatOutcome, take_turn
+from agents.local import LocalResult, derive_seed
+from agents.local_connection import LocalConnection, LocalTable
+from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
+from craft_rules.loader import load_rule_set
+from craft_rules.model import RuleSet
+from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
+from server.game import GameError, GameSettings, Timeout
+from server.game.actions import PLAYER_ACTION_TYPES
+from server.game.gamelog import GameLog, TraceRecord
+from server.game.queries import QUERY_MODELS
+
+TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)
+"""Every tool an agent may call: the action types, then the queries (the order of ``tool_mask``)."""
+ACTION_TOOLS = frozenset(PLAYER_ACTION_TYPES)
+QUERY_TOOLS = frozenset(QUERY_MODELS)
+
+MAX_TEXT_CHARS = 200_000
+"""Longest observation text (and view JSON). A view covers 20 turns of history, so real observations
+stay far below this; a longer one is cut at the end with a marker (never silently)."""
+MAX_TURN_COUNTER = 1_000_000
+
+# Every character the texts may hold: tab, newline, carriage return and the Basic Multilingual Plane
+# without surrogates. Players' messages may hold anything; characters beyond it (e.g. emoji) are written
+# as \U0001xxxx escapes by :func:`fit_text`, so every observation lies in the space.
+TEXT_CHARSET = frozenset(
+    "\t\n\r" + "".join(chr(c) for c in range(0x20, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10000))
+)
+_OUTSIDE_CHARSET = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\uffff]")
+ACTION_CHARSET = frozenset(chr(c) for c in range(0x20, 0x7F))
+"""Printable ASCII: the JSON text of a tool call (``json.dumps`` escapes the rest)."""
+
+DEFAULT_OPPONENT = "random"
+DEFAULT_RULESET = "minecraft"
+DEFAULT_MAX_STEPS = 2_000
+"""Env steps (actions, queries and refused calls together) after which an episode is truncated, so an
+agent that only queries or keeps sending illegal calls cannot run forever."""
+MAX_DRIVEN_ACTIONS_PER_PHASE = 1_000
+"""Moves the driven seats may make in one phase before a system timeout ends it (a stuck policy's guard,
+as in :func:`agents.local.play_local`)."""
+
+
+_TEXT_PROTOTYPE: spaces.Text | None = None
+
+
+def _text_space() -> spaces.Text:
+    """A Text space over :data:`TEXT_CHARSET`. Building one indexes 63k characters (a third of a second),
+    so one prototype is built and each space is a shallow copy of it with its own random generator."""
+    global _TEXT_PROTOTYPE
+    if _TEXT_PROTOTYPE is None:
+        _TEXT_PROTOTYPE = spaces.Text(max_length=MAX_TEXT_CHARS, min_length=0, charset=TEXT_CHARSET)
+    space = copy.copy(_TEXT_PROTOTYPE)
+    space._np_random = None  # seeded on first use or by space.seed(), never shared with another space
+    return space
+
+
+def observation_space() -> spaces.Dict:
+    """The observation space of one seat (build it once per agent and hand out that object)."""
+    return spaces.Dict(
+        {
+            "text": _text_space(),
+            "view": _text_space(),
+            "tool_mask": spaces.MultiBinary(len(TOOLS)),
+            "your_turn": spaces.Discrete(2),
+            "turn": spaces.Box(low=0, high=MAX_TURN_COUNTER, shape=(1,), dtype=np.int64),
+        }
+    )
+
+
+def action_space() -> spaces.Text:
+    """The action space: the JSON text of ``{"tool": ..., "args": {...}}`` (dicts are accepted as well)."""
+    return spaces.Text(max_length=MAX_ACTION_BYTES, min_length=0, charset=ACTION_CHARSET)
+
+
+def fit_text(text: str) -> str:
+    """``text`` inside the observation charset and length: astral characters escaped, cut if too long."""
+    if _OUTSIDE_CHARSET.search(text):
+        text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    if len(text) > MAX_TEXT_CHARS:
+        marker = "\n[... cut: longer than the observation allows]"
+        text = text[: MAX_TEXT_CHARS - len(marker)] + marker
+    return text
+
+
+# ------------------------------------------------------------------------------------ tool calls
+def tool_call(action: Mapping[str, Any]) -> dict[str, Any]:
+    """An engine action or query (``{"type": ..., ...}``) as a tool call ``{"tool", "args"}``."""
+    args = dict(action)
+    return {"tool": args.pop("type"), "args": args}
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    kind: str  # "action" or "query"
+    payload: dict[str, Any]  # the engine's object: {"type": tool, **args}
+
+
+def parse_tool_call(call: Any) -> ParsedCall:
+    """Read a tool call (dict or JSON text); ``GameError("invalid_action")`` saying what is wrong."""
+    if isinstance(call, (str, np.str_)):
+        try:
+            call = json.loads(str(call))
+        except ValueError as err:
+            raise GameError(
+                "invalid_action",
+                f'The action is not JSON ({err.msg}); send {{"tool": "<name>", "args": {{...}}}}.',
+                {"problems": [{"field": "", "problem": "not JSON", "kind": "json"}]},
+            ) from None
+    if not isinstance(call, Mapping):
+        raise GameError(
+            "invalid_action",
+            'An action is an object {"tool": "<name>", "args": {...}}; got ' + type(call).__name__ + ".",
+            {"problems": [{"field": "", "problem": "not an object", "kind": "type"}]},
+        )
+    if "tool" not in call and isinstance(call.get("type"), str):
+        # the engine's own object, as the narrator's action formats write it: {"type": "pass"}
+        call = tool_call(call)
+    extra = sorted(set(call) - {"tool", "args"})
+    tool, args = call.get("tool"), call.get("args", {})
+    if extra or not isinstance(tool, str) or tool not in TOOLS:
+        raise GameError(
+            "invalid_action",
+            f"Unknown tool {tool!r}; call one of: {', '.join(TOOLS)}."
+            if not extra
+            else f"A tool call has only the keys 'tool' and 'args', not {extra}.",
+            {"problems": [{"field": "tool", "problem": "unknown tool", "kind": "tag"}], "tools": list(TOOLS)},
+        )
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping) or "type" in args:
+        raise GameError(
+            "invalid_action",
+            "'args' is an object of the tool's fields (without 'type').",
+            {"problems": [{"field": "args", "problem": "not an object of fields", "kind": "type"}]},
+        )
+    return ParsedCall("query" if tool in QUERY_TOOLS else "action", {"type": tool, **args})
+
+
+# --------------------------------------------------------------------------------------- setup
+def resolve_instance(
+    instance: str | int | TaskInstance | None, ruleset: str = DEFAULT_RULESET, players: int = 2
+) -> TaskInstance:
+    """A task instance from an id, an index into the rule set's instances for ``players`` seats, or None
+    (the first of them); ``ValueError`` saying what exists otherwise."""
+    if isinstance(instance, TaskInstance):
+        return instance
+    if isinstance(instance, str) and not instance.isdigit():
+        try:
+            return get_instance(instance)
+        except KeyError:
+            raise ValueError(
+                f"There is no task instance {instance!r}; `tradecraft tasks list` shows the ids."
+            ) from None
+    index = int(instance) if instance is not None else 0
+    candidates = list(iter_instances(ruleset, mode_for_players(players)))
+    if not 0 <= index < len(candidates):
+        raise ValueError(
+            f"Rule set {ruleset} has {len(candidates)} instance(s) for {players} players; index {index} "
+            "is out of range."
+        )
+    return candidates[index]
+
+
+def make_settings(
+    settings: GameSettings | Mapping[str, Any] | None, instance: TaskInstance, **overrides: Any
+) -> GameSettings:
+    base = settings.model_dump() if isinstance(settings, GameSettings) else dict(settings or {})
+    base.setdefault("ruleset", instance.ruleset)
+    if instance.crafting_runs is not None:  # the rule the instance was made and validated for
+        base.setdefault("crafting_runs", instance.crafting_runs)
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    return GameSettings(**base)
+
+
+def make_policies(
+    specs: str | Policy | Sequence[str | Policy] | Mapping[int, str | Policy] | None,
+    seats: Sequence[int],
+    seed: int,
+) -> dict[int, Policy]:
+    """One policy per driven seat: a spec (seeded from the game seed and the seat) or a policy object."""
+    if specs is None:
+        specs = DEFAULT_OPPONENT
+    if isinstance(specs, Mapping):
+        chosen = {seat: specs[seat] for seat in seats}
+    elif isinstance(specs, str) or not isinstance(specs, Sequence):
+        chosen = dict.fromkeys(seats, specs)
+    else:
+        if len(specs) != len(seats):
+            raise ValueError(f"Give one opponent per driven seat {list(seats)}; got {len(specs)}.")
+        chosen = dict(zip(seats, specs, strict=True))
+    out: dict[int, Policy] = {}
+    for seat, spec in chosen.items():
+        if isinstance(spec, str):
+            try:
+                out[seat] = make_policy(spec, derive_seed(seed, "seat", seat))
+            except PolicySpecError as err:
+                raise ValueError(f"{err.message} [{err.code}]") from None
+        else:
+            out[seat] = spec
+    return out
+
+
+# -------------------------------------------------------------------------------------- the match
+@dataclass
+class Match:
+    """One game: a local table, a connection per seat, the policies of the driven seats, and per seat
+    the news not yet shown in a step's observation and the answer to its last request."""
+
+    table: LocalTable
+    driven: dict[int, Policy]
+    narrate: bool = True
+    """False: ``text`` holds only the answer to the last request, not the narration (RL throughput)."""
+    conns: list[LocalConnection] = field(init=False)
+    news: list[list[dict[str, Any]]] = field(init=False)
+    last: list[dict[str, Any] | None] = field(init=False)
+    outcomes: dict[int, SeatOutcome] = field(init=False)
+    _prefix: dict[int, str] = field(init=False, default_factory=dict)
+    _observed: dict[int, tuple[tuple[int, int, int], dict[str, Any], str]] = field(
+        init=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        # the driven seats' policies read the view before each move: their acks need none
+        self.conns = [
+            self.table.connection(seat, ack_views=seat not in self.driven)
+            for seat in range(self.table.game.players)
+        ]
+        players = self.table.game.players
+        self.news = [[] for _ in range(players)]
+        self.last = [None] * players
+        self.outcomes = {seat: SeatOutcome(seat=seat) for seat in self.driven}
+
+    @classmethod
+    def start(
+        cls,
+        instance: TaskInstance,
+        settings: GameSettings,
+        rules: RuleSet,
+        seed: int,
+        driven: dict[int, Policy],
+        narrate: bool = True,
+    ) -> Match:
+        return cls(LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}"), driven, narrate)
+
+    @property
+    def game(self) -> Any:
+        return self.table.game
+
+    def advance(self) -> None:
+        """Let the driven seats move until a seat not driven is awaited or the game ends."""
+        game = self.game
+        phase_key, phase_moves = (game.turn, game.phase), 0
+        while not game.finished:
+            awaited = sorted(game.waiting_for())
+            movers = [s for s in awaited if s in self.driven]
+            if not movers:
+                return  # a seat the caller plays is awaited (or nobody is)
+            for seat in movers:
+                if game.finished or seat not in game.waiting_for():
+                    continue
+                moved = take_turn(self.driven[seat], self.conns[seat], self.outcomes[seat])
+                phase_moves += 1
+                if not moved and seat in game.waiting_for():
+                    phase_moves = MAX_DRIVEN_ACTIONS_PER_PHASE  # nothing it can do: end the phase
+            if (game.turn, game.phase) != phase_key:
+                phase_key, phase_moves = (game.turn, game.phase), 0
+            elif phase_moves >= MAX_DRIVEN_ACTIONS_PER_PHASE and not game.finished:
+                self.table.apply(None, Timeout(phase=game.phase, turn=game.turn))
+                phase_key, phase_moves = (game.turn, game.phase), 0
+
+    def handle(self, seat: int, call: Any) -> dict[str, Any]:
+        """Carry out one tool call of ``seat``: the protocol's answer (ack, query answer or refusal)."""
+        too_large = oversized(call, "action") if isinstance(call, (str, Mapping)) else None
+        if too_large is not None:
+            return too_large
+        try:
+            parsed = parse_tool_call(call)
+        except GameError as err:
+            return {"ok": False, "error": err.to_dict()}
+        conn = self.conns[seat]
+        return conn.query(parsed.payload) if parsed.kind == "query" else conn.act(parsed.payload)
+
+    def collect(self, seat: int) -> None:
+        """Move the seat's new events into its unshown news."""
+        self.news[seat].extend(self.conns[seat].events())
+
+    def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The seat's observation and info now (news since its last step, its last request's answer)."""
+        self.collect(seat)
+        result = self.last[seat]
+        key = (len(self.game.events), id(result), len(self.news[seat]))
+        cached = self._observed.get(seat)
+        if cached is not None and cached[0] == key:
+            return _fresh(cached[1], cached[2])
+        view = self.conns[seat].view()
+        parts = [self._narrate(seat, view)] if self.narrate else []
+        if result is not None:
+            parts.append(describe_result(result))
+        text = "\n\n".join(parts)
+        legal = set(view.get("legal_actions") or [])
+        queries_open = not view["finished"]
+        mask = np.array(
+            [1 if (t in legal or (t in QUERY_TOOLS and queries_open)) else 0 for t in TOOLS], dtype=np.int8
+        )
+        obs = {
+            "text": fit_text(text),
+            "view": fit_text(json.dumps(view)),
+            "tool_mask": mask,
+            "your_turn": int(bool(view.get("your_turn"))),
+            "turn": np.array([min(int(view.get("turn") or 0), MAX_TURN_COUNTER)], dtype=np.int64),
+        }
+        info: dict[str, Any] = {
+            "view": view,
+            "result": result,
+            "error": (result or {}).get("error") if result and not result.get("ok") else None,
+            "legal_tools": [t for t, m in zip(TOOLS, mask, strict=True) if m],
+        }
+        if self.game.finished:
+            info.update(
+                winners=list(self.game.winners), scores=self.game.scores, end_reason=self.game.end_reason
+            )
+        # callers keep what they are given (gymnasium's checker insists): each call gets its own copy
+        self._observed[seat] = (key, obs, json.dumps(info))
+        return _fresh(obs, self._observed[seat][2])
+
+    def _narrate(self, seat: int, view: dict[str, Any]) -> str:
+        """:func:`agents.narrator.observation`, with the seat's stable prefix built once per game (it
+        never changes during a game; a test checks the text equals the narrator's)."""
+        rules = self.game.rules
+        prefix = self._prefix.get(seat)
+        if prefix is None:
+            prefix = self._prefix[seat] = stable_prefix(view, rules)
+        news = SECTION_EVENTS + "\n" + narrate_events(self.news[seat], seat, rules)
+        return "\n\n".join([prefix, describe_view(view, rules), news])
+
+    def game_log(self, *, game_id: str | None = None, meta: Mapping[str, Any] | None = None) -> GameLog:
+        """The game so far as a researcher game log (:mod:`server.game.gamelog`, ``source: local``), with
+        the driven seats' trace records (``drain_traces``) linked to the events their moves produced."""
+        game = self.game
+        traces = []
+        for seat, outcome in self.outcomes.items():
+            for record in outcome.traces:
+                fields = dict(record)
+                n = fields.pop("event_n", None)
+                fields["event_seq"] = None if n is None else self.table.seq_of(seat, n)
+                traces.append(TraceRecord(**fields))
+        seats = [
+            {"seat": s, "kind": "bot", "name": type(p).__name__, "bot": getattr(p, "name", None)}
+            if s in self.driven
+            else {"seat": s, "kind": "agent", "name": "env"}
+            for s, p in ((s, self.driven.get(s)) for s in range(game.players))
+        ]
+        result = LocalResult(
+            winners=list(game.winners),
+            turns=game.turn,
+            events=list(game.events),
+            log_sha256=game.log_digest(),
+            end_reason=game.end_reason,
+            actions=sum(1 for e in game.events if e.actor is not None),
+            timeouts=0,
+            game=game,
+            times=list(self.table.times),
+            traces=traces,
+        )
+        return result.game_log(game_id=game_id or self.table.game_id, seats=seats, meta=meta)
+
+    def mark_shown(self, seat: int) -> None:
+        """The seat acted on its observation: its news has been shown."""
+        self.news[seat] = []
+
+
+def _fresh(obs: dict[str, Any], info_json: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {**obs, "tool_mask": obs["tool_mask"].copy(), "turn": obs["turn"].copy()}, json.loads(info_json)
+
+
+def describe_result(result: Mapping[str, Any]) -> str:
+    """The answer to the seat's last request, for the end of its observation text."""
+    if not result.get("ok"):
+        error = result.get("error") or {}
+        details = json.dumps(error.get("details") or {}, sort_keys=True)
+        return (
+            f"## Your last request was refused\n{error.get('code')}: {error.get('message')} "
+            f"(details: {details}). Nothing changed."
+        )
+    if "answer" in result:
+        answer = dict(result["answer"])
+        return f"## Answer to your {answer.get('type')} query\n" + json.dumps(answer, sort_keys=True)
+    return "## Your last action was accepted"
+
+
+def outcome_reward(game: Any, seat: int, mode: str = "outcome") -> float:
+    """The seat's reward when the game has ended (0 before).
+
+    ``outcome``: +1 for a sole win, -1 when others won and you did not, 0 for a shared win or no winner
+    (the turn limit). ``points``: the game's own points (``settings.scoring``: 3 for a sole win, 1 each
+    for a shared win, 0 otherwise, by default).
+    """
+    if not game.finished:
+        return 0.0
+    if mode == "points":
+        scores = game.scores or [0] * game.players
+        return float(scores[seat])
+    winners = list(game.winners)
+    if seat in winners:
+        return 1.0 if len(winners) == 1 else 0.0
+    return -1.0 if winners else 0.0
+
+
+def load_rules(instance: TaskInstance) -> RuleSet:
+    return load_rule_set(instance.ruleset)
+
+
+REWARD_MODES = ("outcome", "points")

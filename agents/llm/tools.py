@@ -1,0 +1,252 @@
+"""LangChain tools for one seat, generated from the game's own declarations.
+
+One tool per end-of-phase action of :data:`server.game.actions.ACTION_MODELS` (``report_tom``,
+``propose``, ``pass``, ``decide``, ``craft``, ``finish_crafting``) and per in-phase query of
+:data:`server.game.queries.QUERY_MODELS` (``item_info``, ``possible_recipes_from_hands``,
+``recipe_search``, ``crafting_tree``, ``craftable``, ``history``, ... every query declared there; only
+``possible_crafts`` is renamed, to the paper's name). A tool's arguments are its model's
+JSON schema without the ``type`` tag (the tool's name says it), its description the model's docstring:
+there is no second copy of any schema here. ``resign`` gets no tool: leaving a study game for good is
+the participant's decision, not a move an LLM should stumble into while negotiating (a program that
+wants it sends ``{"type": "resign"}`` through its connection).
+
+Strict mode (OpenAI strict tools, which refuse free-key objects) renders the arguments with
+:func:`server.game.schemas.strict_args_schema` (lists of ``{item, count}`` pairs) and parses calls back
+with :func:`~server.game.schemas.from_strict` into the very same action or query.
+
+Every tool calls a :class:`~agents.connection.SeatConnection` (``act`` / ``query``), so it plays the same
+in-process and over the network; it returns the connection's typed answer as JSON text
+(``{"ok": true, ...}`` or ``{"ok": false, "error": {"code", "message", "details"}}``), never raises, and
+so works inside any tool-calling loop, LangChain's ``create_agent`` included.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel
+
+from agents.connection import SeatConnection
+from server.game.actions import ACTION_MODELS, parse_action
+from server.game.errors import GameError
+from server.game.queries import QUERY_MODELS, parse_query
+from server.game.schemas import from_strict, strict_args_schema, to_strict
+
+ACTION_TOOLS: dict[str, str] = {
+    "report_tom": "report_tom",
+    "propose": "propose",
+    "pass": "pass",
+    "decide": "decide",
+    "craft": "craft",
+    "finish_crafting": "finish_crafting",
+}
+"""Tool name -> action type (every player action but ``resign``; see the module docstring)."""
+
+PAPER_TOOL_NAMES: dict[str, str] = {"possible_crafts": "possible_recipes_from_hands"}
+"""Query types whose tool carries the paper's name instead (``item_info`` already matches)."""
+
+QUERY_TOOLS: dict[str, str] = {PAPER_TOOL_NAMES.get(t, t): t for t in QUERY_MODELS}
+"""Tool name -> query type: every declared in-phase query, in QUERY_MODELS order."""
+
+TOOL_OF_TYPE: dict[str, str] = {t: name for name, t in (ACTION_TOOLS | QUERY_TOOLS).items()}
+"""Action or query type -> its tool's name."""
+
+assert set(ACTION_TOOLS.values()) == set(ACTION_MODELS) - {"timeout", "resign"}
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+_MESSAGE_FIELDS = ("message",)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its name, whether it acts or queries, the action/query type and model it renders."""
+
+    name: str
+    kind: Literal["action", "query"]
+    type: str
+    model: type[BaseModel]
+
+    def description(self) -> str:
+        """The model's docstring as plain text (reST literals and roles unwrapped)."""
+        text = inspect.cleandoc(self.model.__doc__ or self.name)
+        text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+        return text.replace("``", "'")
+
+    def args_schema(self, strict: bool = False) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments: the model's own (or its strict rendering) minus
+        the ``type`` tag."""
+        schema = strict_args_schema(self.model) if strict else self.model.model_json_schema()
+        schema = json.loads(json.dumps(schema))  # a private copy: the models' schemas are cached
+        schema["properties"].pop("type", None)
+        if "required" in schema:
+            schema["required"] = [name for name in schema["required"] if name != "type"]
+        schema["title"] = self.name
+        schema["description"] = self.description()
+        return schema
+
+    def request(self, args: Mapping[str, Any] | Any, strict: bool = False) -> dict[str, Any] | Any:
+        """The action/query dict a call with ``args`` stands for (unparsed: the engine's parser judges).
+
+        Reasoning blocks (``<think>...</think>``) a model leaked into a message are cut out here, so they
+        reach the trace and never the game.
+        """
+        if not isinstance(args, Mapping):
+            return args
+        request: dict[str, Any] = {**args, "type": self.type}
+        if strict:
+            request = from_strict(request)
+        for name in _MESSAGE_FIELDS:
+            if isinstance(request.get(name), str):
+                request[name] = strip_reasoning(request[name])
+        return request
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
+    return _THINK.sub("", text).strip() if "<think" in text.lower() else text
+
+
+def tool_specs(*, actions: bool = True, queries: bool = True) -> list[ToolSpec]:
+    """The tool declarations in a stable order: actions first (ACTION_MODELS order), then queries."""
+    specs: list[ToolSpec] = []
+    if actions:
+        specs += [ToolSpec(n, "action", t, ACTION_MODELS[t]) for n, t in ACTION_TOOLS.items()]
+    if queries:
+        specs += [ToolSpec(n, "query", t, QUERY_MODELS[t]) for n, t in QUERY_TOOLS.items()]
+    return specs
+
+
+def tool_call_args(obj: BaseModel | Mapping[str, Any], strict: bool = False) -> tuple[str, dict[str, Any]]:
+    """(tool name, arguments) of the call that stands for an action or query: the inverse of
+    :meth:`ToolSpec.request` (used by scripted players and tests)."""
+    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else dict(obj)
+    if strict:
+        data = to_strict(data)
+    kind = data.pop("type")
+    return TOOL_OF_TYPE[kind], data
+
+
+def error_answer(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The protocol's typed error answer."""
+    return {"ok": False, "error": {"code": code, "message": message, "details": dict(details or {})}}
+
+
+def validate_request(spec: ToolSpec, request: Any) -> dict[str, Any] | None:
+    """None when ``request`` parses as ``spec``'s action/query, else the engine parser's typed error."""
+    try:
+        (parse_action if spec.kind == "action" else parse_query)(request)
+    except GameError as err:
+        return {"ok": False, "error": err.to_dict()}
+    return None
+
+
+_ANSWER_KEYS = ("ok", "error", "answer", "events", "submitted")
+
+
+def compact(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model needs of a connection's answer: ok / error, a query's answer, the events an action
+    produced; not the envelope (game id, seats, the whole view) a server acknowledges with."""
+    return {key: answer[key] for key in _ANSWER_KEYS if key in answer}
+
+
+class SeatTools:
+    """The tools of one seat over a connection, plus the dispatcher an agent loop calls directly.
+
+    ``max_queries``: queries answered per decision (None: unbounded); further ones get the typed error
+    ``query_limit``. ``reset_queries()`` starts a new decision. ``on_call(name, args, answer)`` observes
+    every call (an agent's trace).
+    """
+
+    def __init__(
+        self,
+        connection: SeatConnection,
+        *,
+        strict: bool = False,
+        actions: bool = True,
+        queries: bool = True,
+        max_queries: int | None = None,
+        on_call: Callable[[str, Any, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.connection = connection
+        self.strict = strict
+        self.max_queries = max_queries
+        self.on_call = on_call
+        self.specs = {spec.name: spec for spec in tool_specs(actions=actions, queries=queries)}
+        self.queries_asked = 0
+
+    def reset_queries(self) -> None:
+        self.queries_asked = 0
+
+    def call(self, name: str, args: Any) -> dict[str, Any]:
+        """Run tool ``name`` with ``args`` (a dict) on the connection; the typed answer."""
+        answer = self._call(name, args)
+        if self.on_call is not None:
+            self.on_call(name, args, answer)
+        return answer
+
+    def _call(self, name: str, args: Any) -> dict[str, Any]:
+        spec = self.specs.get(name)
+        if spec is None:
+            return error_answer(
+                "unknown_tool",
+                f"There is no tool {name!r}; call one of: {', '.join(self.specs)}.",
+                {"tool": name},
+            )
+        if not isinstance(args, Mapping):
+            return error_answer(
+                "invalid_action" if spec.kind == "action" else "invalid_query",
+                f"The arguments of {name} must be a JSON object; got {type(args).__name__}.",
+                {"tool": name},
+            )
+        request = spec.request(args, self.strict)
+        refused = validate_request(spec, request)
+        if refused is not None:
+            return refused
+        if spec.kind == "query":
+            if self.max_queries is not None and self.queries_asked >= self.max_queries:
+                return error_answer(
+                    "query_limit",
+                    f"You have asked {self.queries_asked} queries for this decision, the most allowed; "
+                    "decide now with one of the action tools.",
+                    {"limit": self.max_queries},
+                )
+            self.queries_asked += 1
+            return compact(self.connection.query(request))
+        return compact(self.connection.act(request))
+
+    def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
+        """LangChain tools (all, or those named) whose results are the typed answers as JSON text."""
+        chosen = list(self.specs) if names is None else list(names)
+        return [self._tool(self.specs[name]) for name in chosen]
+
+    def _tool(self, spec: ToolSpec) -> BaseTool:
+        def run(**kwargs: Any) -> str:
+            return json.dumps(self.call(spec.name, kwargs), ensure_ascii=False)
+
+        return StructuredTool.from_function(
+            func=run,
+            name=spec.name,
+            description=spec.description(),
+            args_schema=spec.args_schema(self.strict),
+        )
+
+
+def make_tools(
+    connection: SeatConnection,
+    *,
+    strict: bool = False,
+    actions: bool = True,
+    queries: bool = True,
+    max_queries: int | None = None,
+) -> list[BaseTool]:
+    """The seat's LangChain tools over ``connection`` (see :class:`SeatTools`); with ``strict`` the
+    arguments use the strict-mode rendering (bind them with ``model.bind_tools(tools, strict=True)``)."""
+    return SeatTools(
+        connection, strict=strict, actions=actions, queries=queries, max_queries=max_queries
+    ).tools()

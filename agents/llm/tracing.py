@@ -1,0 +1,107 @@
+"""What an LLM agent's traces are made of: offline token counts, messages as JSON, secrets redacted.
+
+Token counts: the provider's reported usage when it sends one, else counted offline with the o200k
+encoding (``bpe-openai``, no network). A chat message costs its content's tokens plus a small per-message
+overhead (the chat format's role markers), and tool schemas count as the JSON text sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens the chat format adds around each message (role and separators), as OpenAI's cookbook counts."""
+
+_KEY_PATTERNS = (
+    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),  # OpenAI-style secret keys
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}"),
+)
+SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
+
+
+@cache
+def _encoding() -> Any:
+    import bpe_openai
+
+    return bpe_openai.get_encoding("o200k_base")
+
+
+def count_tokens(text: str) -> int:
+    """o200k tokens of ``text`` (special-token look-alikes count as plain text)."""
+    return len(_encoding().encode_ordinary(text)) if text else 0
+
+
+def message_text(message: BaseMessage) -> str:
+    """Everything of ``message`` a provider reads, as text: content plus tool calls."""
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        text += json.dumps(
+            [{"name": c["name"], "arguments": c["args"]} for c in message.tool_calls], ensure_ascii=False
+        )
+    return text
+
+
+def count_message_tokens(messages: Iterable[BaseMessage]) -> int:
+    """o200k tokens of a list of chat messages, with the per-message overhead."""
+    return sum(count_tokens(message_text(m)) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+
+
+def count_tool_tokens(tool_schemas: Sequence[Mapping[str, Any]]) -> int:
+    """o200k tokens of the tool declarations as sent (their JSON text)."""
+    return count_tokens(json.dumps(list(tool_schemas), ensure_ascii=False, separators=(",", ":")))
+
+
+def message_record(message: BaseMessage) -> dict[str, Any]:
+    """A chat message as a JSON-safe trace record."""
+    record: dict[str, Any] = {"role": message.type, "content": message.content}
+    if isinstance(message, AIMessage):
+        if message.tool_calls:
+            record["tool_calls"] = [
+                {"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls
+            ]
+        if message.invalid_tool_calls:
+            record["invalid_tool_calls"] = [
+                {"id": c.get("id"), "name": c.get("name"), "args": c.get("args"), "error": c.get("error")}
+                for c in message.invalid_tool_calls
+            ]
+    if isinstance(message, ToolMessage):
+        record["tool_call_id"] = message.tool_call_id
+    return record
+
+
+def secrets_in_environment() -> list[str]:
+    """Values of environment variables that look like credentials (``*_API_KEY``, ``*_TOKEN``, ...)."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if name.upper().endswith(SECRET_ENV_SUFFIXES) and len(value) >= 6
+    ]
+
+
+def redact(value: Any, secrets: Sequence[str] = ()) -> Any:
+    """``value`` (any JSON) with every known secret and anything shaped like an API key blanked out."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and secret in value:
+                value = value.replace(secret, "[redacted]")
+        for pattern in _KEY_PATTERNS:
+            value = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "[redacted]", value)
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` made JSON-safe (unknown objects as their text)."""
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))

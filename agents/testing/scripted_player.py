@@ -1,0 +1,142 @@
+"""A scripted "model" for the OpenAI-compatible test server: it reads the game text an LLM agent sends and
+answers with legal tool calls, so tests and benchmarks can run whole games through the real ``ChatOpenAI``
+code path without a provider.
+
+It reads only what a model would read: the narrator's text (the latest game message, the system prompt's
+ToM duty) and the answers of its own earlier tool calls in the same move. Its play is simple and
+deterministic: value reports from a hash of the items, one-for-one swap offers (a gift or an ask when a
+side holds nothing else), accepting
+every other proposal, in the craft phase one query (``possible_recipes_from_hands``), then one craft of
+the first recipe it lists, then ``finish_crafting``. Tool arguments follow the rendering the request's
+tools declare (strict pairs when a tool is ``strict``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from agents.llm.tools import tool_call_args
+from agents.testing.openai_server import Reply
+
+_MOVE = re.compile(r"^Your move: (.+)\.$", re.MULTILINE)
+_TOM_ITEMS = re.compile(r"^Report your values now \(report_tom\) for these items: (.+)\.$", re.MULTILINE)
+_TOM_SEATS = re.compile(r"^In v1/v2, key each other player by seat: (.+)\.$", re.MULTILINE)
+_HAND_LINE = re.compile(r"^- Player (\d+)( \(you\))?: (.+)$", re.MULTILINE)
+_BUNDLE_PART = re.compile(r"^(\d+) (.+?)(?: \[([^\]]+)\])?$")
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def _digest(*parts: object) -> int:
+    return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:8], 16)
+
+
+def _hands(text: str) -> dict[int, dict[str, int]]:
+    """The public hands of the game message: seat -> item id -> count."""
+    section = text.split("Hands (public", 1)[-1]
+    hands: dict[int, dict[str, int]] = {}
+    for seat, _you, bundle in _HAND_LINE.findall(section):
+        if int(seat) in hands:
+            break  # later lines (e.g. revealed hands in the events) describe other moments
+        hand: dict[str, int] = {}
+        if bundle.strip() != "nothing":
+            for part in bundle.split(", "):
+                match = _BUNDLE_PART.match(part.strip())
+                if match:
+                    count, name, item_id = match.groups()
+                    hand[item_id or name.lower().replace(" ", "_")] = int(count)
+        hands[int(seat)] = hand
+    return hands
+
+
+class ScriptedPlayer:
+    """``policy(request) -> Reply`` for :class:`~agents.testing.openai_server.OpenAITestServer`.
+
+    ``accept_every``: accept one proposal in this many (1 = all). ``propose``: offer swaps instead of
+    passing. ``query_crafts``: ask ``possible_recipes_from_hands`` before crafting. ``calls`` counts the
+    tool calls made, ``moves`` the moves decided (for tool calls per move).
+    """
+
+    def __init__(self, *, accept_every: int = 2, propose: bool = True, query_crafts: bool = True) -> None:
+        self.accept_every = accept_every
+        self.propose = propose
+        self.query_crafts = query_crafts
+        self.calls = 0
+        self.moves = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        name, args = self.decide(request)
+        self.calls += 1
+        if name not in ("item_info", "possible_recipes_from_hands", "recipe_search", "crafting_tree"):
+            self.moves += 1
+        return Reply(tool_calls=[(name, args)])
+
+    def decide(self, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        messages = request.get("messages") or []
+        strict = any((t.get("function") or {}).get("strict") for t in request.get("tools") or [])
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        game = _text(messages[last_user]) if last_user >= 0 else ""
+        system = _text(messages[0]) if messages and messages[0].get("role") == "system" else ""
+        answers = [json.loads(_text(m)) for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+        move = _MOVE.search(game)
+        legal = move.group(1).split(" or ") if move else []
+
+        def call(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            return tool_call_args(action, strict)
+
+        items_match = _TOM_ITEMS.search(game)
+        if "report_tom" in legal and items_match:
+            items = [i.strip() for i in items_match.group(1).split(",")]
+            report: dict[str, Any] = {"type": "report_tom", "v0": {i: _digest("v0", i) % 11 for i in items}}
+            seats_match = _TOM_SEATS.search(game)
+            seats = [s.strip().strip('"') for s in seats_match.group(1).split(",")] if seats_match else []
+            for order in (1, 2):
+                if f"- v{order}:" in system:
+                    report[f"v{order}"] = {s: {i: _digest(order, s, i) % 11 for i in items} for s in seats}
+            return call(report)
+        if "decide" in legal:
+            accept = _digest(game) % self.accept_every == 0
+            return call({"type": "decide", "accept": accept, "message": "ok" if accept else "no thanks"})
+        if "finish_crafting" in legal:
+            crafted = "Your crafts this phase:" in game
+            listed = [a for a in answers if (a.get("answer") or {}).get("type") == "possible_crafts"]
+            if not crafted and "craft" in legal:
+                if listed:
+                    crafts = listed[-1]["answer"]["crafts"]
+                    if crafts:
+                        first = crafts[0]
+                        return call({"type": "craft", "recipe": first["recipe"], "runs": first["max_runs"]})
+                elif self.query_crafts:
+                    return call({"type": "possible_crafts", "limit": 5})
+            return call({"type": "finish_crafting"})
+        if "propose" in legal and self.propose:
+            hands = _hands(game)
+            me = next((int(s) for s, you, _ in _HAND_LINE.findall(game) if you), None)
+            others = [s for s in sorted(hands) if s != me]
+            if me is not None and others:
+                to = others[0]
+                pick = _digest(game)
+                mine = sorted(hands.get(me) or {})
+                offer = mine[pick % len(mine)] if mine else None
+                theirs = [i for i in sorted(hands.get(to) or {}) if i != offer]
+                if offer or theirs:
+                    return call(
+                        {
+                            "type": "propose",
+                            "to": to,
+                            "offer": {offer: 1} if offer else {},
+                            "request": {theirs[pick % len(theirs)]: 1} if theirs else {},
+                            "message": "A one-for-one swap?",
+                        }
+                    )
+        if "pass" in legal:
+            return call({"type": "pass"})
+        return call({"type": "finish_crafting"})  # nothing readable: a refused call the agent answers

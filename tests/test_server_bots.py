@@ -1,0 +1,392 @@
+"""Bot and LLM seats on a live server (tests/policy_server.py: run_server.py with the test-only policies of
+tests/bot_policies.py injected through create_app(policy_factory=...)), over real sockets and real SQLite.
+
+- a bot that sleeps 2 s per move delays no other game's actions nor any deadline, nor reads of its own game;
+- a bot's move is validated like a client's: an illegal one is refused, counted, retried with other seeds,
+  and the seat finally resigns;
+- an observing policy is shown each of its seat's events exactly once, in order, numbered as a remote
+  client's log, and is rebuilt with the same seed and the whole log after a kill -9 and restart;
+- trace records land in the store (bounded, credentials cut out) and in the researcher export, never in a
+  participant export;
+- a policy that hangs past the move time limit does not hang its game, and its thread is replaced;
+- LLM seats: only listed specs may be seated by a game's creator, never with a key in the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+from bot_policies import SECRET_ENV, read_records
+from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+
+from server.bots import bot_seed, bound_trace, policy_seed
+from server.game.events import viewer_log
+from server.game.gamelog import GameLog, decode_log
+from server.settings import SettingsError, load_settings
+from server.store import open_store
+
+ADMIN = ("admin", "test-admin-password")
+POLICY_SERVER = Path(__file__).parent / "policy_server.py"
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+
+def policy_config(folder: Path, **bots: Any) -> Path:
+    """write_config's halls, no bot pause, the given ``bots`` settings and a hall that seats an LLM."""
+    path = write_config(folder)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["bots"] = {"move_delay_seconds": 0.0, **bots}
+    duel = config["halls"]["duel"]
+    config["halls"]["llm_hall"] = {
+        **duel,
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "llm:test:hall-model?tom=0", "name": "Model"}],
+        "allow_custom_seats": False,
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def start_server(folder: Path, **bots: Any) -> tuple[ServerProcess, Path]:
+    records = folder / "records"
+    env = {"TC_TEST_POLICY_RECORDS": str(records), SECRET_ENV: SECRET}
+    server = ServerProcess(policy_config(folder, **bots), env=env, script=POLICY_SERVER).start()
+    return server, records
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
+    server, records = start_server(
+        tmp_path_factory.mktemp("bots"),
+        workers=8,
+        move_time_limit_seconds=20,
+        allowed_specs=["llm:test:allowed"],
+        traces_per_game=40,
+        trace_max_bytes=4096,
+    )
+    yield server, records
+    server.stop()
+
+
+def export(server: ServerProcess, game_id: str, seat: int | None = None) -> str:
+    query = f"?seat={seat}" if seat is not None else ""
+    response = requests.get(f"{server.url}/api/admin/games/{game_id}/export{query}", auth=ADMIN, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def game_log(server: ServerProcess, game_id: str) -> GameLog:
+    return decode_log(export(server, game_id).splitlines())
+
+
+def wait_until(check: Any, timeout: float, what: str, pause: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(pause)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def create(client: Client, hall: str, seats: list[Any] | None = None, **fields: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {"hall": hall, **fields}
+    if seats is not None:
+        payload["seats"] = seats
+    return client.call("create_game", payload)
+
+
+def bot(spec: str) -> dict[str, str]:
+    return {"kind": "bot", "bot": spec}
+
+
+def acted(records: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The policy objects that were asked to act (the lobby builds one per bot seat to check its spec)."""
+    return [r for r in records if any("act" in line for line in r)]
+
+
+# ------------------------------------------------------------------------------------------ slow bots
+def test_a_bot_sleeping_2_s_per_move_delays_no_other_game_nor_any_deadline(
+    live: tuple[ServerProcess, Path],
+) -> None:
+    server, records = live
+    people: list[Client] = []
+
+    def person(name: str) -> Client:
+        people.append(Client(server.url, name).connect())
+        return people[-1]
+
+    try:
+        host = person("sleep-host")
+        # ten games of two bots that sleep 2 s per move: more sleepers than the deadline timers' threads
+        for _ in range(10):
+            assert create(host, "duel", [bot("sleepy?seconds=2")] * 2)["ok"]
+        wait_until(
+            lambda: sum(1 for r in read_records(records, "sleepy") for line in r if "act" in line) >= 8,
+            15,
+            "the sleepy bots to be deciding",
+        )
+
+        # a game of two people: every acknowledgement comes at the usual pace
+        p0, p1 = person("quick-0"), person("quick-1")
+        created = create(p0, "duel", join=True)
+        game_id = created["game"]["game_id"]
+        assert p0.call("join", {"game_id": game_id})["seat"] == 0
+        assert p1.call("join", {"game_id": game_id})["seat"] == 1
+        p0.wait_log(game_id, 2)
+        script = [(p0, "propose", DUEL_TRADE), (p1, "decide", {"accept": True, "message": "ok"})]
+        script += [(p0, "craft", craft) for craft in DUEL_CRAFTS[0]]
+        script += [(p1, "craft", craft) for craft in DUEL_CRAFTS[1]]
+        script += [(p0, "finish_crafting", {}), (p1, "finish_crafting", {})]
+        latencies = []
+        for client, kind, fields in script:
+            started = time.perf_counter()
+            ack = client.act(game_id, kind, **fields)
+            latencies.append(time.perf_counter() - started)
+            assert ack["ok"], ack
+        assert ack["status"] == "finished"
+        assert max(latencies) < 0.5, latencies
+        assert statistics.median(latencies) < 0.2, latencies
+
+        # a game with 0.6 s deadlines and two idle people: its timeout comes on time
+        t0, t1 = person("idle-0"), person("idle-1")
+        timed = create(t0, "timed", join=True)["game"]["game_id"]
+        assert t0.call("join", {"game_id": timed})["seat"] == 0
+        assert t1.call("join", {"game_id": timed})["seat"] == 1
+        t0.wait_log(timed, 2)
+        started_at = t0.call("events", {"game_id": timed})["events"][-1]["time"]
+        t0.wait_for(
+            lambda: any(e["type"] == "timeout" for e in t0.pushed_events(timed)), timeout=5, what="timeout"
+        )
+        timeout_event = next(e for e in t0.pushed_events(timed) if e["type"] == "timeout")
+        assert 0.6 <= timeout_event["time"] - started_at < 0.6 + 0.4
+
+        # in a game against a sleepy bot, the person reads the game while the bot decides
+        human = person("vs-sleepy")
+        versus = create(human, "duel", ["open", bot("sleepy?seconds=2")], join=True)["game"]["game_id"]
+        assert human.call("join", {"game_id": versus})["status"] == "running"
+        assert human.act(versus, "propose", **DUEL_TRADE)["ok"]
+        time.sleep(0.3)  # the bot has started thinking
+        started = time.perf_counter()
+        view = human.call("view", {"game_id": versus})
+        assert time.perf_counter() - started < 0.5
+        assert view["view"]["phase"] == "trade_decide"  # ... and it is still thinking
+        wait_until(
+            lambda: human.call("view", {"game_id": versus})["view"]["phase"] != "trade_decide",
+            10,
+            "the sleepy bot's decision",
+        )
+    finally:
+        for client in people:
+            client.close()
+
+
+# ------------------------------------------------------------------------------------------ illegal bots
+def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_then_resigns(
+    live: tuple[ServerProcess, Path],
+) -> None:
+    server, records = live
+    human = Client(server.url, "vs-cheat").connect()
+    try:
+        created = create(human, "duel", ["open", bot("illegal")], join=True, seed=4711)
+        game_id = created["game"]["game_id"]
+        assert human.call("join", {"game_id": game_id})["status"] == "running"
+        assert human.act(game_id, "propose", **DUEL_TRADE)["ok"]
+        # what a client gets for the bot's answer at this point
+        refused = human.act(game_id, "craft", recipe="torch", runs=1)
+        assert refused["ok"] is False
+        human.wait_status(game_id, "finished", timeout=15)  # the seat resigned: too few players
+    finally:
+        human.close()
+
+    log = game_log(server, game_id)
+    assert [e.payload["seat"] for e in log.events if e.type == "resigned"] == [1]
+    assert not any(e.actor == 1 and e.type != "resigned" for e in log.events)
+    # three attempts at the same move, each by a policy with its own seed, then the seat resigned
+    move_key = "1:trade_decide:0"
+    seeds = [r[0]["seed"] for r in acted(read_records(records, "illegal"))]
+    expected = [policy_seed(4711, 1), policy_seed(4711, 1, move_key, 1), policy_seed(4711, 1, move_key, 2)]
+    assert seeds == expected and len(set(seeds)) == 3
+    assert expected[0] == bot_seed(4711, 1)
+    counted = re.findall(r"bot illegal at seat 1 failed \((\d)/3\): \{'code': '(\w+)'", server.log())
+    assert [n for n, _ in counted] == ["1", "2", "3"]
+    assert {code for _, code in counted} == {refused["error"]["code"]}
+
+
+# ------------------------------------------------------------------------------------------------ traces
+def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participant_export(
+    live: tuple[ServerProcess, Path],
+) -> None:
+    server, _ = live
+    host = Client(server.url, "tracing").connect()
+    try:
+        created = create(host, "duel", [bot("tracer?size=200000&count=10"), bot("random")], seed=31)
+        game_id = created["game"]["game_id"]
+        wait_until(lambda: game_log(server, game_id).header.status == "finished", 30, "the game to end")
+    finally:
+        host.close()
+    log = game_log(server, game_id)
+    moves = [e for e in log.events if e.actor == 0]
+    assert len(moves) >= 4  # 4 moves x 10 records reach the bound of 40
+
+    store = open_store(f"sqlite:///{server.config.parent / 'data' / 'tradecraft.db'}")
+    try:
+        stored = store.load_traces(game_id)
+    finally:
+        store.close()
+    assert len(stored) == 40  # traces_per_game: whole batches until the bound, then none
+    assert "trace records are dropped" in server.log()
+    by_seq = {e.seq: e for e in log.events}
+    for record in stored:
+        assert record["seat"] == 0 and isinstance(record["time"], float)
+        assert by_seq[record["event_seq"]].actor == 0  # the first event of the move it led to
+        assert len(json.dumps(record, ensure_ascii=False).encode()) <= 4096
+    prompts = [r for r in stored if r.get("trace_kind") == "llm_call"]  # "kind" belongs to the log format
+    assert prompts and all(r["truncated"] is True and r["original_bytes"] > 200_000 for r in prompts)
+    assert all(r["usage"] == {"prompt_tokens": 200_000} for r in prompts)  # token counts are not credentials
+    echoes = [r for r in stored if r.get("step") == "oops"]
+    assert echoes and all(r["echo"] == "key=[redacted]" for r in echoes)
+    database = (server.config.parent / "data").glob("tradecraft.db*")
+    assert not any(SECRET.encode() in path.read_bytes() for path in database)
+
+    # the researcher export carries them, in order, each after the header
+    assert [t.model_dump(exclude={"kind"}) for t in log.traces] == stored
+    researcher = export(server, game_id)
+    assert researcher.count('"kind": "trace"') == 40 and SECRET not in researcher
+    for seat in (0, 1):
+        participant = export(server, game_id, seat)
+        lines = [json.loads(line) for line in participant.splitlines()]
+        assert [line["record"] for line in lines][:1] == ["header"]
+        assert {line["record"] for line in lines} == {"header", "event", "view"}
+        assert "llm_call" not in participant and "ppppp" not in participant and "event_seq" not in participant
+
+
+def test_bound_trace_cuts_long_strings_and_secrets() -> None:
+    record = {"seat": 0, "prompt": "x" * 10_000, "items": list(range(5_000)), "key": f"Bearer {SECRET}"}
+    bounded = bound_trace(record, 2048, [SECRET])
+    assert len(json.dumps(bounded, ensure_ascii=False).encode()) <= 2048
+    assert bounded["truncated"] is True and bounded["original_bytes"] > 10_000
+    assert bounded["prompt"].endswith("…[truncated]") and bounded["key"] == "Bearer [redacted]"
+    small = {"seat": 1, "note": "fine", "n": 3}
+    assert bound_trace(small, 2048, [SECRET]) == small
+
+
+# ------------------------------------------------------------------------------------------- LLM seats
+def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[ServerProcess, Path]) -> None:
+    server, _ = live
+    host = Client(server.url, "llm-host").connect()
+    try:
+        refused = create(host, "duel", ["open", bot("llm:test:other")])
+        assert refused["ok"] is False and refused["error"]["code"] == "bot_not_allowed"
+        assert "llm:test:allowed" in refused["error"]["message"]
+        keyed = create(host, "duel", ["open", bot("llm:test:allowed?api_key=sk-live-123")])
+        assert keyed["ok"] is False and keyed["error"]["code"] == "credentials_in_spec"
+        assert "sk-live-123" not in json.dumps(keyed)
+        assert create(host, "duel", ["open", bot("llm:test:allowed")])["ok"]
+        # a hall's own LLM seat: the operator chose it; its model is recorded with the seat
+        hall_game = create(host, "llm_hall", join=True)
+        assert hall_game["ok"], hall_game
+        game_id = hall_game["game"]["game_id"]
+        assert host.call("join", {"game_id": game_id})["status"] == "running"
+        assert host.act(game_id, "propose", **DUEL_TRADE)["ok"]
+        host.wait_for(
+            lambda: any(e["type"] == "decided" for e in host.pushed_events(game_id)), 10, what="the decision"
+        )
+    finally:
+        host.close()
+    log = game_log(server, game_id)
+    assert log.header.models == [{"seat": 1, "model": "test:hall-model"}]
+    assert log.traces and all(t.seat == 1 for t in log.traces)
+    assert SECRET not in server.log() and "sk-live-123" not in server.log()
+
+
+def test_settings_refuse_keys_in_specs_and_a_paid_fallback(tmp_path: Path) -> None:
+    path = write_config(tmp_path)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for bots, hall_seat in (
+        ({"allowed_specs": ["llm:openai:gpt-4o?api_key=sk-1"]}, None),
+        ({"fallback": "llm:openai:gpt-4o"}, None),
+        ({}, {"kind": "bot", "bot": "llm:openai:gpt-4o?base_url=https://user:pw@host/v1"}),
+    ):
+        changed = json.loads(json.dumps(config))
+        changed["bots"].update(bots)
+        if hall_seat is not None:
+            changed["halls"]["duel"]["seats"] = [{"kind": "open"}, hall_seat]
+        path.write_text(yaml.safe_dump(changed), encoding="utf-8")
+        with pytest.raises(SettingsError) as error:
+            load_settings(path, environ={})
+        assert "sk-1" not in str(error.value) and "pw@" not in str(error.value)
+
+
+# ----------------------------------------------------------------------------------- observing policies
+def observed_runs(records: Path, seed: int) -> list[list[dict[str, Any]]]:
+    return [r for r in acted(read_records(records, "observer")) if r[0]["seed"] == seed]
+
+
+def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(tmp_path: Path) -> None:
+    server, records = start_server(tmp_path)
+    game_seed = 77
+    try:
+        host = Client(server.url, "observer-host").connect()
+        created = create(host, "duel", [bot("observer?seconds=0.25")] * 2, seed=game_seed)
+        game_id = created["game"]["game_id"]
+        host.close()
+        wait_until(lambda: len(game_log(server, game_id).events) >= 8, 20, "some moves")
+        server.kill()
+        server.start()
+        wait_until(lambda: game_log(server, game_id).header.status == "finished", 60, "the game to end")
+        log = game_log(server, game_id)
+    finally:
+        server.stop()
+
+    for seat in (0, 1):
+        whole = viewer_log(log.events, seat)  # what a remote client of the seat receives, numbered n
+        runs = observed_runs(records, bot_seed(game_seed, seat))
+        assert len(runs) >= 2, f"seat {seat}: one policy before the restart, a rebuilt one after"
+        for run in runs:
+            seen = [event for line in run if "observe" in line for event in line["observe"]]
+            assert all(isinstance(event.pop("time"), float) for event in seen)  # the server's times
+            assert seen == whole[: len(seen)]  # each event once, in order, from n = 0
+            for line in run:
+                if "act" in line:  # before each move it had been shown exactly the seat's log so far
+                    assert line["observed"] == line["log_size"]
+        # the rebuilt policy was shown the whole log first: its first lesson reaches past the old one's
+        first_lesson = next(line["observe"] for line in runs[-1] if "observe" in line)
+        before = sum(len(line["observe"]) for line in runs[0] if "observe" in line)
+        assert len(first_lesson) >= before
+    assert "resumed" in server.log()
+
+
+# ---------------------------------------------------------------------------------------- hung policies
+def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(tmp_path: Path) -> None:
+    server, records = start_server(tmp_path, workers=2, move_time_limit_seconds=1, fallback="random")
+    try:
+        host = Client(server.url, "hang-host").connect()
+        hung = create(host, "duel", [bot("hang"), bot("random")], seed=3)["game"]["game_id"]
+        time.sleep(0.2)
+        quick = create(host, "duel", [bot("sleepy?seconds=0.05")] * 2, seed=4)["game"]["game_id"]
+        host.close()
+        # the hung seat's moves are played by the fallback, one per time limit
+        wait_until(
+            lambda: sum(e.actor == 0 for e in game_log(server, hung).events) >= 3, 15, "fallback moves"
+        )
+        # both decision threads hang by now, yet the other game's policy still gets threads to play on
+        finished = wait_until(
+            lambda: (log := game_log(server, quick)).header.status == "finished" and log, 30, "quick game"
+        )
+    finally:
+        server.stop()
+    assert server.log().count("abandoned, random plays it") >= 3
+    quick_moves = sum(1 for e in finished.events if e.actor is not None)
+    sleepy_acts = [line for run in acted(read_records(records, "sleepy")) for line in run if "act" in line]
+    assert len(sleepy_acts) >= quick_moves  # every move of the quick game was its own policy's
+    hang_calls = [line for run in acted(read_records(records, "hang")) for line in run if "act" in line]
+    seeds = {run[0]["seed"] for run in acted(read_records(records, "hang"))}
+    assert len(hang_calls) >= 3 and seeds == {bot_seed(3, 0)}  # rebuilt with the same seed each move
