@@ -16,7 +16,8 @@ public hands added together) and the player's target:
   ``U(pool)`` (how much the cheapest plans can rest on it).
 
 When the pool cannot craft the target at all, it is first completed with the planner's missing items
-(the fewest items from outside); values are then computed on that completed pool, for the pool's items.
+(the fewest items from outside, never the target itself); values are then computed on that completed pool,
+for the pool's items.
 """
 
 from __future__ import annotations
@@ -141,12 +142,19 @@ def _cache_of(planner: Planner) -> dict[Any, ValueReport]:
         return entry[1]
 
 
+def _completion(planner: Planner, pool: dict[str, int], need: dict[str, int]) -> dict[str, int]:
+    """The fewest items from outside that make the target craftable, but never the target items themselves:
+    obtaining the target (1 furnace rather than 5 more stones) would leave every pooled item looking
+    useless. Falls back to any item when nothing else completes the pool."""
+    return planner.missing(pool, need, never=need) or {}
+
+
 def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> ValueReport:
     completed: dict[str, int] = {}
     base = planner.min_units(need, pool)
     full = dict(pool)
     if base is None:
-        completed = planner.missing(pool, need) or {}
+        completed = _completion(planner, pool, need)
         for item, qty in completed.items():
             full[item] = full.get(item, 0) + qty
         base = planner.min_units(need, full)
