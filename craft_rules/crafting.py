@@ -352,7 +352,7 @@ def iter_runnable_recipes(
     has_fuel = not held.isdisjoint(rules.fuels.burn_ticks)
     seen: set[str] = set()
     for item in held:
-        for recipe in rules.recipes_by_input.get(item, ()):
+        for recipe in rules.recipes_by_ingredient.get(item, ()):
             if recipe.id in seen:
                 continue
             seen.add(recipe.id)

@@ -172,6 +172,18 @@ class RuleSet:
         return {item: tuple(rs.values()) for item, rs in index.items()}
 
     @cached_property
+    def recipes_by_ingredient(self) -> Mapping[str, tuple[Recipe, ...]]:
+        """Every recipe an item can feed as an ingredient option (fuel left out). A recipe runs only when
+        every ingredient has an option in hand, so these are all the candidates for "what can this hand
+        run"; indexing fuels too would add every cooking recipe under every fuel held."""
+        index: dict[str, dict[str, Recipe]] = {}
+        for recipe in self.recipes.values():
+            for ing in recipe.ingredients:
+                for option in ing.options:
+                    index.setdefault(option, {})[recipe.id] = recipe
+        return {item: tuple(rs.values()) for item, rs in index.items()}
+
+    @cached_property
     def tags_of_item(self) -> Mapping[str, tuple[str, ...]]:
         index: dict[str, list[str]] = {}
         for tag, members in sorted(self.tags.items()):

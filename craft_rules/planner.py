@@ -702,16 +702,20 @@ class Planner:
         hand: Mapping[str, Fraction | int],
         target: Mapping[str, int],
         available: Mapping[str, int] | None = None,
+        *,
+        never: Iterable[str] = (),
     ) -> dict[str, int] | None:
         """Fewest whole items to add to ``hand`` so the target becomes craftable ({} if it already is).
 
-        None when ``available`` is given and even all of it does not suffice.
+        None when ``available`` is given and even all of it does not suffice. ``never``: items not to
+        obtain when any item may be (``available`` None), e.g. the target itself; if nothing else will do,
+        the answer may still name them.
         """
         hand_f = self._clean_hand(hand)
         need = self._clean_target(target)
         if self._find_plan(hand_f, need) is not None:
             return {}
-        return self._find_missing(hand_f, need, available)[0]
+        return self._find_missing(hand_f, need, available, frozenset(never))[0]
 
     def fewest_kinds(
         self,
@@ -791,8 +795,8 @@ class Planner:
 
         With ``through_crafted_fuel=False`` a chain may burn a fuel but not craft one: an item whose only
         way to the target is being made into a fuel (an iron ingot into a smithing table, burnt to smelt
-        a log into charcoal for a torch) is left out, as the reference values want (fuel counts as what
-        it burns, only when a recipe on the way cooks)."""
+        a log into charcoal for a torch) is left out; the reference values value such an item only when
+        a smallest sub-hand uses it."""
         need = self._clean_target(target)
         _, anc_recipes = self.ancestors(need, fuel_leaves=not through_crafted_fuel)
         reach, fired = self._fireable(pool, anc_recipes)
@@ -1354,10 +1358,12 @@ class Planner:
         hand: dict[str, Fraction],
         need: dict[str, int],
         available: Mapping[str, int] | None,
+        never: frozenset[str] = frozenset(),
     ) -> tuple[dict[str, int] | None, Plan | None]:
         if available is None:
             anc_items, _ = self.ancestors(need, fuel_leaves=True)
-            obtainable: dict[str, int | None] = dict.fromkeys(self._useful_to_obtain(anc_items, need))
+            useful = self._useful_to_obtain(anc_items, need)
+            obtainable: dict[str, int | None] = dict.fromkeys(i for i in useful if i not in never)
         else:
             obtainable = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
         model = self._build(hand, need, obtainable, None, 1.0, 0.0, fuel_leaves=available is None)

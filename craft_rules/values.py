@@ -7,7 +7,8 @@ public hands added together) and the player's target:
 * ``U(S)``: the fewest whole items a sub-hand of ``S`` needs to craft the target within one craft
   phase (a small integer program, see :meth:`Planner.min_units`).
 * **0** (``no_use``): no recipe chain the pool can run towards the target could use the item (a fuel
-  counts as fuel only when a recipe on the way cooks, never as what it could be crafted into).
+  counts only when a recipe on the way cooks; an item whose only route is being crafted into a fuel
+  counts only when some smallest sub-hand uses it).
 * **10** (``indispensable``): without every unit of the item the pool cannot craft the target.
 * otherwise (``replaceable``) ``1 + round(8 * max(harm, share))``, kept within 1..9, where
   ``harm = 1 - U(pool) / U(pool without the item)`` (how much harder the target gets without it) and
@@ -15,7 +16,8 @@ public hands added together) and the player's target:
   ``U(pool)`` (how much the cheapest plans can rest on it).
 
 When the pool cannot craft the target at all, it is first completed with the planner's missing items
-(the fewest items from outside); values are then computed on that completed pool, for the pool's items.
+(the fewest items from outside, never the target itself); values are then computed on that completed pool,
+for the pool's items.
 """
 
 from __future__ import annotations
@@ -140,20 +142,28 @@ def _cache_of(planner: Planner) -> dict[Any, ValueReport]:
         return entry[1]
 
 
+def _completion(planner: Planner, pool: dict[str, int], need: dict[str, int]) -> dict[str, int]:
+    """The fewest items from outside that make the target craftable, but never the target items themselves:
+    obtaining the target (1 furnace rather than 5 more stones) would leave every pooled item looking
+    useless. Falls back to any item when nothing else completes the pool."""
+    return planner.missing(pool, need, never=need) or {}
+
+
 def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> ValueReport:
     completed: dict[str, int] = {}
     base = planner.min_units(need, pool)
     full = dict(pool)
     if base is None:
-        completed = planner.missing(pool, need) or {}
+        completed = _completion(planner, pool, need)
         for item, qty in completed.items():
             full[item] = full.get(item, 0) + qty
         base = planner.min_units(need, full)
     if base is None:  # the target cannot be made at all: only "no use" can be said
         return ValueReport(need, pool, {i: ItemValue(i, 0, NO_USE) for i in pool}, None, {}, completed)
     units, subhand = base
-    # a fuel counts as a fuel (when a recipe on the way cooks), not as what could be crafted into one
-    relevant = planner.relevant_items(need, full, through_crafted_fuel=False) | set(subhand)
+    relevant = planner.relevant_items(need, full)
+    # items whose only route is being crafted into a fuel: worth something only if a cheapest way uses them
+    direct = planner.relevant_items(need, full, through_crafted_fuel=False) | set(subhand)
     values: dict[str, ItemValue] = {}
     for item in sorted(pool):
         if item not in relevant:
@@ -169,5 +179,8 @@ def _compute(planner: Planner, need: dict[str, int], pool: dict[str, int]) -> Va
             harm = 0.0
         favoured = planner.min_units(need, full, favour=item)
         share = favoured[1].get(item, 0) / units if favoured and favoured[0] == units else 0.0
+        if item not in direct and share == 0:  # e.g. iron for a torch, via a smithing table burnt
+            values[item] = ItemValue(item, 0, NO_USE)
+            continue
         values[item] = ItemValue(item, grade(harm, share), REPLACEABLE, harm, min(share, 1.0))
     return ValueReport(need, pool, values, units, subhand, completed)

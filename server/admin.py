@@ -16,7 +16,6 @@ import zipfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import click
 from flask import Blueprint, Response, jsonify, request, session, stream_with_context
 
 from server.auth import (
@@ -29,9 +28,6 @@ from server.auth import (
     require_admin_configured,
     resolve_principal,
 )
-from server.names import InvalidName, normalise_name
-from server.settings import load_settings
-from server.store import open_store
 
 if TYPE_CHECKING:
     from server.app import Services
@@ -213,60 +209,3 @@ def admin_blueprint(services: Services) -> Blueprint:
 def _lines(lines: Iterator[str]) -> Iterator[str]:
     for line in lines:
         yield line if line.endswith("\n") else line + "\n"
-
-
-# ---------------------------------------------------------------------------------------- the CLI
-@click.group("admin")
-@click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), help="settings file (default settings.yaml)"
-)
-@click.pass_context
-def admin_group(ctx: click.Context, config_path: str | None) -> None:
-    """Administer a TradeCraft store: API tokens for bots and agents."""
-    ctx.obj = load_settings(config_path)
-
-
-def _open(settings: Any) -> Any:
-    if settings.database_uri.startswith("sqlite:///") and ":memory:" not in settings.database_uri:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return open_store(settings.database_uri)
-
-
-@admin_group.command("create-token")
-@click.argument("name")
-@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="repeatable; default: play")
-@click.pass_obj
-def create_token_cmd(settings: Any, name: str, scopes: tuple[str, ...]) -> None:
-    """Create an API token for a bot or agent called NAME; prints it once."""
-    try:
-        name = normalise_name(name, "token name")
-    except InvalidName as exc:
-        raise click.ClickException(str(exc)) from None
-    with _open(settings) as store:
-        plaintext, record = store.create_token(name, list(scopes) or ["play"])
-    click.echo(f"token id {record['id']} ({', '.join(record['scopes'])}) for {record['name']}:", err=True)
-    click.echo(plaintext)
-    click.echo("Store it now: it cannot be shown again (only its hash is kept).", err=True)
-
-
-@admin_group.command("list-tokens")
-@click.pass_obj
-def list_tokens_cmd(settings: Any) -> None:
-    """List API tokens (ids, names, scopes; never the tokens themselves)."""
-    with _open(settings) as store:
-        for record in store.list_tokens():
-            state = "revoked" if record.get("revoked_at") else "active"
-            click.echo(f"{record['id']}  {state:<8} {','.join(record['scopes']):<12} {record['name']}")
-
-
-@admin_group.command("revoke-token")
-@click.argument("token_id")
-@click.pass_obj
-def revoke_token_cmd(settings: Any, token_id: str) -> None:
-    """Revoke the API token TOKEN_ID."""
-    with _open(settings) as store:
-        if not store.revoke_token(token_id):
-            raise click.ClickException(
-                f"no active token {token_id}; `tradecraft admin list-tokens` shows them"
-            )
-    click.echo(f"revoked {token_id}")

@@ -144,6 +144,17 @@ def _too_large(size: int, limit: int) -> ServerError:
     )
 
 
+def _flag(data: dict[str, Any], name: str) -> bool:
+    """A true/false field (absent or null: false). Text such as "false" is refused rather than read as
+    true, as ``bool("false")`` would."""
+    value = data.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ServerError("invalid_request", f"{name} must be true or false (JSON booleans).", {name: value})
+    return value
+
+
 def request_object(limit: int) -> dict[str, Any]:
     """The body of the current HTTP request as a JSON object (empty body: ``{}``), read under ``limit``
     bytes; anything the JSON parser refuses (bad UTF-8, deep nesting, huge numbers) is ``invalid_request``."""
@@ -381,7 +392,7 @@ class SocketProtocol:
             data.get("seats"),
             data.get("instance_id"),
             data.get("seed"),
-            bool(data.get("join", False)),
+            _flag(data, "join"),
             address=request.remote_addr or "unknown",
             difficulty=data.get("difficulty"),
         )
@@ -530,7 +541,7 @@ def api_blueprint(services: Services) -> Blueprint:
             data.get("seats"),
             data.get("instance_id"),
             data.get("seed"),
-            bool(data.get("join", False)),
+            _flag(data, "join"),
             address=request.remote_addr or "unknown",
             difficulty=data.get("difficulty"),
         )

@@ -12,7 +12,9 @@ ships, never what this machine happens to have.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -27,6 +29,8 @@ from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
 from craft_rules.loader import load_rule_set_from
 from craft_rules.model import RuleSet
+
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -327,3 +327,20 @@ def test_event_query_arguments_are_bounded_as_text(
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", answer.text[
         :200
     ]
+
+
+@pytest.mark.parametrize("join", ["false", "no", 0, 1, [], {}])
+def test_true_false_fields_are_not_read_from_other_types(
+    server: ServerProcess, clients: list[Client], join: Any
+) -> None:
+    """``"join": "false"`` used to seat the creator (bool("false") is True); now invalid_request, no game."""
+    player = Client(server.url, f"J-{uuid.uuid4().hex[:4]}").connect()
+    clients.append(player)
+    status, body = player.rest("POST", "/api/games", {"hall": "duel", "join": join})
+    assert status == 400 and body["error"]["code"] == "invalid_request", body
+    ack = player.call("create_game", {"hall": "duel", "join": join})
+    assert not ack["ok"] and ack["error"]["code"] == "invalid_request", ack
+    status, body = player.rest("POST", "/api/games", {"hall": "duel", "join": False})
+    assert status == 201 and body["game"].get("your_seat") is None, body
+    status, body = player.rest("POST", "/api/games", {"hall": "duel", "join": True})
+    assert status == 201 and body["game"]["your_seat"] == 0, body

@@ -259,7 +259,7 @@ def test_names_in_settings_and_the_cli_follow_the_same_rule(tmp_path: Path, name
     with pytest.raises(SettingsError, match="bot seat name"):
         load_settings(config, environ={})
 
-    from server.admin import admin_group
+    from server.admin_cli import admin_group
 
     config.write_text(yaml.safe_dump({"server": {"data_dir": str(tmp_path / "data")}}), encoding="utf-8")
     result = CliRunner().invoke(admin_group, ["--config", str(config), "create-token", name])

@@ -178,6 +178,9 @@ def test_commands_that_need_no_server_import_neither_flask_nor_the_solver() -> N
     assert "server.game" in play and "server.app" not in play  # the engine, not the web layer
     helped = _imported_by(["--help"])
     assert not {m for m in helped if m.split(".")[0] in ("flask", "scipy", "server")}
+    for store_command in (["admin", "list-tokens", "--help"], ["export", "--help"]):  # the store, no server
+        imported = _imported_by(store_command)
+        assert not {m for m in imported if m.split(".")[0] in ("flask", "flask_socketio", "socketio")}
     # nor the language API (LangChain, OpenAI, gymnasium, PettingZoo): they cost cold start, and none of
     # these commands runs an LLM or an environment
     for imported in (possible, play, helped, _imported_by(["tasks", "list", "--json"])):

@@ -250,6 +250,8 @@ def test_tasks_list_shows_the_paper_set_valid_under_whole_runs_with_the_spreads(
     trades = Counter(min(r["difficulty"]["min_trades"], 3) for r in records)
     assert set(trades) == {1, 2, 3} and trades[2] + trades[3] >= 10
     assert sum(r["difficulty"]["scarce"] for r in records) >= 10
+    depths = Counter(r["difficulty"]["depth"] for r in records)
+    assert len(depths) >= 3 and max(depths.values()) <= 20, depths  # spread over depth, none dominant
     first_half = records[:20]
     assert {min(r["difficulty"]["min_trades"], 3) for r in first_half} == {1, 2, 3}
     assert any(r["difficulty"]["scarce"] for r in first_half)

@@ -170,6 +170,24 @@ DOC_EXAMPLES = [
 ]
 
 
+def test_the_completion_never_obtains_the_target_itself(minecraft: RuleSet) -> None:
+    """3 cobblestone towards a furnace (8 stones): completing with 1 furnace left cobblestone at 1 (any
+    item worthless next to the target itself); completed with 5 more stones, the cobblestone is needed."""
+    report = value_report(minecraft, {"furnace": 1}, [{"oak_planks": 1, "coal": 1}, {"cobblestone": 3}])
+    assert "furnace" not in report.completed_with and sum(report.completed_with.values()) == 5
+    assert report.as_values() == {"cobblestone": 10, "coal": 0, "oak_planks": 0}
+
+
+def test_a_crafted_fuel_counts_only_when_a_cheapest_way_uses_it(minecraft: RuleSet) -> None:
+    """Crimson stems burn only once made into sticks: for glass they are as good as the coal (each can be
+    the fuel of a smallest sub-hand, share 1/2 -> 5); iron could become a burnable smithing table too, but
+    no smallest sub-hand ever uses it: 0, not 1 (issue 12: no route, no value)."""
+    values = reference_values(
+        minecraft, {"glass": 1}, [{"sand": 1, "coal": 1}, {"crimson_stem": 1, "iron_ingot": 1}]
+    )
+    assert values == {"sand": 10, "coal": 5, "crimson_stem": 5, "iron_ingot": 0}
+
+
 @pytest.mark.parametrize(("target", "hands", "expected"), DOC_EXAMPLES)
 def test_documented_examples(
     minecraft: RuleSet, target: dict[str, int], hands: list[dict[str, int]], expected: dict[str, int]
@@ -196,7 +214,7 @@ def test_docs_state_the_definition() -> None:
         "harm",
         "share",
         "Completion",
-        "Fuel counts as fuel only",
+        "Crafted fuel",
         "Ground truth for V1 and V2",
         "own V1 report about me",
     ]:

@@ -29,7 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",
     ),
     "export": ("server.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
-    "admin": ("server.admin:admin_group", "Administer a TradeCraft store: API tokens for bots and agents."),
+    "admin": (
+        "server.admin_cli:admin_group",
+        "Administer a TradeCraft store: API tokens for bots and agents.",
+    ),
 }
 """Command name -> (``module:attribute`` of its click command, one-line help shown by ``--help``)."""
 
