@@ -73,6 +73,8 @@ DEAL_SECRET_NAME = "deal_secret"
 MAX_CONCURRENT_DEALS = 1
 #: Longest a creation waits for its turn to deal; then it is refused with ``rate_limited``.
 DEAL_WAIT_SECONDS = 10.0
+#: Largest seed a creator may give: every store keeps it as a signed 64-bit integer (BSON's int64).
+MAX_GAME_SEED = 2**63 - 1
 #: Prefix of a dealt instance's name (``<ruleset>/<mode>/dealt-<game id>#0``), shown once the game is over.
 DEALT_PREFIX = "dealt-"
 
@@ -214,8 +216,10 @@ class Lobby:
         per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies."""
         hall = self.hall(hall_name)
         specs = self._seat_specs(hall, seats)
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ServerError("invalid_request", "seed must be a non-negative integer.")
+        if seed is not None and (
+            not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_GAME_SEED
+        ):
+            raise ServerError("invalid_request", f"seed must be a whole number from 0 to {MAX_GAME_SEED}.")
         seat_states = [
             SeatState(
                 seat=i,

@@ -344,3 +344,16 @@ def test_true_false_fields_are_not_read_from_other_types(
     assert status == 201 and body["game"].get("your_seat") is None, body
     status, body = player.rest("POST", "/api/games", {"hall": "duel", "join": True})
     assert status == 201 and body["game"]["your_seat"] == 0, body
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 10**30, 1.5, "7", True])
+def test_a_seed_is_a_whole_number_every_store_can_keep(
+    server: ServerProcess, clients: list[Client], seed: Any
+) -> None:
+    """A seed past 64 bits was accepted and made MongoDB's encoder raise (HTTP 500); now invalid_request."""
+    player = Client(server.url, f"S-{uuid.uuid4().hex[:4]}").connect()
+    clients.append(player)
+    status, body = player.rest("POST", "/api/games", {"hall": "duel", "seed": seed})
+    assert status == 400 and body["error"]["code"] == "invalid_request", body
+    status, body = player.rest("POST", "/api/games", {"hall": "duel", "seed": 2**63 - 1})
+    assert status == 201, body

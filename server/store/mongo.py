@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import pymongo
+from bson.errors import InvalidDocument
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, WriteConcern
 from pymongo.errors import (
     BulkWriteError,
@@ -152,6 +153,8 @@ class MongoStore(Store):
             ) from exc
         except PyMongoError as exc:
             raise StoreError("store_failure", f"MongoDB error during {operation}: {exc}") from exc
+        except (OverflowError, InvalidDocument) as exc:  # a value BSON cannot hold (an int beyond 64 bits)
+            raise StoreError("invalid_value", f"MongoDB cannot store a value of {operation}: {exc}") from exc
 
     @contextlib.contextmanager
     def _write_guard(self) -> Iterator[None]:

@@ -79,7 +79,10 @@ function selectedHall() {
 
 function fillDifficulties(hall) {
   const select = $("create-difficulty");
-  const offered = hall.bands.map(({ band, count }) => option(band, `${BAND_NAMES[band] || band} (one of ${count} tasks)`));
+  // a hall that deals each game afresh has no count of tasks per band: its tasks are made for the game
+  const offered = hall.bands.map(({ band, count }) =>
+    option(band, `${BAND_NAMES[band] || band} (${Number.isFinite(count) ? `one of ${count} tasks` : "a task dealt for this game"})`),
+  );
   select.replaceChildren(option("random", "Random (any difficulty)"), ...offered);
   select.disabled = offered.length === 0;
   $("create-difficulty-help").textContent = offered.length
