@@ -385,18 +385,7 @@ class SocketProtocol:
         return answer
 
     def create_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        principal = with_admin_session(require_principal(conn.principal), session)
-        game = self.services.lobby.create_game(
-            data.get("hall"),
-            principal,
-            data.get("seats"),
-            data.get("instance_id"),
-            data.get("seed"),
-            _flag(data, "join"),
-            address=request.remote_addr or "unknown",
-            difficulty=data.get("difficulty"),
-        )
-        return {"game": game}
+        return {"game": create_game_request(self.services, data, conn.principal)}
 
     def join(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         principal = require_principal(conn.principal)
@@ -476,6 +465,22 @@ class SocketProtocol:
         return {k: v for k, v in response.items() if k != "ok"}
 
 
+def create_game_request(
+    services: Services, data: dict[str, Any], principal: Principal | None
+) -> dict[str, Any]:
+    """A ``create_game`` request, read alike from Socket.IO and REST (fields in docs/protocol.md §3)."""
+    return services.lobby.create_game(
+        data.get("hall"),
+        with_admin_session(require_principal(principal), session),
+        data.get("seats"),
+        data.get("instance_id"),
+        data.get("seed"),
+        _flag(data, "join"),
+        address=request.remote_addr or "unknown",
+        difficulty=data.get("difficulty"),
+    )
+
+
 def with_admin_session(principal: Principal, browser_session: Any) -> Principal:
     """``principal`` with the admin scope when its browser session logged in to the admin area (a person
     who is also the operator may then create games with an exact instance)."""
@@ -534,18 +539,7 @@ def api_blueprint(services: Services) -> Blueprint:
 
     @api.post("/games")
     def create_game() -> tuple[Response, int]:
-        data = body()
-        game = services.lobby.create_game(
-            data.get("hall"),
-            with_admin_session(require_principal(caller()), session),
-            data.get("seats"),
-            data.get("instance_id"),
-            data.get("seed"),
-            _flag(data, "join"),
-            address=request.remote_addr or "unknown",
-            difficulty=data.get("difficulty"),
-        )
-        return ok({"game": game}, 201)
+        return ok({"game": create_game_request(services, body(), caller())}, 201)
 
     @api.get("/bots")
     def bots() -> tuple[Response, int]:
