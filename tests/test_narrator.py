@@ -479,3 +479,21 @@ def test_long_games_tell_the_latest_turns_of_the_history() -> None:
     assert f"Trade history (turns {first} onwards; earlier turns were told before):" in text
     told = [int(t) for t in re.findall(r"^- Turn (\d+):", text, re.M)]
     assert told and min(told) >= first
+
+
+def test_the_action_formats_name_every_field_the_action_models_declare() -> None:
+    """The narrator spells the action formats out for a reader; the models (server/game/actions.py) are
+    the declaration. Any field a model gains must appear in the text, or an LLM could not send it."""
+    from server.game.actions import ACTION_MODELS
+
+    rules = shipped_rule_set("minecraft")
+    settings = GameSettings(ruleset="minecraft", tom_orders=[[0, 1, 2], [0]], allow_pass=True)
+    text = rules_preamble(rules, settings, 0)
+    formats = [line for line in text.splitlines() if line.startswith('- {"type": ')]
+    for action_type, model in ACTION_MODELS.items():
+        if action_type == "timeout":  # the system's action, never a player's
+            continue
+        line = next((f for f in formats if f.startswith(f'- {{"type": "{action_type}"')), None)
+        assert line is not None, action_type
+        for field in model.model_fields:
+            assert f'"{field}"' in line, (action_type, field)
