@@ -105,8 +105,13 @@ class raw_env(AECEnv):
             import random
 
             seed = random.SystemRandom().randrange(2**31 - 1)
+        instance = self.instance
+        if options and options.get("instance") is not None:
+            instance = resolve_instance(options["instance"], self.instance.ruleset, self.instance.players)
+            if instance.ruleset != self.instance.ruleset:
+                raise ValueError(f"options['instance'] must be a {self.instance.ruleset} instance")
         self.match = Match.start(
-            self.instance, self.game_settings, self.rules, int(seed), driven={}, narrate=self.narrate
+            instance, self.game_settings, self.rules, int(seed), driven={}, narrate=self.narrate
         )
         self.steps = 0
         self.agents = list(self.possible_agents)
