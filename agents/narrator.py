@@ -21,6 +21,7 @@ messages written by players are quoted as JSON strings, so no message can pass f
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -98,10 +99,40 @@ def _qty(value: int | str | Fraction) -> str:
 
 def bundle(rules: RuleSet, counts: Mapping[str, int | str | Fraction] | None) -> str:
     """``{"stick": 2, "coal": "1/4"}`` -> ``"1/4 Coal, 2 Stick"`` (by item id; ``"nothing"`` if empty)."""
-    parts = [
-        f"{_qty(q)} {item_label(rules, item)}" for item, q in sorted((counts or {}).items()) if Fraction(q)
-    ]
-    return ", ".join(parts) if parts else "nothing"
+    if not counts:
+        return "nothing"
+    try:
+        key: tuple[Any, ...] | None = tuple(counts.items())
+        text = _bundle_memo(rules).get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable quantity: told, not remembered
+        key, text = None, None
+    if text is None:
+        parts = [f"{_qty(q)} {item_label(rules, item)}" for item, q in sorted(counts.items()) if Fraction(q)]
+        text = ", ".join(parts) if parts else "nothing"
+        if key is not None:
+            memo = _bundle_memo(rules)
+            if len(memo) >= _BUNDLE_MEMO_SIZE:
+                memo.clear()
+            memo[key] = text
+    return text
+
+
+# Bundles recur all game long (hands, trades, the history of every observation), and parsing their
+# quantities is most of the cost of a state description, so each rule set remembers the text of the
+# bundles it has told, keyed by the (item, quantity) pairs. Equal keys give equal text: quantities that
+# compare equal (1, 1.0, True, Fraction(1)) are the same rational number, told the same way.
+_BUNDLE_MEMO_SIZE = 20_000
+_BUNDLE_MEMOS: dict[int, tuple[weakref.ref[RuleSet], dict[tuple[Any, ...], str]]] = {}
+
+
+def _bundle_memo(rules: RuleSet) -> dict[tuple[Any, ...], str]:
+    key = id(rules)
+    entry = _BUNDLE_MEMOS.get(key)
+    if entry is None or entry[0]() is not rules:
+        # forgotten with the rule set (its id may then be reused by another object)
+        entry = (weakref.ref(rules, lambda _ref: _BUNDLE_MEMOS.pop(key, None)), {})
+        _BUNDLE_MEMOS[key] = entry
+    return entry[1]
 
 
 # characters that end a line for some readers but that JSON leaves unescaped
@@ -338,8 +369,11 @@ def player_facts(view: Mapping[str, Any], rules: RuleSet) -> str:
 # =================================================================================================
 # 3. the state now
 # =================================================================================================
-def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
-    """The changing state a player sees: turn and phase, hands, own crafting, proposals, history, duty."""
+def describe_view(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> str:
+    """The changing state a player sees: turn and phase, hands, own crafting, proposals, history, duty.
+
+    ``memo`` (one per seat and game, :class:`NarrationMemo`) saves re-telling the unchanged turns of the
+    trade history at every step; the text is the same with or without it."""
     me: int | None = view["seat"]
     lines = [SECTION_STATE]
     if view["finished"]:
@@ -376,7 +410,7 @@ def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
     pending = view["pending_proposal"]
     if pending is not None:
         lines.append(_pending_text(pending, me, rules))
-    history = _history_lines(view, rules)
+    history = _history_lines(view, rules, memo)
     if history:
         records = view["trade_history"]
         if records and records[0]["turn"] > 1:  # views carry a bounded window of the latest turns
@@ -454,36 +488,86 @@ def _trade_text(t: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
     return core + f".{_said(t.get('message'))}{_said(t.get('reply'), 'reply')}"
 
 
-def _history_lines(view: Mapping[str, Any], rules: RuleSet) -> list[str]:
+def _history_lines(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> list[str]:
     me = view["seat"]
+    if memo is not None:
+        if memo.seat != me or memo.rules is not rules or len(memo.history) > 64:
+            memo.seat, memo.rules, memo.history, memo.last = me, rules, {}, None
+        last = memo.last
+        if last is not None and last[0] == view["trade_history"] and last[1] == view["proposals"]:
+            return list(last[2])  # most steps: no turn record changed
     mine = {p["turn"]: p for p in view["proposals"]}
     lines = []
     for record in view["trade_history"]:
-        turn, proposer, outcome = record["turn"], record["proposer"], record["outcome"]
-        head = f"- Turn {turn}: "
-        if outcome == "passed":
-            lines.append(head + f"{_player(proposer, me)} passed.")
-        elif outcome == "traded":
-            lines.append(head + _trade_text(record["trade"], me, rules))
-        elif outcome in ("rejected", "cancelled", "proposed") and turn in mine:
-            p = mine[turn]
-            if proposer == me:
-                offer = f"you offered {_player(p['to'], me)} {bundle(rules, p['offer'])} for "
+        proposal = mine.get(record["turn"])
+        if memo is None:
+            line = _history_line(record, proposal, me, rules)
+        else:
+            known = memo.history.get(record["turn"])
+            if known is not None and known[0] == record and known[1] == proposal:
+                line = known[2]
             else:
-                offer = f"{_player(proposer, me)} offered you {bundle(rules, p['offer'])} for "
-            text = head + offer + bundle(rules, p["request"]) + "." + _said(p["message"])
-            if outcome == "rejected":
-                by = "you" if p["to"] == me else _player(p["to"], me)
-                text += f" Rejected by {by}{_reason(p.get('reason'))}.{_said(p.get('reply'), 'reply')}"
-            elif outcome == "cancelled":
-                text += " Cancelled: the proposer left the game."
-            else:
-                text += " Awaiting a decision."
-            lines.append(text)
-        elif outcome == "no_trade":
-            lines.append(head + f"no trade ({_player(proposer, me)} was the proposer).")
-        # "in_progress": the current turn, told by the phase line
+                line = _history_line(record, proposal, me, rules)
+                memo.history[record["turn"]] = (copy_data(record), copy_data(proposal), line)
+        if line is not None:
+            lines.append(line)
+    if memo is not None:
+        memo.last = (copy_data(view["trade_history"]), copy_data(view["proposals"]), list(lines))
     return lines
+
+
+def _history_line(
+    record: Mapping[str, Any], p: Mapping[str, Any] | None, me: int | None, rules: RuleSet
+) -> str | None:
+    """One turn of the trade history; ``p``: the reader's own proposal of that turn, if any."""
+    turn, proposer, outcome = record["turn"], record["proposer"], record["outcome"]
+    head = f"- Turn {turn}: "
+    if outcome == "passed":
+        return head + f"{_player(proposer, me)} passed."
+    if outcome == "traded":
+        return head + _trade_text(record["trade"], me, rules)
+    if outcome in ("rejected", "cancelled", "proposed") and p is not None:
+        if proposer == me:
+            offer = f"you offered {_player(p['to'], me)} {bundle(rules, p['offer'])} for "
+        else:
+            offer = f"{_player(proposer, me)} offered you {bundle(rules, p['offer'])} for "
+        text = head + offer + bundle(rules, p["request"]) + "." + _said(p["message"])
+        if outcome == "rejected":
+            by = "you" if p["to"] == me else _player(p["to"], me)
+            text += f" Rejected by {by}{_reason(p.get('reason'))}.{_said(p.get('reply'), 'reply')}"
+        elif outcome == "cancelled":
+            text += " Cancelled: the proposer left the game."
+        else:
+            text += " Awaiting a decision."
+        return text
+    if outcome == "no_trade":
+        return head + f"no trade ({_player(proposer, me)} was the proposer)."
+    return None  # "in_progress": the current turn, told by the phase line
+
+
+class NarrationMemo:
+    """What one seat's successive state descriptions share, kept between :func:`describe_view` calls
+    (one memo per seat and game): the lines of the trade history, one per turn. A line is reused only
+    for a turn record (and the reader's proposal of that turn) equal to the one it was told from, kept
+    as a private copy, so the text is always exactly what :func:`describe_view` without a memo gives."""
+
+    __slots__ = ("history", "last", "rules", "seat")
+
+    def __init__(self) -> None:
+        self.seat: int | None = None
+        self.rules: RuleSet | None = None
+        self.history: dict[int, tuple[Any, Any, str | None]] = {}
+        # the last history and proposals told, and their lines (the usual step changes neither)
+        self.last: tuple[Any, Any, list[str]] | None = None
+
+
+def copy_data(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists and immutable leaves), much faster than deepcopy."""
+    if type(value) is dict:
+        return {k: copy_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [copy_data(v) for v in value]
+    return value
 
 
 def _craft_text(c: Mapping[str, Any], rules: RuleSet) -> str:
@@ -508,6 +592,13 @@ def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None
 
     ``seat=None`` narrates for a spectator (public events only).
     """
+    lines = event_lines(events, seat, rules)
+    return "\n".join(lines) if lines else "(nothing new)"
+
+
+def event_lines(events: Iterable[Event | Mapping[str, Any]], seat: int | None, rules: RuleSet) -> list[str]:
+    """The lines of :func:`narrate_events` (``"- ..."``), one per event ``seat`` may see, as a list: a
+    caller that receives events a few at a time narrates each once and joins the lines when it reads."""
     lines = []
     # viewer-log records (what a client and a policy's observe get) number events "n", not "seq"
     records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
@@ -516,7 +607,7 @@ def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None
             text = narrate_event(event, seat, rules)
             if text:
                 lines.append(f"- {text}")
-    return "\n".join(lines) if lines else "(nothing new)"
+    return lines
 
 
 def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:

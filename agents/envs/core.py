@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,9 +34,17 @@ from agents.bots.base import Policy
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.connection import MAX_ACTION_BYTES, oversized
 from agents.driver import SeatOutcome, take_turn
+from agents.envs.observation import (
+    MAX_TEXT_CHARS,
+    TEXT_CHARSET,
+    SeatObserver,
+    cut_text,
+    escape_text,
+)
+from agents.envs.observation import fit_text as fit_text
 from agents.local import LocalResult, derive_seed
 from agents.local_connection import LocalConnection, LocalTable
-from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
+from agents.narrator import copy_data
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
@@ -51,18 +58,8 @@ TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)
 ACTION_TOOLS = frozenset(PLAYER_ACTION_TYPES)
 QUERY_TOOLS = frozenset(QUERY_MODELS)
 
-MAX_TEXT_CHARS = 200_000
-"""Longest observation text (and view JSON). A view covers 20 turns of history, so real observations
-stay far below this; a longer one is cut at the end with a marker (never silently)."""
 MAX_TURN_COUNTER = 1_000_000
 
-# Every character the texts may hold: tab, newline, carriage return and the Basic Multilingual Plane
-# without surrogates. Players' messages may hold anything; characters beyond it (e.g. emoji) are written
-# as \U0001xxxx escapes by :func:`fit_text`, so every observation lies in the space.
-TEXT_CHARSET = frozenset(
-    "\t\n\r" + "".join(chr(c) for c in range(0x20, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10000))
-)
-_OUTSIDE_CHARSET = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\uffff]")
 ACTION_CHARSET = frozenset(chr(c) for c in range(0x20, 0x7F))
 """Printable ASCII: the JSON text of a tool call (``json.dumps`` escapes the rest)."""
 
@@ -106,16 +103,6 @@ def observation_space() -> spaces.Dict:
 def action_space() -> spaces.Text:
     """The action space: the JSON text of ``{"tool": ..., "args": {...}}`` (dicts are accepted as well)."""
     return spaces.Text(max_length=MAX_ACTION_BYTES, min_length=0, charset=ACTION_CHARSET)
-
-
-def fit_text(text: str) -> str:
-    """``text`` inside the observation charset and length: astral characters escaped, cut if too long."""
-    if _OUTSIDE_CHARSET.search(text):
-        text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-    if len(text) > MAX_TEXT_CHARS:
-        marker = "\n[... cut: longer than the observation allows]"
-        text = text[: MAX_TEXT_CHARS - len(marker)] + marker
-    return text
 
 
 # ------------------------------------------------------------------------------------ tool calls
@@ -250,10 +237,9 @@ class Match:
     news: list[list[dict[str, Any]]] = field(init=False)
     last: list[dict[str, Any] | None] = field(init=False)
     outcomes: dict[int, SeatOutcome] = field(init=False)
-    _prefix: dict[int, str] = field(init=False, default_factory=dict)
-    _observed: dict[int, tuple[tuple[int, int, int], dict[str, Any], str]] = field(
-        init=False, default_factory=dict
-    )
+    observers: list[SeatObserver] = field(init=False)
+    _current: dict[int, _State] = field(init=False, default_factory=dict)
+    _handed_result: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         # the driven seats' policies read the view before each move: their acks need none
@@ -265,6 +251,8 @@ class Match:
         self.news = [[] for _ in range(players)]
         self.last = [None] * players
         self.outcomes = {seat: SeatOutcome(seat=seat) for seat in self.driven}
+        rules = self.table.game.rules
+        self.observers = [SeatObserver(rules, seat, self.narrate) for seat in range(players)]
 
     @classmethod
     def start(
@@ -318,56 +306,87 @@ class Match:
 
     def collect(self, seat: int) -> None:
         """Move the seat's new events into its unshown news."""
-        self.news[seat].extend(self.conns[seat].events())
+        events = self.conns[seat].events()
+        if events:
+            self.news[seat].extend(events)
+            self.observers[seat].add_news(events)
 
-    def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The seat's observation and info now (news since its last step, its last request's answer)."""
+    def _state(self, seat: int) -> _State:
+        """The seat's current state and what is built from it, once per state (and lazily: the text
+        only when an observation is asked for)."""
         self.collect(seat)
+        key = (len(self.game.events), len(self.news[seat]))
+        state = self._current.get(seat)
+        if state is None or state.key != key:
+            view = self.conns[seat].view()
+            state = self._current[seat] = _State(
+                key=key,
+                view=view,
+                view_json=self.observers[seat].view_json(view),
+                legal=list(view.get("legal_actions") or []),
+                finished=bool(view["finished"]),
+                your_turn=int(bool(view.get("your_turn"))),
+                turn=min(int(view.get("turn") or 0), MAX_TURN_COUNTER),
+            )
+        return state
+
+    def _text(self, seat: int, state: _State) -> str:
         result = self.last[seat]
-        key = (len(self.game.events), id(result), len(self.news[seat]))
-        cached = self._observed.get(seat)
-        if cached is not None and cached[0] == key:
-            return _fresh(cached[1], cached[2])
-        view = self.conns[seat].view()
-        parts = [self._narrate(seat, view)] if self.narrate else []
-        if result is not None:
-            parts.append(describe_result(result))
-        text = "\n\n".join(parts)
-        legal = set(view.get("legal_actions") or [])
-        queries_open = not view["finished"]
-        mask = np.array(
-            [1 if (t in legal or (t in QUERY_TOOLS and queries_open)) else 0 for t in TOOLS], dtype=np.int8
-        )
-        obs = {
-            "text": fit_text(text),
-            "view": fit_text(json.dumps(view)),
-            "tool_mask": mask,
-            "your_turn": int(bool(view.get("your_turn"))),
-            "turn": np.array([min(int(view.get("turn") or 0), MAX_TURN_COUNTER)], dtype=np.int64),
+        if state.text is None or state.text_result is not result:
+            if state.base is None and self.narrate:
+                assert state.view is not None  # the text is told before the view is handed out
+                state.base = self.observers[seat].narration(state.view)
+            answer = describe_result(result) if result is not None else None
+            state.text, state.text_result = join_text(state.base, answer), result
+        return state.text
+
+    def observation(self, seat: int) -> dict[str, Any]:
+        """The seat's observation now: the narrator's text (news since its last step, then the answer
+        to its last call), the view as JSON, the tool mask, whether it is awaited, the turn."""
+        state = self._state(seat)
+        return {
+            "text": self._text(seat, state),
+            "view": state.view_json,
+            "tool_mask": self.observers[seat].mask(state.legal, not state.finished, TOOLS, QUERY_TOOLS),
+            "your_turn": state.your_turn,
+            "turn": np.array([state.turn], dtype=np.int64),
         }
+
+    def info(self, seat: int) -> dict[str, Any]:
+        """The seat's info now: the view as a dict, the last call's ``result`` and ``error``, the legal
+        tools, and at the end ``winners``, ``scores`` and ``end_reason``. Nothing in it is shared with an
+        earlier info or with the engine: the engine's view is handed out once (after everything built
+        from it), later infos of the same state get copies; a result handed out before is copied too."""
+        state = self._state(seat)
+        view = state.view
+        if view is not None:
+            self._text(seat, state)  # built from the engine's view before the caller may change it
+            self.conns[seat].table.release_view(seat)  # the next view of this seat is built afresh
+            state.view = None
+        else:
+            view = json.loads(state.view_json)
+        result = self.last[seat]
+        if result is not None:
+            if result is self._handed_result.get(seat) or result.get("view") is view:
+                result = copy_data(result)
+            else:
+                self._handed_result[seat] = result
+        legal = set(state.legal)
+        queries_open = not state.finished
         info: dict[str, Any] = {
             "view": view,
             "result": result,
-            "error": (result or {}).get("error") if result and not result.get("ok") else None,
-            "legal_tools": [t for t, m in zip(TOOLS, mask, strict=True) if m],
+            "error": copy_data(result.get("error")) if result is not None and not result.get("ok") else None,
+            "legal_tools": [t for t in TOOLS if t in legal or (queries_open and t in QUERY_TOOLS)],
         }
-        if self.game.finished:
-            info.update(
-                winners=list(self.game.winners), scores=self.game.scores, end_reason=self.game.end_reason
-            )
-        # callers keep what they are given (gymnasium's checker insists): each call gets its own copy
-        self._observed[seat] = (key, obs, json.dumps(info))
-        return _fresh(obs, self._observed[seat][2])
+        game = self.game
+        if game.finished:
+            info.update(winners=list(game.winners), scores=game.scores, end_reason=game.end_reason)
+        return info
 
-    def _narrate(self, seat: int, view: dict[str, Any]) -> str:
-        """:func:`agents.narrator.observation`, with the seat's stable prefix built once per game (it
-        never changes during a game; a test checks the text equals the narrator's)."""
-        rules = self.game.rules
-        prefix = self._prefix.get(seat)
-        if prefix is None:
-            prefix = self._prefix[seat] = stable_prefix(view, rules)
-        news = SECTION_EVENTS + "\n" + narrate_events(self.news[seat], seat, rules)
-        return "\n\n".join([prefix, describe_view(view, rules), news])
+    def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The seat's observation and info now (:meth:`observation`, :meth:`info`)."""
+        return self.observation(seat), self.info(seat)
 
     def game_log(self, *, game_id: str | None = None, meta: Mapping[str, Any] | None = None) -> GameLog:
         """The game so far as a researcher game log (:mod:`server.game.gamelog`, ``source: local``), with
@@ -403,10 +422,31 @@ class Match:
     def mark_shown(self, seat: int) -> None:
         """The seat acted on its observation: its news has been shown."""
         self.news[seat] = []
+        self.observers[seat].news_shown()
 
 
-def _fresh(obs: dict[str, Any], info_json: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    return {**obs, "tool_mask": obs["tool_mask"].copy(), "turn": obs["turn"].copy()}, json.loads(info_json)
+@dataclass(eq=False)
+class _State:
+    """One seat's observation pieces for one state of the game (its events and the seat's news)."""
+
+    key: tuple[int, int]  # (events in the game, the seat's unshown news)
+    view: dict[str, Any] | None  # the engine's view; None once handed out in an info
+    view_json: str
+    legal: list[str]
+    finished: bool
+    your_turn: int
+    turn: int
+    base: str | None = None  # the narration (prefix, state, news), escaped; None until told
+    text: str | None = None  # the observation text for the result ``text_result``
+    text_result: dict[str, Any] | None = None
+
+
+def join_text(narration: str | None, answer: str | None) -> str:
+    """The observation text: the narration, then the answer to the last call, fitted to the space."""
+    if answer is None:
+        return cut_text(narration or "")
+    answer = escape_text(answer)
+    return cut_text(answer if narration is None else narration + "\n\n" + answer)
 
 
 def describe_result(result: Mapping[str, Any]) -> str:

@@ -134,8 +134,7 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, Any]:
         assert self.match is not None, "call reset() first"
-        obs, _ = self.match.observe(self._seat(agent))
-        return obs
+        return self.match.observation(self._seat(agent))  # built when asked, for this agent only
 
     def _refresh_infos(self, agents: list[str] | None = None) -> None:
         """Fresh infos for ``agents`` (default: all). After a move only the selected agent's is rebuilt
@@ -143,8 +142,7 @@ class raw_env(AECEnv):
         selected, and it is rebuilt then."""
         assert self.match is not None
         for agent in self.agents if agents is None else agents:
-            _, info = self.match.observe(self._seat(agent))
-            self.infos[agent] = info
+            self.infos[agent] = self.match.info(self._seat(agent))
 
     def step(self, action: Any) -> None:
         assert self.match is not None, "call reset() first"
