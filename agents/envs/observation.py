@@ -22,10 +22,9 @@ whole games), and nothing handed out is shared with an earlier step's observatio
 from __future__ import annotations
 
 import json
-import marshal
 import re
 from collections.abc import Mapping
-from json.encoder import encode_basestring_ascii
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 import numpy as np
@@ -73,57 +72,99 @@ def fit_text(text: str) -> str:
     return cut_text(escape_text(text))
 
 
-class ViewJson:
-    """``json.dumps(view)`` (default separators, ASCII), the same text, built key by key.
+def copy_data(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists and immutable leaves), far cheaper than deepcopy."""
+    if type(value) is dict:
+        return {k: copy_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [copy_data(v) for v in value]
+    return value
 
-    Scalars and short lists of scalars are written directly; every other value is encoded with
-    ``json.dumps`` and remembered under its key together with its ``marshal`` form, which records types
-    and dict order exactly (unlike ``==``, for which ``{"a": 1, "b": 2}`` equals ``{"b": 2, "a": 1}`` and
-    ``1`` equals ``True``). A value whose marshal form is the remembered one has the remembered JSON.
-    Values marshal cannot write (none in a view) are encoded every time.
-    """
+
+REMEMBERED_VIEW_KEYS = frozenset(
+    {"target", "crafts_this_phase", "pending_proposal", "proposals", "trade_history", "tom", "rules"}
+)
+"""The player-view keys whose JSON :class:`ViewJson` remembers. Their values are built by the engine in
+a fixed key order from records it never rebuilds (settings, the seat's target, stored proposals and
+turn records, the seat's crafts), with the types the view schema fixes, so a value equal (``==``) to
+the last one has the same JSON. Not ``hands``: a hand's items can come back in another order after
+crafting, which ``==`` does not see."""
+
+
+class ViewJson:
+    """``json.dumps(view)`` of one seat's successive player views (default separators, ASCII), the same
+    text, built from pieces: the keys of :data:`REMEMBERED_VIEW_KEYS` are encoded again only when their
+    value changed (the memo compares against a private copy), each run of other keys in one call of
+    the C encoder ``json.dumps`` itself uses."""
 
     def __init__(self) -> None:
-        self._keys: dict[str, str] = {}
-        self._memo: dict[str, tuple[bytes, str]] = {}
+        self._plans: dict[tuple[Any, ...], list[tuple[str, tuple[str, ...]]]] = {}
+        self._memo: dict[str, tuple[Any, str]] = {}
 
     def dumps(self, view: Mapping[str, Any]) -> str:
-        parts = []
-        keys, memo = self._keys, self._memo
-        for key, value in view.items():
-            if type(key) is not str:
-                return json.dumps(view)  # json.dumps converts such keys its own way
-            head = keys.get(key)
-            if head is None:
-                head = keys[key] = encode_basestring_ascii(key) + ": "
-            kind = type(value)
-            if value is None:
-                text = "null"
-            elif kind is bool:
-                text = "true" if value else "false"
-            elif kind is int:
-                text = int.__repr__(value)
-            elif kind is str:
-                text = encode_basestring_ascii(value)
-            elif kind is list and len(value) <= 8 and all(type(v) is int for v in value):
-                text = "[" + ", ".join([int.__repr__(v) for v in value]) + "]"
-            else:
-                text = self._encoded(key, value, memo)
-            parts.append(head + text)
-        return "{" + ", ".join(parts) + "}"
-
-    @staticmethod
-    def _encoded(key: str, value: Any, memo: dict[str, tuple[bytes, str]]) -> str:
+        keys = tuple(view)
+        plan = self._plans.get(keys)
+        if plan is None:
+            plan = self._plans[keys] = _plan(keys)
+        if _ENCODE is None or not plan:
+            return json.dumps(view)
+        memo = self._memo
+        pieces = []
         try:
-            form = marshal.dumps(value, 2)  # version 2: no back-references, so equal data, equal bytes
-        except ValueError:
-            return json.dumps(value)
-        known = memo.get(key)
-        if known is not None and known[0] == form:
-            return known[1]
-        text = json.dumps(value)
-        memo[key] = (form, text)
-        return text
+            for head, run in plan:
+                if head:  # a remembered key
+                    value = view[run[0]]
+                    known = memo.get(run[0])
+                    if known is not None and known[0] == value:
+                        pieces.append(head + known[1])
+                    else:
+                        text = "".join(_ENCODE({}, value))
+                        memo[run[0]] = (copy_data(value), text)
+                        pieces.append(head + text)
+                else:
+                    pieces.append("".join(_ENCODE({}, {k: view[k] for k in run}))[1:-1])
+        except (TypeError, ValueError, RecursionError):
+            return json.dumps(view)  # raises as json.dumps does
+        return "{" + ", ".join(pieces) + "}"
+
+
+def _plan(keys: tuple[Any, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """How to write a view with these keys, in order: ``(head, (key,))`` for a remembered key (head:
+    its JSON name and separator), ``("", run)`` for a run of other keys; empty when a key is not a
+    string (``json.dumps`` converts such keys its own way)."""
+    if not all(type(k) is str for k in keys):
+        return []
+    plan: list[tuple[str, tuple[str, ...]]] = []
+    run: list[str] = []
+    for key in keys:
+        if key in REMEMBERED_VIEW_KEYS:
+            if run:
+                plan.append(("", tuple(run)))
+                run = []
+            plan.append((encode_basestring_ascii(key) + ": ", (key,)))
+        else:
+            run.append(key)
+    if run:
+        plan.append(("", tuple(run)))
+    return plan
+
+
+def _c_encoder() -> Any:
+    """The C encoder exactly as ``json.dumps`` with default arguments builds it, as a function of a
+    fresh circularity-marker dict and a value (None without the C accelerator)."""
+    if c_make_encoder is None:
+        return None
+    default = json.JSONEncoder().default
+
+    def encode(markers: dict[int, Any], value: Any) -> Any:
+        return c_make_encoder(  # type: ignore[misc]
+            markers, default, encode_basestring_ascii, None, ": ", ", ", False, False, True
+        )(value, 0)
+
+    return encode
+
+
+_ENCODE = _c_encoder()
 
 
 class SeatObserver:

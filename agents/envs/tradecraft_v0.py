@@ -50,7 +50,7 @@ def env(**kwargs: Any) -> AECEnv:
 
 class raw_env(AECEnv):
     """All seats of a game of ``instance`` (see :class:`agents.envs.gym_env.TradeCraftEnv` for the
-    arguments they share)."""
+    arguments they share). ``observe(agent)`` builds that agent's observation when it is asked for."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "tradecraft_v0",
@@ -69,10 +69,12 @@ class raw_env(AECEnv):
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: str = "outcome",
         narrate: bool = True,
+        ack_views: bool = False,
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
         self.narrate = narrate
+        self.ack_views = ack_views
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -111,7 +113,13 @@ class raw_env(AECEnv):
             if instance.ruleset != self.instance.ruleset:
                 raise ValueError(f"options['instance'] must be a {self.instance.ruleset} instance")
         self.match = Match.start(
-            instance, self.game_settings, self.rules, int(seed), driven={}, narrate=self.narrate
+            instance,
+            self.game_settings,
+            self.rules,
+            int(seed),
+            driven={},
+            narrate=self.narrate,
+            ack_views=self.ack_views,
         )
         self.steps = 0
         self.agents = list(self.possible_agents)
