@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from craft_rules.model import RuleSet
-from server.game.events import Event, as_events, visible_to
+from server.game.events import Event, as_events, for_viewer, visible_to
 from server.game.settings import GameSettings
 
 SECTION_STATE = "## Now"
@@ -598,7 +598,7 @@ def event_lines(events: Iterable[Event | Mapping[str, Any]], seat: int | None, r
     records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
     for event in as_events(records):  # type: ignore[arg-type]
         if visible_to(event, seat):
-            text = narrate_event(event, seat, rules)
+            text = narrate_event(for_viewer(event), seat, rules)
             if text:
                 lines.append(f"- {text}")
     return lines

@@ -1,7 +1,7 @@
 """The envs build observations step by step from what changed; the result must be exactly what building
 them from scratch gives: the narrator's whole observation, ``json.dumps`` of the view, the mask. Checked
 at every step of whole games (both envs, two and three players, messages with characters outside the
-text space), plus the JSON builder on values where ``==`` would mislead it."""
+text space, queries and refused calls in between)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from agents.bots.registry import make_policy
 from agents.envs import tradecraft_v0
 from agents.envs.core import QUERY_TOOLS, TOOLS, Match, describe_result, fit_text, tool_call
 from agents.envs.gym_env import TradeCraftEnv
-from agents.envs.observation import ViewJson
 from agents.narrator import NarrationMemo, bundle, describe_view, observation
 
 
@@ -108,23 +107,6 @@ def test_infos_share_nothing_between_calls_or_with_the_engine() -> None:
     fourth = env.step({"tool": "possible_crafts", "args": {}})[4]
     assert fourth["view"] == third["view"] and fourth["view"]["hands"][0].get("stick") != 999
     assert env.match.conns[0].view()["hands"][0].get("stick") != 999
-
-
-def test_view_json_is_json_dumps() -> None:
-    encoder = ViewJson()
-    views = [
-        {"seat": 0, "hands": [{"a": 1, "b": 2}], "rules": {"x": 1}, "list": [1, 2], "s": "é\u2028"},
-        {"seat": 0, "hands": [{"b": 2, "a": 1}], "rules": {"x": 1}, "list": [True, 2], "s": "\U0001f600"},
-        {"seat": 0, "hands": [{"b": 2.5, "a": 1}], "rules": {"x": 2}, "list": [1.5], "s": None},
-        {1: "int key", "seat": None, "hands": [], "rules": {}, "list": list(range(20))},
-    ]
-    for view in views + views:
-        assert encoder.dumps(view) == json.dumps(view)
-    # the remembered value is a private copy: changing the caller's view is noticed
-    view = {"rules": {"x": [1]}}
-    assert encoder.dumps(view) == json.dumps(view)
-    view["rules"]["x"].append(2)
-    assert encoder.dumps(view) == json.dumps(view)
 
 
 def test_describe_view_with_a_memo_tells_the_same_as_without() -> None:

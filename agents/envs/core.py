@@ -245,6 +245,7 @@ class Match:
     observers: list[SeatObserver] = field(init=False)
     _current: dict[int, _State] = field(init=False, default_factory=dict)
     _handed_result: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
+    _driving: dict[int, LocalConnection | _Unobserved] = field(init=False)
 
     def __post_init__(self) -> None:
         # the driven seats' policies read the view before each move: their acks need none
@@ -258,6 +259,14 @@ class Match:
         self.outcomes = {seat: SeatOutcome(seat=seat) for seat in self.driven}
         rules = self.table.game.rules
         self.observers = [SeatObserver(rules, seat, self.narrate) for seat in range(players)]
+        # what the driver plays each driven seat through: a policy that observes nothing is handed no
+        # events, so none are built for it (as agents.local.play_local builds none)
+        self._driving = {
+            seat: self.conns[seat]
+            if callable(getattr(policy, "observe", None))
+            else _Unobserved(self.conns[seat])
+            for seat, policy in self.driven.items()
+        }
 
     @classmethod
     def start(
@@ -289,7 +298,7 @@ class Match:
             for seat in movers:
                 if game.finished or seat not in game.waiting_for():
                     continue
-                moved = take_turn(self.driven[seat], self.conns[seat], self.outcomes[seat])
+                moved = take_turn(self.driven[seat], self._driving[seat], self.outcomes[seat])  # type: ignore[arg-type]
                 phase_moves += 1
                 if not moved and seat in game.waiting_for():
                     phase_moves = MAX_DRIVEN_ACTIONS_PER_PHASE  # nothing it can do: end the phase
@@ -301,7 +310,8 @@ class Match:
 
     def handle(self, seat: int, call: Any) -> dict[str, Any]:
         """Carry out one tool call of ``seat``: the protocol's answer (ack, query answer or refusal)."""
-        too_large = oversized(call, "action") if isinstance(call, (str, Mapping)) else None
+        # a text is measured before it is parsed; an object's payload is measured by the connection
+        too_large = oversized(call, "action") if isinstance(call, str) else None
         if too_large is not None:
             return too_large
         try:
@@ -313,10 +323,12 @@ class Match:
 
     def collect(self, seat: int) -> None:
         """Move the seat's new events into its unshown news."""
-        events = self.conns[seat].events()
-        if events:
-            self.news[seat].extend(events)
-            self.observers[seat].add_news(events)
+        conn = self.conns[seat]
+        first = conn.scanned
+        records = conn.events()
+        if records:
+            self.news[seat].extend(records)
+            self.observers[seat].add_news(self.game.events[first : conn.scanned])
 
     def _state(self, seat: int) -> _State:
         """The seat's current state and what is built from it, once per state (and lazily: the text
@@ -329,7 +341,7 @@ class Match:
             state = self._current[seat] = _State(
                 key=key,
                 view=view,
-                view_json=self.observers[seat].view_json(view),
+                view_json=SeatObserver.view_json(view),
                 legal=list(view.get("legal_actions") or []),
                 finished=bool(view["finished"]),
                 your_turn=int(bool(view.get("your_turn"))),
@@ -433,6 +445,20 @@ class Match:
         """The seat acted on its observation: its news has been shown."""
         self.news[seat] = []
         self.observers[seat].news_shown()
+
+
+class _Unobserved:
+    """A driven seat's connection for a policy without an ``observe`` hook: :meth:`events` is empty (the
+    driver would build the seat's new log records only to drop them); the rest is the connection's."""
+
+    def __init__(self, conn: LocalConnection) -> None:
+        self._conn = conn
+
+    def events(self) -> list[dict[str, Any]]:
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
 
 
 @dataclass(eq=False)
