@@ -51,7 +51,7 @@ from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances
 
 WAYS = ("bare", "gym", "gym_lean", "gym_acks", "aec")
-Digests = dict[int, str]
+Games = list[Any]
 
 
 def game_digest(game: Any) -> str:
@@ -65,23 +65,20 @@ def bots_for(seed: int, players: int = 2) -> list[Any]:
     return [make_policy("random", derive_seed(seed, "seat", s)) for s in range(players)]
 
 
-def bare(instances: list[TaskInstance], seed: int) -> tuple[int, Digests]:
+def bare(instances: list[TaskInstance], seed: int) -> Games:
     rules = load_rule_set("minecraft")
-    events, digests = 0, {}
+    games = []
     for index, instance in enumerate(instances):
         result = play_local(
             instance, make_settings(None, instance), rules, bots_for(seed + index), seed + index
         )
-        events += len(result.events)
-        digests[index] = game_digest(result.game)
-    return events, digests
+        games.append(result.game)
+    return games
 
 
-def gym(
-    instances: list[TaskInstance], seed: int, narrate: bool = True, ack_views: bool = False
-) -> tuple[int, Digests]:
+def gym(instances: list[TaskInstance], seed: int, narrate: bool = True, ack_views: bool = False) -> Games:
     env = TradeCraftEnv(instances[0], narrate=narrate, ack_views=ack_views)
-    events, digests = 0, {}
+    games = []
     for index, instance in enumerate(instances):
         _obs, info = env.reset(seed=seed + index, options={"instance": instance})
         me = bots_for(seed + index)[0]  # the opponent's bot is seeded the same way by the env
@@ -92,14 +89,13 @@ def gym(
                 tool_call(me.act(view, view["legal_actions"]))
             )
             done = terminated or truncated
-        events += len(env.match.game.events)
-        digests[index] = game_digest(env.match.game)
-    return events, digests
+        games.append(env.match.game)
+    return games
 
 
-def aec(instances: list[TaskInstance], seed: int) -> tuple[int, Digests]:
+def aec(instances: list[TaskInstance], seed: int) -> Games:
     env = tradecraft_v0.raw_env(instances[0])
-    events, digests = 0, {}
+    games = []
     for index, instance in enumerate(instances):
         env.reset(seed=seed + index, options={"instance": instance})
         bots = dict(zip(env.agents, bots_for(seed + index, len(env.agents)), strict=True))
@@ -110,16 +106,17 @@ def aec(instances: list[TaskInstance], seed: int) -> tuple[int, Digests]:
                 continue
             view = info["view"]
             env.step(tool_call(bots[agent].act(view, view["legal_actions"])))
-        events += len(env.match.game.events)
-        digests[index] = game_digest(env.match.game)
-    return events, digests
+        games.append(env.match.game)
+    return games
 
 
-def timed(run: Callable[[], tuple[int, Digests]]) -> tuple[float, float, int, Digests]:
+def timed(run: Callable[[], Games]) -> tuple[float, float, int, list[str]]:
+    """CPU and wall seconds of ``run``; then (not timed) its events and its games' digests."""
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    events, digests = run()
-    return time.process_time() - cpu, time.perf_counter() - wall, events, digests
+    games = run()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return cpu, wall, sum(len(game.events) for game in games), [game_digest(game) for game in games]
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -134,7 +131,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     instances = list(iter_instances("minecraft", "1p_v_1p"))[: args.instances]
-    runs: dict[str, Callable[[list[TaskInstance]], tuple[int, Digests]]] = {
+    runs: dict[str, Callable[[list[TaskInstance]], Games]] = {
         "bare": lambda chosen: bare(chosen, args.seed),
         "gym": lambda chosen: gym(chosen, args.seed),
         "gym_lean": lambda chosen: gym(chosen, args.seed, narrate=False),
@@ -146,7 +143,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {name: [] for name in WAYS}
     wall: dict[str, list[float]] = {name: [] for name in WAYS}
     events: dict[str, int] = {}
-    digests: dict[str, Digests] = {}
+    digests: dict[str, list[str]] = {}
     for repeat in range(args.repeats):
         order = WAYS[repeat % len(WAYS) :] + WAYS[: repeat % len(WAYS)]
         for name in order:
