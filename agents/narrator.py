@@ -491,23 +491,29 @@ def _trade_text(t: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
 def _history_lines(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> list[str]:
     me = view["seat"]
     mine = {p["turn"]: p for p in view["proposals"]}
-    if memo is not None and (memo.seat != me or memo.rules is not rules or len(memo.history) > 64):
+    if memo is None:
+        lines = [_history_line(r, mine.get(r["turn"]), me, rules) for r in view["trade_history"]]
+        return [line for line in lines if line is not None]
+    if memo.seat != me or memo.rules is not rules or len(memo.history) > 64:
         memo.seat, memo.rules, memo.history = me, rules, {}
+    known_lines = memo.history
     lines = []
     for record in view["trade_history"]:
-        proposal = mine.get(record["turn"])
-        if memo is None:
-            line = _history_line(record, proposal, me, rules)
+        turn = record["turn"]
+        # the reader's proposal is told only for these outcomes: compared only then
+        proposal = mine.get(turn) if record["outcome"] in _OWN_PROPOSAL_OUTCOMES else None
+        known = known_lines.get(turn)
+        if known is not None and known[0] == record and known[1] == proposal:
+            line = known[2]
         else:
-            known = memo.history.get(record["turn"])
-            if known is not None and known[0] == record and known[1] == proposal:
-                line = known[2]
-            else:
-                line = _history_line(record, proposal, me, rules)
-                memo.history[record["turn"]] = (_copy_data(record), _copy_data(proposal), line)
+            line = _history_line(record, proposal, me, rules)
+            known_lines[turn] = (_copy_data(record), _copy_data(proposal), line)
         if line is not None:
             lines.append(line)
     return lines
+
+
+_OWN_PROPOSAL_OUTCOMES = frozenset({"rejected", "cancelled", "proposed"})
 
 
 def _copy_data(value: Any) -> Any:

@@ -22,6 +22,7 @@ the last ``result`` (an ack, a query answer or a refusal), ``error``, ``legal_to
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -325,6 +326,8 @@ class Match:
         """Move the seat's new events into its unshown news."""
         conn = self.conns[seat]
         first = conn.scanned
+        if first == len(self.game.events):
+            return  # nothing new (the usual second and third look of a step)
         records = conn.events()
         if records:
             self.news[seat].extend(records)
@@ -393,13 +396,11 @@ class Match:
             state.view = None
             if original is not None and original.get("view") is view:
                 view = json.loads(state.view_json)  # the ack handed out (or to be) holds the engine's
-        legal = set(state.legal)
-        queries_open = not state.finished
         info: dict[str, Any] = {
             "view": view,
             "result": result,
             "error": copy_data(result.get("error")) if result is not None and not result.get("ok") else None,
-            "legal_tools": [t for t in TOOLS if t in legal or (queries_open and t in QUERY_TOOLS)],
+            "legal_tools": legal_tools(state.legal, not state.finished),
         }
         game = self.game
         if game.finished:
@@ -475,6 +476,16 @@ class _State:
     base: str | None = None  # the narration (prefix, state, news), escaped; None until told
     text: str | None = None  # the observation text for the result ``text_result``
     text_result: dict[str, Any] | None = None
+
+
+@functools.lru_cache(maxsize=256)
+def _legal_tools(legal: tuple[str, ...], queries_open: bool) -> tuple[str, ...]:
+    return tuple(t for t in TOOLS if t in legal or (queries_open and t in QUERY_TOOLS))
+
+
+def legal_tools(legal: list[str], queries_open: bool) -> list[str]:
+    """The tools usable now, in :data:`TOOLS` order (a fresh list)."""
+    return list(_legal_tools(tuple(legal), queries_open))
 
 
 def join_text(narration: str | None, answer: str | None) -> str:
