@@ -125,13 +125,22 @@ _BUNDLE_MEMO_SIZE = 20_000
 _BUNDLE_MEMOS: dict[int, tuple[weakref.ref[RuleSet], dict[tuple[Any, ...], str]]] = {}
 
 
+_LAST_MEMO: tuple[RuleSet | None, dict[tuple[Any, ...], str]] = (None, {})
+"""The rule set last asked for and its memo (one tuple, replaced whole: safe across threads)."""
+
+
 def _bundle_memo(rules: RuleSet) -> dict[tuple[Any, ...], str]:
+    global _LAST_MEMO
+    last = _LAST_MEMO
+    if last[0] is rules:
+        return last[1]
     key = id(rules)
     entry = _BUNDLE_MEMOS.get(key)
     if entry is None or entry[0]() is not rules:
         # forgotten with the rule set (its id may then be reused by another object)
         entry = (weakref.ref(rules, lambda _ref: _BUNDLE_MEMOS.pop(key, None)), {})
         _BUNDLE_MEMOS[key] = entry
+    _LAST_MEMO = (rules, entry[1])
     return entry[1]
 
 
