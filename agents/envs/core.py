@@ -138,6 +138,9 @@ def parse_tool_call(call: Any) -> ParsedCall:
         )
     if "tool" not in call and isinstance(call.get("type"), str):
         # the engine's own object, as the narrator's action formats write it: {"type": "pass"}
+        if call["type"] in TOOLS:  # what the slow path below makes of it, without the detour
+            kind = "query" if call["type"] in QUERY_TOOLS else "action"
+            return ParsedCall(kind, {"type": call["type"], **{k: v for k, v in call.items() if k != "type"}})
         call = tool_call(call)
     extra = sorted(set(call) - {"tool", "args"})
     tool, args = call.get("tool"), call.get("args", {})
@@ -344,7 +347,7 @@ class Match:
             state = self._current[seat] = _State(
                 key=key,
                 view=view,
-                view_json=SeatObserver.view_json(view),
+                view_json=json.dumps(view),
                 legal=list(view.get("legal_actions") or []),
                 finished=bool(view["finished"]),
                 your_turn=int(bool(view.get("your_turn"))),
@@ -368,7 +371,7 @@ class Match:
         state = self._state(seat)
         return {
             "text": self._text(seat, state),
-            "view": state.view_json,
+            "view": cut_text(state.view_json),  # ASCII: nothing to escape
             "tool_mask": self.observers[seat].mask(state.legal, not state.finished, TOOLS, QUERY_TOOLS),
             "your_turn": state.your_turn,
             "turn": np.array([state.turn], dtype=np.int64),
@@ -468,7 +471,7 @@ class _State:
 
     key: tuple[int, int]  # (events in the game, the seat's unshown news)
     view: dict[str, Any] | None  # the engine's view; None once handed out in an info
-    view_json: str
+    view_json: str  # json.dumps of the view (whole: copies of the view are made from it)
     legal: list[str]
     finished: bool
     your_turn: int

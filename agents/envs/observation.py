@@ -21,7 +21,6 @@ shared with an earlier step's observation or info.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -89,7 +88,7 @@ class SeatObserver:
 
     The caller (:class:`agents.envs.core.Match`) hands it the seat's news as they arrive
     (:meth:`add_news`), says when the seat has seen them (:meth:`news_shown`), and asks for the pieces
-    of the current state's observation: :meth:`text` and :meth:`view_json` for a view.
+    of the narration of the current state (:meth:`narration`) and the tool mask (:meth:`mask`).
     """
 
     def __init__(self, rules: RuleSet, seat: int, narrate: bool = True) -> None:
@@ -118,10 +117,6 @@ class SeatObserver:
         news = "\n".join(self._news) if self._news else "(nothing new)"
         changing = describe_view(view, self.rules, self._memo) + "\n\n" + SECTION_EVENTS + "\n" + news
         return self._prefix + "\n\n" + escape_text(changing)
-
-    @staticmethod
-    def view_json(view: Mapping[str, Any]) -> str:
-        return cut_text(json.dumps(view))  # ASCII: nothing to escape
 
     def mask(
         self, legal: list[str], queries_open: bool, tools: tuple[str, ...], queries: frozenset[str]
