@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from craft_rules.model import RuleSet
-from server.game.events import Event, as_events, for_viewer, visible_to
+from server.game.events import Event, for_viewer, visible_to
 from server.game.settings import GameSettings
 
 SECTION_STATE = "## Now"
@@ -609,9 +609,11 @@ def event_lines(events: Iterable[Event | Mapping[str, Any]], seat: int | None, r
     """The lines of :func:`narrate_events` (``"- ..."``), one per event ``seat`` may see, as a list: a
     caller that receives events a few at a time narrates each once and joins the lines when it reads."""
     lines = []
-    # viewer-log records (what a client and a policy's observe get) number events "n", not "seq"
-    records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
-    for event in as_events(records):  # type: ignore[arg-type]
+    for item in events:
+        if isinstance(item, Event):
+            event = item
+        else:  # viewer-log records (what a client and a policy's observe get) number events "n"
+            event = Event.from_dict(item if "seq" in item else {**item, "seq": item["n"]})  # type: ignore[arg-type]
         if visible_to(event, seat):
             text = narrate_event(for_viewer(event), seat, rules)
             if text:

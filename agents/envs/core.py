@@ -465,7 +465,7 @@ class _Unobserved:
         return getattr(self._conn, name)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _State:
     """One seat's observation pieces for one state of the game (its events and the seat's news)."""
 
