@@ -215,11 +215,6 @@ class LocalConnection:
         """The seat's envelope now (the ack of the protocol's ``view`` request)."""
         return self.table.envelope(self._seat)
 
-    @property
-    def scanned(self) -> int:
-        """How many of the game's events :meth:`events` has gone through (the next call starts there)."""
-        return self._scanned
-
     def events(self) -> list[dict[str, Any]]:
         with self.table.lock:
             events = self.table.game.events
