@@ -131,6 +131,12 @@ class LocalTable:
             self._views[seat] = (size, view)
             return view
 
+    def release_view(self, seat: int) -> None:
+        """Forget ``seat``'s shared view: a caller that hands it to someone who may change it releases it
+        first, so the next :meth:`view` is built afresh."""
+        with self.lock:
+            self._views.pop(seat, None)
+
     def seq_of(self, seat: int, n: int) -> int | None:
         """The game's sequence number of event ``n`` of ``seat``'s log (None if there is no such event)."""
         with self.lock:

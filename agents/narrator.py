@@ -21,12 +21,13 @@ messages written by players are quoted as JSON strings, so no message can pass f
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from craft_rules.model import RuleSet
-from server.game.events import Event, as_events, visible_to
+from server.game.events import Event, for_viewer, visible_to
 from server.game.settings import GameSettings
 
 SECTION_STATE = "## Now"
@@ -98,10 +99,49 @@ def _qty(value: int | str | Fraction) -> str:
 
 def bundle(rules: RuleSet, counts: Mapping[str, int | str | Fraction] | None) -> str:
     """``{"stick": 2, "coal": "1/4"}`` -> ``"1/4 Coal, 2 Stick"`` (by item id; ``"nothing"`` if empty)."""
-    parts = [
-        f"{_qty(q)} {item_label(rules, item)}" for item, q in sorted((counts or {}).items()) if Fraction(q)
-    ]
-    return ", ".join(parts) if parts else "nothing"
+    if not counts:
+        return "nothing"
+    try:
+        key: tuple[Any, ...] | None = tuple(counts.items())
+        text = _bundle_memo(rules).get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable quantity: told, not remembered
+        key, text = None, None
+    if text is None:
+        parts = [f"{_qty(q)} {item_label(rules, item)}" for item, q in sorted(counts.items()) if Fraction(q)]
+        text = ", ".join(parts) if parts else "nothing"
+        if key is not None:
+            memo = _bundle_memo(rules)
+            if len(memo) >= _BUNDLE_MEMO_SIZE:
+                memo.clear()
+            memo[key] = text
+    return text
+
+
+# Bundles recur all game long (hands, trades, the history of every observation), and parsing their
+# quantities is most of the cost of a state description, so each rule set remembers the text of the
+# bundles it has told, keyed by the (item, quantity) pairs. Equal keys give equal text: quantities that
+# compare equal (1, 1.0, True, Fraction(1)) are the same rational number, told the same way.
+_BUNDLE_MEMO_SIZE = 20_000
+_BUNDLE_MEMOS: dict[int, tuple[weakref.ref[RuleSet], dict[tuple[Any, ...], str]]] = {}
+
+
+_LAST_MEMO: tuple[RuleSet | None, dict[tuple[Any, ...], str]] = (None, {})
+"""The rule set last asked for and its memo (one tuple, replaced whole: safe across threads)."""
+
+
+def _bundle_memo(rules: RuleSet) -> dict[tuple[Any, ...], str]:
+    global _LAST_MEMO
+    last = _LAST_MEMO
+    if last[0] is rules:
+        return last[1]
+    key = id(rules)
+    entry = _BUNDLE_MEMOS.get(key)
+    if entry is None or entry[0]() is not rules:
+        # forgotten with the rule set (its id may then be reused by another object)
+        entry = (weakref.ref(rules, lambda _ref: _BUNDLE_MEMOS.pop(key, None)), {})
+        _BUNDLE_MEMOS[key] = entry
+    _LAST_MEMO = (rules, entry[1])
+    return entry[1]
 
 
 # characters that end a line for some readers but that JSON leaves unescaped
@@ -338,8 +378,11 @@ def player_facts(view: Mapping[str, Any], rules: RuleSet) -> str:
 # =================================================================================================
 # 3. the state now
 # =================================================================================================
-def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
-    """The changing state a player sees: turn and phase, hands, own crafting, proposals, history, duty."""
+def describe_view(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> str:
+    """The changing state a player sees: turn and phase, hands, own crafting, proposals, history, duty.
+
+    ``memo`` (one per seat and game, :class:`NarrationMemo`) saves re-telling the unchanged turns of the
+    trade history at every step; the text is the same with or without it."""
     me: int | None = view["seat"]
     lines = [SECTION_STATE]
     if view["finished"]:
@@ -376,7 +419,7 @@ def describe_view(view: Mapping[str, Any], rules: RuleSet) -> str:
     pending = view["pending_proposal"]
     if pending is not None:
         lines.append(_pending_text(pending, me, rules))
-    history = _history_lines(view, rules)
+    history = _history_lines(view, rules, memo)
     if history:
         records = view["trade_history"]
         if records and records[0]["turn"] > 1:  # views carry a bounded window of the latest turns
@@ -454,36 +497,86 @@ def _trade_text(t: Mapping[str, Any], me: int | None, rules: RuleSet) -> str:
     return core + f".{_said(t.get('message'))}{_said(t.get('reply'), 'reply')}"
 
 
-def _history_lines(view: Mapping[str, Any], rules: RuleSet) -> list[str]:
+def _history_lines(view: Mapping[str, Any], rules: RuleSet, memo: NarrationMemo | None = None) -> list[str]:
     me = view["seat"]
     mine = {p["turn"]: p for p in view["proposals"]}
+    if memo is None:
+        lines = [_history_line(r, mine.get(r["turn"]), me, rules) for r in view["trade_history"]]
+        return [line for line in lines if line is not None]
+    if memo.seat != me or memo.rules is not rules or len(memo.history) > 64:
+        memo.seat, memo.rules, memo.history = me, rules, {}
+    known_lines = memo.history
     lines = []
     for record in view["trade_history"]:
-        turn, proposer, outcome = record["turn"], record["proposer"], record["outcome"]
-        head = f"- Turn {turn}: "
-        if outcome == "passed":
-            lines.append(head + f"{_player(proposer, me)} passed.")
-        elif outcome == "traded":
-            lines.append(head + _trade_text(record["trade"], me, rules))
-        elif outcome in ("rejected", "cancelled", "proposed") and turn in mine:
-            p = mine[turn]
-            if proposer == me:
-                offer = f"you offered {_player(p['to'], me)} {bundle(rules, p['offer'])} for "
-            else:
-                offer = f"{_player(proposer, me)} offered you {bundle(rules, p['offer'])} for "
-            text = head + offer + bundle(rules, p["request"]) + "." + _said(p["message"])
-            if outcome == "rejected":
-                by = "you" if p["to"] == me else _player(p["to"], me)
-                text += f" Rejected by {by}{_reason(p.get('reason'))}.{_said(p.get('reply'), 'reply')}"
-            elif outcome == "cancelled":
-                text += " Cancelled: the proposer left the game."
-            else:
-                text += " Awaiting a decision."
-            lines.append(text)
-        elif outcome == "no_trade":
-            lines.append(head + f"no trade ({_player(proposer, me)} was the proposer).")
-        # "in_progress": the current turn, told by the phase line
+        turn = record["turn"]
+        # the reader's proposal is told only for these outcomes: compared only then
+        proposal = mine.get(turn) if record["outcome"] in _OWN_PROPOSAL_OUTCOMES else None
+        known = known_lines.get(turn)
+        if known is not None and known[0] == record and known[1] == proposal:
+            line = known[2]
+        else:
+            line = _history_line(record, proposal, me, rules)
+            known_lines[turn] = (_copy_data(record), _copy_data(proposal), line)
+        if line is not None:
+            lines.append(line)
     return lines
+
+
+_OWN_PROPOSAL_OUTCOMES = frozenset({"rejected", "cancelled", "proposed"})
+
+
+def _copy_data(value: Any) -> Any:
+    """A private deep copy of JSON-like data (the memo's record of what it told)."""
+    if type(value) is dict:
+        return {k: _copy_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_data(v) for v in value]
+    return value
+
+
+def _history_line(
+    record: Mapping[str, Any], p: Mapping[str, Any] | None, me: int | None, rules: RuleSet
+) -> str | None:
+    """One turn of the trade history; ``p``: the reader's own proposal of that turn, if any."""
+    turn, proposer, outcome = record["turn"], record["proposer"], record["outcome"]
+    head = f"- Turn {turn}: "
+    if outcome == "passed":
+        return head + f"{_player(proposer, me)} passed."
+    if outcome == "traded":
+        return head + _trade_text(record["trade"], me, rules)
+    if outcome in ("rejected", "cancelled", "proposed") and p is not None:
+        if proposer == me:
+            offer = f"you offered {_player(p['to'], me)} {bundle(rules, p['offer'])} for "
+        else:
+            offer = f"{_player(proposer, me)} offered you {bundle(rules, p['offer'])} for "
+        text = head + offer + bundle(rules, p["request"]) + "." + _said(p["message"])
+        if outcome == "rejected":
+            by = "you" if p["to"] == me else _player(p["to"], me)
+            text += f" Rejected by {by}{_reason(p.get('reason'))}.{_said(p.get('reply'), 'reply')}"
+        elif outcome == "cancelled":
+            text += " Cancelled: the proposer left the game."
+        else:
+            text += " Awaiting a decision."
+        return text
+    if outcome == "no_trade":
+        return head + f"no trade ({_player(proposer, me)} was the proposer)."
+    return None  # "in_progress": the current turn, told by the phase line
+
+
+class NarrationMemo:
+    """What one seat's successive state descriptions share, kept between :func:`describe_view` calls
+    (one memo per seat and game): the line of each turn of the trade history, with a private copy of
+    the turn record (and the reader's proposal of that turn) it was told from. A line is reused for an
+    equal record. The line depends on the record only through its values (bundles are told in item
+    order, numbers as the integers the view schema makes them), so an equal record reads the same and
+    the text is always what :func:`describe_view` without a memo gives."""
+
+    __slots__ = ("history", "rules", "seat")
+
+    def __init__(self) -> None:
+        self.seat: int | None = None
+        self.rules: RuleSet | None = None
+        self.history: dict[int, tuple[Any, Any, str | None]] = {}
 
 
 def _craft_text(c: Mapping[str, Any], rules: RuleSet) -> str:
@@ -508,15 +601,24 @@ def narrate_events(events: Iterable[Event | Mapping[str, Any]], seat: int | None
 
     ``seat=None`` narrates for a spectator (public events only).
     """
+    lines = event_lines(events, seat, rules)
+    return "\n".join(lines) if lines else "(nothing new)"
+
+
+def event_lines(events: Iterable[Event | Mapping[str, Any]], seat: int | None, rules: RuleSet) -> list[str]:
+    """The lines of :func:`narrate_events` (``"- ..."``), one per event ``seat`` may see, as a list: a
+    caller that receives events a few at a time narrates each once and joins the lines when it reads."""
     lines = []
-    # viewer-log records (what a client and a policy's observe get) number events "n", not "seq"
-    records = [e if isinstance(e, Event) or "seq" in e else {**e, "seq": e["n"]} for e in events]
-    for event in as_events(records):  # type: ignore[arg-type]
+    for item in events:
+        if isinstance(item, Event):
+            event = item
+        else:  # viewer-log records (what a client and a policy's observe get) number events "n"
+            event = Event.from_dict(item if "seq" in item else {**item, "seq": item["n"]})  # type: ignore[arg-type]
         if visible_to(event, seat):
-            text = narrate_event(event, seat, rules)
+            text = narrate_event(for_viewer(event), seat, rules)
             if text:
                 lines.append(f"- {text}")
-    return "\n".join(lines) if lines else "(nothing new)"
+    return lines
 
 
 def narrate_event(event: Event, me: int | None, rules: RuleSet) -> str:

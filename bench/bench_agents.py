@@ -11,8 +11,8 @@ the agents' own traces:
   target: median <= 1,500 without the prefix;
 - the share of the prompt that is the stable prefix (median over calls, and token-weighted); target >= 60%;
 - tool calls per turn and per move (a move = one action sent to the game);
-- games/s of bot-vs-bot self-play through the Gymnasium env vs bare engine self-play (random bots), when
-  the env (``agents.envs``) is installed; target: overhead <= 10%.
+- games/s of bot-vs-bot self-play through the Gymnasium env vs bare engine self-play (random bots, the
+  same games both ways), when the env (``agents.envs``) is installed; target: overhead <= 10%.
 
 Usage: ``python bench/bench_agents.py [instances] [memory_tokens]``.
 """
@@ -110,23 +110,19 @@ def llm_figures(ids: list[str], memory_tokens: int) -> None:
     print(f"  fallbacks                         {fallbacks} {reasons or ''}")
 
 
-def env_figures(ids: list[str]) -> None:
-    """Random bot vs random bot, bare ``play_local`` vs the learner seat driven through ``TradeCraft-v0``
-    (same instances, settings and game seeds). The opponents' seeds differ, so games differ in length:
-    the overhead is measured per game event, and games/s is shown for both."""
+def env_figures(ids: list[str], rounds: int = 5) -> None:
+    """Random bot vs random bot on the same games, bare (``play_local``) and with seat 0 played through
+    ``TradeCraft-v0`` (default observation: narrated text and the structured parts): the same instances,
+    settings, game seeds and bot objects (the opponent is handed to the env as a policy object), checked
+    to play the same moves. ``rounds`` interleaved rounds, a garbage collection before each run, CPU
+    and wall time; the overhead is paired per round, its median printed with the lowest and highest."""
+    import gc
+
+    from bench_envs import game_digest
+
     rules = load_rule_set("minecraft")
     instances = [get_instance(i) for i in ids]
-    events = 0
-    started = time.perf_counter()
-    for index, instance in enumerate(instances):
-        bots = [RandomBot(2 * index), RandomBot(2 * index + 1)]
-        events += len(play_local(instance, settings_for(instance, index), rules, bots, index).events)
-    bare_time = time.perf_counter() - started
-    bare_rate = events / bare_time
-    print(
-        f"Bare engine self-play (random bots, play_local)  {len(instances) / bare_time:6.1f} games/s"
-        f"  {bare_rate:7.0f} events/s"
-    )
+    settings = [settings_for(instance, index) for index, instance in enumerate(instances)]
     try:
         import gymnasium
 
@@ -134,34 +130,68 @@ def env_figures(ids: list[str]) -> None:
     except ImportError as err:
         print(f"Gymnasium env self-play: n/a ({err}; the env is not on this branch yet)")
         return
+
+    def bare() -> list:
+        return [
+            play_local(
+                instance, settings[index], rules, [RandomBot(2 * index), RandomBot(2 * index + 1)], index
+            ).game
+            for index, instance in enumerate(instances)
+        ]
+
     started = time.perf_counter()
-    envs = [
+    envs = [  # built once, not timed (the bots keep no state between games: same moves every round)
         gymnasium.make(
-            "TradeCraft-v0", instance=instance, opponents="random", settings=settings_for(instance, index)
+            "TradeCraft-v0", instance=instance, opponents=[RandomBot(2 * index + 1)], settings=setting
         )
-        for index, instance in enumerate(instances)
+        for index, (instance, setting) in enumerate(zip(instances, settings, strict=True))
     ]
     built = (time.perf_counter() - started) / len(envs)
-    events = 0
-    started = time.perf_counter()
-    for index, env in enumerate(envs):
-        learner = RandomBot(2 * index)
-        _obs, info = env.reset(seed=index)
-        done = False
-        while not done:
-            view = info["view"]
-            _obs, _reward, terminated, truncated, info = env.step(learner.act(view, view["legal_actions"]))
-            done = terminated or truncated
-        events += len(env.unwrapped.match.game.events)
-        env.close()
-    env_time = time.perf_counter() - started
-    env_rate = events / env_time
+
+    def through_env() -> list:
+        games = []
+        for index, env in enumerate(envs):
+            learner = RandomBot(2 * index)
+            _obs, info = env.reset(seed=index)
+            done = False
+            while not done:
+                view = info["view"]
+                _obs, _reward, terminated, truncated, info = env.step(
+                    learner.act(view, view["legal_actions"])
+                )
+                done = terminated or truncated
+            games.append(env.unwrapped.match.game)
+        return games
+
+    bare(), through_env()  # warm-up round
+    times: dict[str, list[tuple[float, float]]] = {"bare": [], "env": []}
+    digests: dict[str, list[str]] = {}
+    for round_ in range(rounds):
+        for name, run in (("bare", bare), ("env", through_env))[:: 1 if round_ % 2 == 0 else -1]:
+            gc.collect()
+            wall, cpu = time.perf_counter(), time.process_time()
+            games = run()
+            times[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+            digests[name] = [game_digest(game) for game in games]
+    same = digests["bare"] == digests["env"]
+    games_count = len(instances)
+    for name, label in (
+        ("bare", "Bare engine self-play (random bots, play_local)"),
+        ("env", "Gymnasium env self-play"),
+    ):
+        cpu = statistics.median(t[0] for t in times[name])
+        wall = statistics.median(t[1] for t in times[name])
+        print(f"{label:<48} {games_count / cpu:6.1f} games/s (cpu)  {games_count / wall:6.1f} games/s (wall)")
+    for index, unit in ((0, "cpu"), (1, "wall")):
+        ratios = [100 * (e[index] / b[index] - 1) for e, b in zip(times["env"], times["bare"], strict=True)]
+        print(
+            f"  env overhead ({unit}): median {statistics.median(ratios):+.1f}%  "
+            f"[{min(ratios):+.1f} .. {max(ratios):+.1f}] over {rounds} rounds (target <= 10%)"
+        )
     print(
-        f"Gymnasium env self-play (random bots)            {len(instances) / env_time:6.1f} games/s"
-        f"  {env_rate:7.0f} events/s   overhead {100 * (bare_rate / env_rate - 1):.0f}% per event "
-        "(target <= 10%)"
+        f"  same games both ways: {'yes' if same else 'NO'}; "
+        f"building one env (not counted): {1000 * built:.0f} ms"
     )
-    print(f"  (building one env, not counted above: {1000 * built:.0f} ms)")
 
 
 def main() -> None:

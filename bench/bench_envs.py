@@ -1,29 +1,42 @@
-"""Environment overhead: bot-vs-bot self-play through the Gymnasium env against bare engine self-play.
+"""Environment overhead: bot-vs-bot self-play through the envs against bare engine self-play.
 Prints figures; not a pass/fail test.
 
-    .venv/bin/python bench/bench_envs.py [--instances 40] [--repeats 2] [--json]
+    .venv/bin/python bench/bench_envs.py [--instances 40] [--repeats 5] [--json]
 
-The same games are played three ways over the first ``--instances`` minecraft 1p_v_1p instances, each
-seat a random bot seeded the same way:
+The same games are played each way over the first ``--instances`` minecraft 1p_v_1p instances: the
+same settings (the env's defaults for each instance), the same game seeds, a random bot per seat
+seeded the same way (``derive_seed(seed, "seat", s)``). The random bot draws from its seed and its own
+place in the game only, so every way plays the same moves; only the order in which the two seats'
+simultaneous craft-phase moves enter the log may differ (bare and AEC alternate, the Gymnasium env lets
+the opponent finish first). The bench checks that each game has the same events (as a multiset), the
+same winners and the same end as the bare game, and says so.
 
-- bare: :func:`agents.local.play_local` (the engine, views and the bots; nothing else);
-- gym env: ``TradeCraftEnv`` built once, ``reset(seed, options={"instance": ...})`` per game, the learner
-  seat's random bot reading ``info["view"]`` and sending tool calls; every step builds the narrator's
-  text observation, the view JSON and the protocol-shaped ack;
-- gym_lean: the same with ``narrate=False`` (no narration in ``text``; the structured parts stay);
-- AEC env: ``tradecraft_v0.raw_env`` with a random bot per agent.
+- bare: :func:`agents.local.play_local` (the engine, a view and the legal types per move, the bots);
+- gym: ``TradeCraftEnv`` (default observation: narrated text + the structured parts), built once,
+  ``reset(seed, options={"instance": ...})`` per game, seat 0's bot reading ``info["view"]``;
+- gym_lean: the same with ``narrate=False``;
+- gym_acks: the default observation with ``ack_views=True`` (the ack in ``info["result"]`` carries the
+  view right after the agent's action, as a server's does: one more view per step);
+- aec: ``tradecraft_v0.raw_env`` built once, a bot per agent reading ``env.last()`` (observation and
+  info of the selected agent, as PettingZoo's loop does).
 
-Overhead = env time / bare time - 1 (issue 10's target: at most 10%). Games are identical move for move
-only when the bots see the same views in the same order; the figures compare work per game.
+Measuring on a shared machine: one untimed warm-up round, then ``--repeats`` rounds; each round runs
+every way once (the order rotates between rounds), with a garbage collection before each. Time is
+taken both as process CPU time (what the work costs; hardly moved by other jobs on the machine) and
+wall time. The overhead of a way is computed per round against that round's bare run; the median over
+rounds is printed with the lowest and highest.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import hashlib
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,28 +44,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.bots.registry import make_policy
 from agents.envs import tradecraft_v0
-from agents.envs.core import tool_call
+from agents.envs.core import make_settings, tool_call
 from agents.envs.gym_env import TradeCraftEnv
 from agents.local import derive_seed, play_local
 from craft_rules.loader import load_rule_set
-from craft_rules.tasks import iter_instances
-from server.game import GameSettings
+from craft_rules.tasks import TaskInstance, iter_instances
+
+WAYS = ("bare", "gym", "gym_lean", "gym_acks", "aec")
+Games = list[Any]
 
 
-def bare(instances: list[Any], rules: Any, seed: int) -> tuple[float, int]:
-    start, events = time.perf_counter(), 0
+def game_digest(game: Any) -> str:
+    """The game's events in a canonical order (the seats' simultaneous moves may interleave either way),
+    its winners and end reason: equal for the same moves."""
+    records = sorted(json.dumps([e.type, e.actor, e.payload], sort_keys=True) for e in game.events)
+    return hashlib.sha256(json.dumps([records, game.winners, game.end_reason]).encode()).hexdigest()
+
+
+def bots_for(seed: int, players: int = 2) -> list[Any]:
+    return [make_policy("random", derive_seed(seed, "seat", s)) for s in range(players)]
+
+
+def bare(instances: list[TaskInstance], seed: int) -> Games:
+    rules = load_rule_set("minecraft")
+    games = []
     for index, instance in enumerate(instances):
-        bots = [make_policy("random", derive_seed(seed + index, "seat", s)) for s in range(2)]
-        events += len(play_local(instance, GameSettings(), rules, bots, seed + index).events)
-    return time.perf_counter() - start, events
+        result = play_local(
+            instance, make_settings(None, instance), rules, bots_for(seed + index), seed + index
+        )
+        games.append(result.game)
+    return games
 
 
-def gym(instances: list[Any], seed: int, narrate: bool = True) -> tuple[float, int]:
-    env = TradeCraftEnv(instances[0], narrate=narrate)
-    start, events = time.perf_counter(), 0
+def gym(instances: list[TaskInstance], seed: int, narrate: bool = True, ack_views: bool = False) -> Games:
+    env = TradeCraftEnv(instances[0], narrate=narrate, ack_views=ack_views)
+    games = []
     for index, instance in enumerate(instances):
         _obs, info = env.reset(seed=seed + index, options={"instance": instance})
-        me = make_policy("random", derive_seed(seed + index, "seat", 0))
+        me = bots_for(seed + index)[0]  # the opponent's bot is seeded the same way by the env
         done = False
         while not done:
             view = info["view"]
@@ -60,18 +89,16 @@ def gym(instances: list[Any], seed: int, narrate: bool = True) -> tuple[float, i
                 tool_call(me.act(view, view["legal_actions"]))
             )
             done = terminated or truncated
-        events += len(env.match.game.events)
-    return time.perf_counter() - start, events
+        games.append(env.match.game)
+    return games
 
 
-def aec(instances: list[Any], seed: int) -> tuple[float, int]:
-    start, events = time.perf_counter(), 0
+def aec(instances: list[TaskInstance], seed: int) -> Games:
+    env = tradecraft_v0.raw_env(instances[0])
+    games = []
     for index, instance in enumerate(instances):
-        env = tradecraft_v0.raw_env(instance)
-        env.reset(seed=seed + index)
-        bots = {
-            a: make_policy("random", derive_seed(seed + index, "seat", i)) for i, a in enumerate(env.agents)
-        }
+        env.reset(seed=seed + index, options={"instance": instance})
+        bots = dict(zip(env.agents, bots_for(seed + index, len(env.agents)), strict=True))
         for agent in env.agent_iter(max_iter=100_000):
             _obs, _reward, terminated, truncated, info = env.last()
             if terminated or truncated:
@@ -79,67 +106,92 @@ def aec(instances: list[Any], seed: int) -> tuple[float, int]:
                 continue
             view = info["view"]
             env.step(tool_call(bots[agent].act(view, view["legal_actions"])))
-        events += len(env.match.game.events)
-    return time.perf_counter() - start, events
+        games.append(env.match.game)
+    return games
+
+
+def timed(run: Callable[[], Games]) -> tuple[float, float, int, list[str]]:
+    """CPU and wall seconds of ``run``; then (not timed) its events and its games' digests."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    games = run()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return cpu, wall, sum(len(game.events) for game in games), [game_digest(game) for game in games]
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=40)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rules = load_rule_set("minecraft")
     instances = list(iter_instances("minecraft", "1p_v_1p"))[: args.instances]
-    runs: dict[str, list[float]] = {"bare": [], "gym": [], "gym_lean": [], "aec": []}
+    runs: dict[str, Callable[[list[TaskInstance]], Games]] = {
+        "bare": lambda chosen: bare(chosen, args.seed),
+        "gym": lambda chosen: gym(chosen, args.seed),
+        "gym_lean": lambda chosen: gym(chosen, args.seed, narrate=False),
+        "gym_acks": lambda chosen: gym(chosen, args.seed, ack_views=True),
+        "aec": lambda chosen: aec(chosen, args.seed),
+    }
+    for name in WAYS:  # warm-up: imports, rule set indexes, text spaces
+        runs[name](instances[:3])
+    cpu: dict[str, list[float]] = {name: [] for name in WAYS}
+    wall: dict[str, list[float]] = {name: [] for name in WAYS}
     events: dict[str, int] = {}
-    for repeat in range(args.repeats):  # interleaved, so a busy machine slows every way alike
-        seed = 1000 * repeat
-        for name, run in (
-            ("bare", lambda s=seed: bare(instances, rules, s)),
-            ("gym", lambda s=seed: gym(instances, s)),
-            ("gym_lean", lambda s=seed: gym(instances, s, narrate=False)),
-            ("aec", lambda s=seed: aec(instances, s)),
-        ):
-            seconds, count = run()
-            runs[name].append(seconds)
-            events[name] = events.get(name, 0) + count
-    best = {name: min(times) for name, times in runs.items()}
-    figures = {
-        "instances": len(instances),
+    digests: dict[str, list[str]] = {}
+    for repeat in range(args.repeats):
+        order = WAYS[repeat % len(WAYS) :] + WAYS[: repeat % len(WAYS)]
+        for name in order:
+            seconds_cpu, seconds_wall, count, digest = timed(lambda n=name: runs[n](instances))
+            cpu[name].append(seconds_cpu)
+            wall[name].append(seconds_wall)
+            events[name], digests[name] = count, digest
+    games = len(instances)
+    same = {name: digests[name] == digests["bare"] for name in WAYS}
+    figures: dict[str, Any] = {
+        "instances": games,
         "repeats": args.repeats,
-        "games_per_s": {name: round(len(instances) / t, 1) for name, t in best.items()},
-        "ms_per_game": {name: round(1000 * t / len(instances), 2) for name, t in best.items()},
-        "ms_per_game_median": {
-            name: round(1000 * statistics.median(t) / len(instances), 2) for name, t in runs.items()
-        },
         "events": events,
-        "overhead_gym_pct": round(100 * (best["gym"] / best["bare"] - 1), 1),
-        "overhead_gym_lean_pct": round(100 * (best["gym_lean"] / best["bare"] - 1), 1),
-        "overhead_aec_pct": round(100 * (best["aec"] / best["bare"] - 1), 1),
-        # the ways' games differ in length (the seats' seeds meet different views): per event is fairer
-        "us_per_event": {name: round(1e6 * t / (events[name] / args.repeats), 1) for name, t in best.items()},
+        "same_games_as_bare": same,
+        "ms_per_game_cpu": {n: {k: 1000 * v / games for k, v in spread(cpu[n]).items()} for n in WAYS},
+        "ms_per_game_wall": {n: {k: 1000 * v / games for k, v in spread(wall[n]).items()} for n in WAYS},
+        "games_per_s_cpu": {n: games / statistics.median(cpu[n]) for n in WAYS},
+        "games_per_s_wall": {n: games / statistics.median(wall[n]) for n in WAYS},
+        # paired with the same round's bare run, so a load swing between rounds cancels out
+        "overhead_pct_cpu": {
+            n: spread([100 * (t / b - 1) for t, b in zip(cpu[n], cpu["bare"], strict=True)]) for n in WAYS[1:]
+        },
+        "overhead_pct_wall": {
+            n: spread([100 * (t / b - 1) for t, b in zip(wall[n], wall["bare"], strict=True)])
+            for n in WAYS[1:]
+        },
     }
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"{len(instances)} minecraft 1p_v_1p instances, best of {args.repeats}")
-    for name in ("bare", "gym", "gym_lean", "aec"):
+    print(
+        f"{games} minecraft 1p_v_1p instances, {args.repeats} interleaved rounds (median, [min-max]); "
+        f"same games as bare: {'yes' if all(same.values()) else same}"
+    )
+    for name in WAYS:
+        c, w = figures["ms_per_game_cpu"][name], figures["ms_per_game_wall"][name]
         print(
-            f"  {name:<8} {figures['games_per_s'][name]:>8} games/s  "
-            f"{figures['ms_per_game'][name]:>8} ms/game"
+            f"  {name:<8} {figures['games_per_s_cpu'][name]:7.1f} games/s  "
+            f"cpu {c['median']:6.2f} ms/game [{c['min']:.2f}-{c['max']:.2f}]   "
+            f"wall {w['median']:6.2f} ms/game [{w['min']:.2f}-{w['max']:.2f}]"
         )
-    per_event = figures["us_per_event"]
-    print(
-        "  per event: "
-        + ", ".join(f"{name} {per_event[name]} us" for name in ("bare", "gym", "gym_lean", "aec"))
-        + f"  (gym env +{100 * (per_event['gym'] / per_event['bare'] - 1):.0f}%)"
-    )
-    print(
-        f"  overhead: gym env {figures['overhead_gym_pct']}% "
-        f"(narrate=False: {figures['overhead_gym_lean_pct']}%), "
-        f"AEC env {figures['overhead_aec_pct']}% (target <= 10%)"
-    )
+    for name in WAYS[1:]:
+        c, w = figures["overhead_pct_cpu"][name], figures["overhead_pct_wall"][name]
+        print(
+            f"  overhead {name:<8} cpu {c['median']:+6.1f}% [{c['min']:+.1f} .. {c['max']:+.1f}]   "
+            f"wall {w['median']:+6.1f}% [{w['min']:+.1f} .. {w['max']:+.1f}]"
+            + ("   (target <= 10%)" if name == "gym" else "")
+        )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ the last ``result`` (an ack, a query answer or a refusal), ``error``, ``legal_to
 from __future__ import annotations
 
 import copy
+import functools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +36,21 @@ from agents.bots.base import Policy
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.connection import MAX_ACTION_BYTES, oversized
 from agents.driver import SeatOutcome, take_turn
+from agents.envs.observation import (
+    MAX_TEXT_CHARS,
+    TEXT_CHARSET,
+    SeatObserver,
+    copy_data,
+    cut_text,
+    escape_text,
+)
+from agents.envs.observation import fit_text as fit_text
 from agents.local import LocalResult, derive_seed
 from agents.local_connection import LocalConnection, LocalTable
-from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
-from server.game import GameError, GameSettings, Timeout
+from server.game import GameError, GameSettings, Timeout, viewer_log, visible_to
 from server.game.actions import PLAYER_ACTION_TYPES
 from server.game.gamelog import GameLog, TraceRecord
 from server.game.queries import QUERY_MODELS
@@ -52,18 +60,8 @@ TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)
 ACTION_TOOLS = frozenset(PLAYER_ACTION_TYPES)
 QUERY_TOOLS = frozenset(QUERY_MODELS)
 
-MAX_TEXT_CHARS = 200_000
-"""Longest observation text (and view JSON). A view covers 20 turns of history, so real observations
-stay far below this; a longer one is cut at the end with a marker (never silently)."""
 MAX_TURN_COUNTER = 1_000_000
 
-# Every character the texts may hold: tab, newline, carriage return and the Basic Multilingual Plane
-# without surrogates. Players' messages may hold anything; characters beyond it (e.g. emoji) are written
-# as \U0001xxxx escapes by :func:`fit_text`, so every observation lies in the space.
-TEXT_CHARSET = frozenset(
-    "\t\n\r" + "".join(chr(c) for c in range(0x20, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10000))
-)
-_OUTSIDE_CHARSET = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\uffff]")
 ACTION_CHARSET = frozenset(chr(c) for c in range(0x20, 0x7F))
 """Printable ASCII: the JSON text of a tool call (``json.dumps`` escapes the rest)."""
 
@@ -109,16 +107,6 @@ def action_space() -> spaces.Text:
     return spaces.Text(max_length=MAX_ACTION_BYTES, min_length=0, charset=ACTION_CHARSET)
 
 
-def fit_text(text: str) -> str:
-    """``text`` inside the observation charset and length: astral characters escaped, cut if too long."""
-    if _OUTSIDE_CHARSET.search(text):
-        text = _OUTSIDE_CHARSET.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-    if len(text) > MAX_TEXT_CHARS:
-        marker = "\n[... cut: longer than the observation allows]"
-        text = text[: MAX_TEXT_CHARS - len(marker)] + marker
-    return text
-
-
 # ------------------------------------------------------------------------------------ tool calls
 def tool_call(action: Mapping[str, Any]) -> dict[str, Any]:
     """An engine action or query (``{"type": ..., ...}``) as a tool call ``{"tool", "args"}``."""
@@ -151,6 +139,9 @@ def parse_tool_call(call: Any) -> ParsedCall:
         )
     if "tool" not in call and isinstance(call.get("type"), str):
         # the engine's own object, as the narrator's action formats write it: {"type": "pass"}
+        if call["type"] in TOOLS:  # what the slow path below makes of it, without the detour
+            kind = "query" if call["type"] in QUERY_TOOLS else "action"
+            return ParsedCall(kind, {"type": call["type"], **{k: v for k, v in call.items() if k != "type"}})
         call = tool_call(call)
     extra = sorted(set(call) - {"tool", "args"})
     tool, args = call.get("tool"), call.get("args", {})
@@ -247,25 +238,43 @@ class Match:
     driven: dict[int, Policy]
     narrate: bool = True
     """False: ``text`` holds only the answer to the last request, not the narration (RL throughput)."""
+    ack_views: bool = False
+    """True: the ack of an agent's accepted action (``info["result"]``) carries the view right after
+    that action, as a server's does. Off by default: the info's own ``view`` is the seat's view when it
+    is next asked to act, and the one in between (before the other seats moved) costs a whole view per
+    step that only this echo would read (``"view": null``, the rest of the ack is there)."""
     conns: list[LocalConnection] = field(init=False)
-    news: list[list[dict[str, Any]]] = field(init=False)
     last: list[dict[str, Any] | None] = field(init=False)
     outcomes: dict[int, SeatOutcome] = field(init=False)
-    _prefix: dict[int, str] = field(init=False, default_factory=dict)
-    _observed: dict[int, tuple[tuple[int, int, int], dict[str, Any], str]] = field(
-        init=False, default_factory=dict
-    )
+    observers: list[SeatObserver] = field(init=False)
+    _current: dict[int, _State] = field(init=False, default_factory=dict)
+    _handed_result: dict[int, dict[str, Any]] = field(init=False, default_factory=dict)
+    _driving: dict[int, LocalConnection | _Unobserved] = field(init=False)
 
     def __post_init__(self) -> None:
         # the driven seats' policies read the view before each move: their acks need none
         self.conns = [
-            self.table.connection(seat, ack_views=seat not in self.driven)
+            self.table.connection(seat, ack_views=self.ack_views and seat not in self.driven)
             for seat in range(self.table.game.players)
         ]
         players = self.table.game.players
-        self.news = [[] for _ in range(players)]
+        # per seat, positions in the game's log: narrated up to _seen; not yet shown from _shown on,
+        # which is event number _shown_n of the seat's own log
+        self._seen = [0] * players
+        self._shown = [0] * players
+        self._shown_n = [0] * players
         self.last = [None] * players
         self.outcomes = {seat: SeatOutcome(seat=seat) for seat in self.driven}
+        rules = self.table.game.rules
+        self.observers = [SeatObserver(rules, seat, self.narrate) for seat in range(players)]
+        # what the driver plays each driven seat through: a policy that observes nothing is handed no
+        # events, so none are built for it (as agents.local.play_local builds none)
+        self._driving = {
+            seat: self.conns[seat]
+            if callable(getattr(policy, "observe", None))
+            else _Unobserved(self.conns[seat])
+            for seat, policy in self.driven.items()
+        }
 
     @classmethod
     def start(
@@ -276,8 +285,10 @@ class Match:
         seed: int,
         driven: dict[int, Policy],
         narrate: bool = True,
+        ack_views: bool = False,
     ) -> Match:
-        return cls(LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}"), driven, narrate)
+        table = LocalTable.new(instance, settings, rules, seed, game_id=f"env-{seed}")
+        return cls(table, driven, narrate, ack_views)
 
     @property
     def game(self) -> Any:
@@ -295,7 +306,7 @@ class Match:
             for seat in movers:
                 if game.finished or seat not in game.waiting_for():
                     continue
-                moved = take_turn(self.driven[seat], self.conns[seat], self.outcomes[seat])
+                moved = take_turn(self.driven[seat], self._driving[seat], self.outcomes[seat])  # type: ignore[arg-type]
                 phase_moves += 1
                 if not moved and seat in game.waiting_for():
                     phase_moves = MAX_DRIVEN_ACTIONS_PER_PHASE  # nothing it can do: end the phase
@@ -307,7 +318,8 @@ class Match:
 
     def handle(self, seat: int, call: Any) -> dict[str, Any]:
         """Carry out one tool call of ``seat``: the protocol's answer (ack, query answer or refusal)."""
-        too_large = oversized(call, "action") if isinstance(call, (str, Mapping)) else None
+        # a text is measured before it is parsed; an object's payload is measured by the connection
+        too_large = oversized(call, "action") if isinstance(call, str) else None
         if too_large is not None:
             return too_large
         try:
@@ -318,57 +330,100 @@ class Match:
         return conn.query(parsed.payload) if parsed.kind == "query" else conn.act(parsed.payload)
 
     def collect(self, seat: int) -> None:
-        """Move the seat's new events into its unshown news."""
-        self.news[seat].extend(self.conns[seat].events())
+        """Narrate the game's events since the seat's last look into its unshown news."""
+        events = self.game.events
+        seen = self._seen[seat]
+        if seen < len(events):
+            self.observers[seat].add_news(events[seen:])
+            self._seen[seat] = len(events)
 
-    def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The seat's observation and info now (news since its last step, its last request's answer)."""
+    @property
+    def news(self) -> list[list[dict[str, Any]]]:
+        """Per seat, the news not yet shown, as the seat's viewer-log records (``n`` numbered in its own
+        log, what a client receives; built when asked)."""
+        events = self.game.events
+        return [
+            viewer_log(events[self._shown[seat] : self._seen[seat]], seat, start=self._shown_n[seat])
+            for seat in range(self.game.players)
+        ]
+
+    def _state(self, seat: int) -> _State:
+        """The seat's current state and what is built from it, once per state (and lazily: the text
+        only when an observation is asked for)."""
         self.collect(seat)
+        key = (len(self.game.events), self._shown[seat])
+        state = self._current.get(seat)
+        if state is None or state.key != key:
+            view = self.conns[seat].view()
+            state = self._current[seat] = _State(
+                key=key,
+                view=view,
+                view_json=_VIEW_JSON.encode(view),
+                legal=list(view.get("legal_actions") or []),
+                finished=bool(view["finished"]),
+                your_turn=int(bool(view.get("your_turn"))),
+                turn=min(int(view.get("turn") or 0), MAX_TURN_COUNTER),
+            )
+        return state
+
+    def _text(self, seat: int, state: _State) -> str:
         result = self.last[seat]
-        key = (len(self.game.events), id(result), len(self.news[seat]))
-        cached = self._observed.get(seat)
-        if cached is not None and cached[0] == key:
-            return _fresh(cached[1], cached[2])
-        view = self.conns[seat].view()
-        parts = [self._narrate(seat, view)] if self.narrate else []
-        if result is not None:
-            parts.append(describe_result(result))
-        text = "\n\n".join(parts)
-        legal = set(view.get("legal_actions") or [])
-        queries_open = not view["finished"]
-        mask = np.array(
-            [1 if (t in legal or (t in QUERY_TOOLS and queries_open)) else 0 for t in TOOLS], dtype=np.int8
-        )
-        obs = {
-            "text": fit_text(text),
-            "view": fit_text(json.dumps(view)),
-            "tool_mask": mask,
-            "your_turn": int(bool(view.get("your_turn"))),
-            "turn": np.array([min(int(view.get("turn") or 0), MAX_TURN_COUNTER)], dtype=np.int64),
+        if state.text is None or state.text_result is not result:
+            if state.base is None and self.narrate:
+                assert state.view is not None  # the text is told before the view is handed out
+                state.base = self.observers[seat].narration(state.view)
+            answer = describe_result(result) if result is not None else None
+            state.text, state.text_result = join_text(state.base, answer), result
+        return state.text
+
+    def observation(self, seat: int) -> dict[str, Any]:
+        """The seat's observation now: the narrator's text (news since its last step, then the answer
+        to its last call), the view as JSON, the tool mask, whether it is awaited, the turn."""
+        state = self._state(seat)
+        return {
+            "text": self._text(seat, state),
+            "view": cut_text(state.view_json),  # ASCII: nothing to escape
+            "tool_mask": self.observers[seat].mask(state.legal, not state.finished, TOOLS, QUERY_TOOLS),
+            "your_turn": state.your_turn,
+            "turn": np.array([state.turn], dtype=np.int64),
         }
+
+    def info(self, seat: int) -> dict[str, Any]:
+        """The seat's info now: the view as a dict, the last call's ``result`` and ``error``, the legal
+        tools, and at the end ``winners``, ``scores`` and ``end_reason``. Nothing in it is shared with an
+        earlier info or with the engine: the engine's view is handed out once (after everything built
+        from it), later infos of the same state get copies; a result handed out before is copied too."""
+        state = self._state(seat)
+        original = self.last[seat]
+        result = original
+        if result is not None:
+            if result is self._handed_result.get(seat):
+                result = copy_data(result)
+            else:
+                self._handed_result[seat] = result
+        view = state.view
+        if view is None:
+            view = json.loads(state.view_json)
+        else:
+            self._text(seat, state)  # told from the engine's view before the caller may change it
+            self.conns[seat].table.release_view(seat)  # the next view of this seat is built afresh
+            state.view = None
+            if original is not None and original.get("view") is view:
+                view = json.loads(state.view_json)  # the ack handed out (or to be) holds the engine's
         info: dict[str, Any] = {
             "view": view,
             "result": result,
-            "error": (result or {}).get("error") if result and not result.get("ok") else None,
-            "legal_tools": [t for t, m in zip(TOOLS, mask, strict=True) if m],
+            "error": copy_data(result.get("error")) if result is not None and not result.get("ok") else None,
+            "legal_tools": legal_tools(state.legal, not state.finished),
         }
-        if self.game.finished:
-            info.update(
-                winners=list(self.game.winners), scores=self.game.scores, end_reason=self.game.end_reason
-            )
-        # callers keep what they are given (gymnasium's checker insists): each call gets its own copy
-        self._observed[seat] = (key, obs, json.dumps(info))
-        return _fresh(obs, self._observed[seat][2])
+        game = self.game
+        if game.finished:
+            info.update(winners=list(game.winners), scores=game.scores, end_reason=game.end_reason)
+        return info
 
-    def _narrate(self, seat: int, view: dict[str, Any]) -> str:
-        """:func:`agents.narrator.observation`, with the seat's stable prefix built once per game (it
-        never changes during a game; a test checks the text equals the narrator's)."""
-        rules = self.game.rules
-        prefix = self._prefix.get(seat)
-        if prefix is None:
-            prefix = self._prefix[seat] = stable_prefix(view, rules)
-        news = SECTION_EVENTS + "\n" + narrate_events(self.news[seat], seat, rules)
-        return "\n\n".join([prefix, describe_view(view, rules), news])
+    def observe(self, seat: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The seat's observation and info now (:meth:`observation`, :meth:`info`)."""
+        return self.observation(seat), self.info(seat)
 
     def game_log(self, *, game_id: str | None = None, meta: Mapping[str, Any] | None = None) -> GameLog:
         """The game so far as a researcher game log (:mod:`server.game.gamelog`, ``source: local``), with
@@ -402,12 +457,64 @@ class Match:
         return result.game_log(game_id=game_id or self.table.game_id, seats=seats, meta=meta)
 
     def mark_shown(self, seat: int) -> None:
-        """The seat acted on its observation: its news has been shown."""
-        self.news[seat] = []
+        """The seat acted on its observation: its news (up to its last look) has been shown."""
+        events, shown, seen = self.game.events, self._shown[seat], self._seen[seat]
+        self._shown_n[seat] += sum(1 for event in events[shown:seen] if visible_to(event, seat))
+        self._shown[seat] = seen
+        self.observers[seat].news_shown()
 
 
-def _fresh(obs: dict[str, Any], info_json: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    return {**obs, "tool_mask": obs["tool_mask"].copy(), "turn": obs["turn"].copy()}, json.loads(info_json)
+class _Unobserved:
+    """A driven seat's connection for a policy without an ``observe`` hook: :meth:`events` is empty (the
+    driver would build the seat's new log records only to drop them); the rest is the connection's."""
+
+    def __init__(self, conn: LocalConnection) -> None:
+        self._conn = conn
+
+    def events(self) -> list[dict[str, Any]]:
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+_VIEW_JSON = json.JSONEncoder(check_circular=False)
+"""``json.dumps`` with its defaults, the same text, without the check for reference cycles (a view is a
+tree of fresh dicts and lists): about an eighth faster."""
+
+
+@dataclass(eq=False, slots=True)
+class _State:
+    """One seat's observation pieces for one state of the game (its events and the seat's news)."""
+
+    key: tuple[int, int]  # (events in the game, where the seat's unshown news starts)
+    view: dict[str, Any] | None  # the engine's view; None once handed out in an info
+    view_json: str  # json.dumps of the view (whole: copies of the view are made from it)
+    legal: list[str]
+    finished: bool
+    your_turn: int
+    turn: int
+    base: str | None = None  # the narration (prefix, state, news), escaped; None until told
+    text: str | None = None  # the observation text for the result ``text_result``
+    text_result: dict[str, Any] | None = None
+
+
+@functools.lru_cache(maxsize=256)
+def _legal_tools(legal: tuple[str, ...], queries_open: bool) -> tuple[str, ...]:
+    return tuple(t for t in TOOLS if t in legal or (queries_open and t in QUERY_TOOLS))
+
+
+def legal_tools(legal: list[str], queries_open: bool) -> list[str]:
+    """The tools usable now, in :data:`TOOLS` order (a fresh list)."""
+    return list(_legal_tools(tuple(legal), queries_open))
+
+
+def join_text(narration: str | None, answer: str | None) -> str:
+    """The observation text: the narration, then the answer to the last call, fitted to the space."""
+    if answer is None:
+        return cut_text(narration or "")
+    answer = escape_text(answer)
+    return cut_text(answer if narration is None else narration + "\n\n" + answer)
 
 
 def describe_result(result: Mapping[str, Any]) -> str:

@@ -58,7 +58,9 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
     seat -> spec/policy. ``settings`` / ``max_turns``: the game settings (a :class:`GameSettings` or its
     fields). ``reward``: ``"outcome"`` or ``"points"``. ``narrate=False`` leaves the narration out of
     ``text`` (only the answer to the last request stays): for agents that learn from the structured
-    parts, at a fraction of the cost per step.
+    parts, at a fraction of the cost per step. ``ack_views=True`` puts the view right after the
+    agent's own action into the ack in ``info["result"]`` (a server's ack has it; by default it is
+    null there, since ``info["view"]`` is the view when the agent is next asked to act).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
@@ -76,9 +78,11 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: str = "outcome",
         narrate: bool = True,
+        ack_views: bool = False,
         render_mode: str | None = None,
     ) -> None:
         self.narrate = narrate
+        self.ack_views = ack_views
         self.instance = resolve_instance(instance, ruleset, players)
         if not 0 <= seat < self.instance.players:
             raise ValueError(
@@ -120,7 +124,7 @@ class TradeCraftEnv(gym.Env[dict[str, Any], Any]):
                 raise ValueError(f"options['instance'] must be a {self.instance.ruleset} instance")
         driven = make_policies(self.opponent_specs, self._driven_seats(), self.game_seed)
         self.match = Match.start(
-            instance, self.game_settings, self.rules, self.game_seed, driven, self.narrate
+            instance, self.game_settings, self.rules, self.game_seed, driven, self.narrate, self.ack_views
         )
         self.steps = 0
         self.match.advance()

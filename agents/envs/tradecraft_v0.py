@@ -50,7 +50,7 @@ def env(**kwargs: Any) -> AECEnv:
 
 class raw_env(AECEnv):
     """All seats of a game of ``instance`` (see :class:`agents.envs.gym_env.TradeCraftEnv` for the
-    arguments they share)."""
+    arguments they share). ``observe(agent)`` builds that agent's observation when it is asked for."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "tradecraft_v0",
@@ -69,10 +69,12 @@ class raw_env(AECEnv):
         max_steps: int = DEFAULT_MAX_STEPS,
         reward: str = "outcome",
         narrate: bool = True,
+        ack_views: bool = False,
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
         self.narrate = narrate
+        self.ack_views = ack_views
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, not {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -105,8 +107,19 @@ class raw_env(AECEnv):
             import random
 
             seed = random.SystemRandom().randrange(2**31 - 1)
+        instance = self.instance
+        if options and options.get("instance") is not None:
+            instance = resolve_instance(options["instance"], self.instance.ruleset, self.instance.players)
+            if instance.ruleset != self.instance.ruleset:
+                raise ValueError(f"options['instance'] must be a {self.instance.ruleset} instance")
         self.match = Match.start(
-            self.instance, self.game_settings, self.rules, int(seed), driven={}, narrate=self.narrate
+            instance,
+            self.game_settings,
+            self.rules,
+            int(seed),
+            driven={},
+            narrate=self.narrate,
+            ack_views=self.ack_views,
         )
         self.steps = 0
         self.agents = list(self.possible_agents)
@@ -129,8 +142,7 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, Any]:
         assert self.match is not None, "call reset() first"
-        obs, _ = self.match.observe(self._seat(agent))
-        return obs
+        return self.match.observation(self._seat(agent))  # built when asked, for this agent only
 
     def _refresh_infos(self, agents: list[str] | None = None) -> None:
         """Fresh infos for ``agents`` (default: all). After a move only the selected agent's is rebuilt
@@ -138,8 +150,7 @@ class raw_env(AECEnv):
         selected, and it is rebuilt then."""
         assert self.match is not None
         for agent in self.agents if agents is None else agents:
-            _, info = self.match.observe(self._seat(agent))
-            self.infos[agent] = info
+            self.infos[agent] = self.match.info(self._seat(agent))
 
     def step(self, action: Any) -> None:
         assert self.match is not None, "call reset() first"
