@@ -82,9 +82,9 @@ class LocalTable:
         """A table around a fresh game of ``instance``."""
         return cls(Game.new(instance, settings, rules, seed), **kwargs)
 
-    def connection(self, seat: int, *, ack_views: bool = True) -> LocalConnection:
+    def connection(self, seat: int, *, ack_views: bool = True, ack_events: bool = True) -> LocalConnection:
         """A connection playing ``seat`` (any number of them may exist, e.g. one per thread)."""
-        return LocalConnection(self, seat, ack_views=ack_views)
+        return LocalConnection(self, seat, ack_views=ack_views, ack_events=ack_events)
 
     def connections(self, *, ack_views: bool = True) -> list[LocalConnection]:
         """One connection per seat, in seat order."""
@@ -180,9 +180,13 @@ class LocalConnection:
     ``ack_views=False`` leaves the view out of action acks (``"view": null``; the rest of the envelope
     and the events are there): for players that read :meth:`view` before each move anyway, such as the
     seats an environment drives, it saves building a view nobody reads when the turn passes on.
+    ``ack_events=False`` leaves the events out of action acks too (``"events": []``): for a driver whose
+    policy neither observes events nor keeps traces linked to them, so nobody would read them.
     """
 
-    def __init__(self, table: LocalTable | Game, seat: int, *, ack_views: bool = True) -> None:
+    def __init__(
+        self, table: LocalTable | Game, seat: int, *, ack_views: bool = True, ack_events: bool = True
+    ) -> None:
         self.table = table if isinstance(table, LocalTable) else LocalTable.of(table)
         game = self.table.game
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < game.players:
@@ -193,6 +197,7 @@ class LocalConnection:
             )
         self._seat = seat
         self._ack_views = ack_views
+        self._ack_events = ack_events
         self._scanned = 0  # events of the game's log already handed out by events()
         self._numbered = 0  # how many of them this seat may see (its own log's length so far)
 
@@ -243,6 +248,8 @@ class LocalConnection:
             except GameError as err:
                 return {"ok": False, "error": err.to_dict()}
             envelope = table.envelope(self._seat, with_view=self._ack_views)
+            if not self._ack_events:
+                return {"ok": True, **envelope, "events": []}
             produced = table.game.events[before:]
             visible = viewer_log(produced, self._seat, start=0)
             start = envelope["log_size"] - len(visible)

@@ -123,3 +123,25 @@ def test_describe_view_with_a_memo_tells_the_same_as_without() -> None:
     assert bundle(rules, {"stick": 1, "coal": "1/4"}) == "1/4 Coal, 1 Stick"
     assert bundle(rules, {"coal": "1/4", "stick": True}) == "1/4 Coal, 1 Stick"
     assert bundle(rules, {"stick": 0}) == bundle(rules, {}) == "nothing"
+
+
+def test_acks_carry_the_view_only_when_asked() -> None:
+    for ack_views in (False, True):
+        env = TradeCraftEnv(ack_views=ack_views)
+        _obs, info = env.reset(seed=3)
+        info = env.step({"tool": "pass", "args": {}})[4]
+        result = info["result"]
+        assert result["ok"] and result["events"] and result["events"][0]["type"] == "passed"
+        if ack_views:
+            assert result["view"]["seat"] == 0 and result["view"] is not info["view"]
+        else:
+            assert result["view"] is None
+
+
+def test_aec_reset_options_choose_the_instance() -> None:
+    env = tradecraft_v0.raw_env()
+    env.reset(seed=0)
+    first = env.infos[env.agent_selection]["view"]["hands"]
+    env.reset(seed=0, options={"instance": 5})
+    assert env.match.game.instance.id != tradecraft_v0.raw_env().instance.id
+    assert env.infos[env.agent_selection]["view"]["hands"] != first

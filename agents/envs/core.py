@@ -254,7 +254,13 @@ class Match:
     def __post_init__(self) -> None:
         # the driven seats' policies read the view before each move: their acks need none
         self.conns = [
-            self.table.connection(seat, ack_views=self.ack_views and seat not in self.driven)
+            self.table.connection(
+                seat,
+                ack_views=self.ack_views and seat not in self.driven,
+                # the driver reads an ack's events only to link the policy's traces to its move
+                ack_events=seat not in self.driven
+                or callable(getattr(self.driven[seat], "drain_traces", None)),
+            )
             for seat in range(self.table.game.players)
         ]
         players = self.table.game.players
