@@ -129,11 +129,15 @@ function fillSeats(hall) {
   }
 }
 
+let instancesAsked = 0; // the latest list asked for: an answer for a hall chosen before it is dropped
+
 async function fillInstances(hall) {
   const select = $("create-instance");
   if (!select) return;
+  const asked = ++instancesAsked;
   select.replaceChildren(option("", "None: use the difficulty above"));
   const answer = await request("GET", `/api/admin/halls/${encodeURIComponent(hall.name)}/instances`);
+  if (asked !== instancesAsked) return;
   if (!answer.ok) {
     showError($("create-error"), answer);
     return;

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from conftest import AXE, docs_screenshot
 from e2e_helpers import TRIO_ID, Client, ServerProcess, write_config
-from playwright.sync_api import Browser, BrowserContext, Page, WebSocket, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Route, WebSocket, expect
 
 HOSTILE = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
 # A file name nobody would write by chance: if it (or the instance id) reaches a browser, the test sees it.
@@ -465,10 +465,26 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     admin_page = admin.new_page()
     login(admin_page, server, "Operator")
     assert admin.request.post(server.url + "/api/admin/login", data={"password": "test-admin-password"}).ok
+
+    held: list[Route] = []
+
+    def hold_other_halls(route: Route) -> None:  # the list of the hall shown first answers last
+        if "/halls/banded/" in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    admin_page.route("**/api/admin/halls/*/instances", hold_other_halls)
     admin_page.goto(server.url + "/")
     admin_page.get_by_label("Game mode").select_option("banded")
     exact = admin_page.get_by_label("Exact task (admins only)")
     expect(exact.locator("option")).to_have_count(41)  # "None" and the 40 instances of the set
+    assert held, "the first hall's list was asked for"
+    for route in held:  # its late answer must not add that hall's tasks to this list
+        route.continue_()
+    admin_page.wait_for_timeout(500)
+    expect(exact.locator("option")).to_have_count(41)
+    admin_page.unroute("**/api/admin/halls/*/instances")
     listed = " ".join(exact.locator("option").all_inner_texts())
     assert re.search(r"standard#5 · (easy|medium|hard), score", listed)
     exact.select_option("minecraft/1p_v_1p/standard#5")
