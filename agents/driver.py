@@ -101,8 +101,11 @@ def fallback_action(view: dict[str, Any]) -> dict[str, Any] | None:
         return {"type": "pass"}
     if "propose" in legal:
         seat, hands = view["seat"], view["hands"]
+        active = view.get("active") or [True] * view["players"]
         for step in range(1, view["players"]):
             other = (seat + step) % view["players"]
+            if not active[other]:  # a seat that resigned takes no proposals
+                continue
             if hands[other]:
                 item = sorted(hands[other])[0]
                 return {"type": "propose", "to": other, "offer": {}, "request": {item: 1}, "message": ""}
@@ -110,6 +113,15 @@ def fallback_action(view: dict[str, Any]) -> dict[str, Any] | None:
                 item = sorted(hands[seat])[0]
                 return {"type": "propose", "to": other, "offer": {item: 1}, "request": {}, "message": ""}
     return None
+
+
+def _seat_lost(error: dict[str, Any], seat: int) -> bool:
+    """Whether a refusal means this seat is no longer ours to play. ``player_left`` counts only when it
+    names this seat: a proposal to a seat that resigned is refused with the same code (just a bad move)."""
+    code = error.get("code")
+    if code == "player_left":
+        return (error.get("details") or {}).get("seat") == seat
+    return code in SEAT_LOST_CODES
 
 
 def _first_n(answer: dict[str, Any]) -> int | None:
@@ -153,7 +165,7 @@ def take_turn(
             return True
         error = answer.get("error") or {}
         outcome.refusals.append({"action": action, "error": error})
-        if error.get("code") in SEAT_LOST_CODES:
+        if _seat_lost(error, conn.seat):
             log.warning(
                 "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
             )

@@ -44,6 +44,7 @@ from server.game.gamelog import (
     RuleSetRef,
     TraceRecord,
     replay_with_latencies,
+    trace_fields,
 )
 from server.game.legal import legal_actions
 from server.game.views import player_view
@@ -225,7 +226,7 @@ def play_local(
     def collect(seat: int, event_seq: int | None) -> None:
         now = clock() if clock is not None else None
         for record in drain_traces(policies[seat]):
-            traces.append(TraceRecord(**{**record, "seat": seat, "event_seq": event_seq, "time": now}))
+            traces.append(TraceRecord(**trace_fields(record, seat, event_seq, now)))
 
     phase_key: tuple[int, str] = (game.turn, game.phase)
     phase_actions = 0

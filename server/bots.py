@@ -230,12 +230,6 @@ class BotExecutor:
         for _ in range(workers):
             self._start_thread()
 
-    @property
-    def abandoned(self) -> int:
-        """Threads still running an abandoned move."""
-        with self._lock:
-            return len(self._written_off)
-
     def submit(self, task: Callable[[], None]) -> None:
         with self._lock:
             if self._closed:
@@ -322,6 +316,10 @@ def bound_trace(
         limit //= 2
     if len(json.dumps(cut, ensure_ascii=False).encode("utf-8")) > max_bytes:
         cut = {k: v for k, v in cut.items() if isinstance(v, int | float | bool) or v is None}
+        cut.update(truncated=True, original_bytes=size)
+    if len(json.dumps(cut, ensure_ascii=False).encode("utf-8")) > max_bytes:
+        # thousands of scalar fields: only the log's own keys and the note of what was dropped are kept
+        cut = {k: cut[k] for k in ("seat", "event_seq", "time") if k in cut}
         cut.update(truncated=True, original_bytes=size)
     return cut
 

@@ -18,8 +18,8 @@ gets an instance made by ``craft_rules.taskgen.generate_instance`` for the hall'
 crafting-runs rule, within the creator's difficulty band (or a band drawn evenly), seeded by an HMAC of the
 game id under a secret made once per server and kept in the store (like the session key): neither the id
 nor anything published reproduces the deal. A draw whose hands or targets repeat a shipped instance is
-refused. The instance is stored whole with the game (``instance`` in its record, which the researcher export
-reads) and written to a private file under the data folder, which the room loader reads. Generation is
+refused. The instance is stored whole with the game (``instance`` in its record), which the room loader and
+the researcher export read; no file holds it. Generation is
 bounded: at most ``instances.max_attempts`` draws (then ``deal_failed``), one deal at a time per process
 (a creation waits at most :data:`DEAL_WAIT_SECONDS` for its turn, then ``rate_limited``), after the
 per-user creation limits.

@@ -57,6 +57,7 @@ from server.export import game_instance
 from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
+from server.game.gamelog import trace_fields
 from server.game.legal import legal_actions
 from server.game.queries import answer_query, parse_query, query_context
 from server.game.settings import GameSettings
@@ -267,6 +268,7 @@ class Rooms:
         self._secrets = environment_secrets()  # cut out of every trace record
         self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
+        self._client_traces: dict[tuple[str, int], int] = {}  # (game, seat) -> records its agent sent
 
     # ------------------------------------------------------------------------------------------ loading
     def get(self, game_id: Any) -> LiveGame:
@@ -1111,7 +1113,14 @@ class Rooms:
                         {"log_size": len(visible)},
                     )
                 event_seq = visible[event_n]
-        stored = self._store_traces(live.game_id, chosen, event_seq, traces)
+        # each seat's own quota of the game's records, so one agent cannot crowd out the others' (and the
+        # server's bots') records; counted per process, the store's per-game bound holds across processes
+        quota = self.settings.bots.traces_per_game // max(1, len(live.seats))
+        with self._registry_lock:
+            sent = self._client_traces.get((live.game_id, chosen), 0)
+            allowed = max(0, min(len(traces), quota - sent))
+            self._client_traces[(live.game_id, chosen)] = sent + allowed
+        stored = self._store_traces(live.game_id, chosen, event_seq, traces[:allowed]) if allowed else 0
         return {"game_id": live.game_id, "seat": chosen, "stored": stored, "dropped": len(traces) - stored}
 
     def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> int:
@@ -1125,10 +1134,9 @@ class Rooms:
             records = []
             for trace in traces:
                 fields = dict(trace) if isinstance(trace, Mapping) else {"value": trace}
-                if fields.get("kind") not in (None, "trace"):  # "kind" is the log's record type
-                    fields["trace_kind"] = fields.pop("kind")
-                fields.update(seat=seat, event_seq=event_seq, time=stamp)
-                records.append(bound_trace(fields, limit, self._secrets))
+                records.append(
+                    bound_trace(trace_fields(fields, seat, event_seq, stamp), limit, self._secrets)
+                )
             self.store.append_traces(game_id, records, max_per_game=self.settings.bots.traces_per_game)
             return len(records)
         except StoreError as err:

@@ -555,3 +555,37 @@ def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerPr
     assert person.status_code == 403 and person.json()["error"]["code"] == "not_an_agent"
     log = researcher_log(server, game_id)
     assert [t.model_dump().get("note") for t in log.traces] == ["kept"]
+
+
+def test_each_seat_has_its_own_share_of_the_games_trace_records(tmp_path: Path) -> None:
+    """One agent used to be able to fill the game's whole trace quota and crowd out its opponent's."""
+    config = write_config(tmp_path)
+    server = ServerProcess(config, env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"}).start()
+    try:
+        tokens = [make_token(server, "share-a"), make_token(server, "share-b")]
+        game_id = create_game(server, tokens[0], ["agent", "agent"])
+        for seat, token in enumerate(tokens):
+            requests.post(
+                f"{server.url}/api/games/{game_id}/join",
+                json={"seat": seat},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            )
+
+        def send(token: str, count: int) -> dict[str, Any]:
+            return requests.post(
+                f"{server.url}/api/games/{game_id}/traces",
+                json={"traces": [{"i": i} for i in range(count)]},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            ).json()
+
+        greedy = send(tokens[0], 8)
+        assert greedy["ok"] and (greedy["stored"], greedy["dropped"]) == (5, 3)
+        assert send(tokens[0], 1)["stored"] == 0
+        fair = send(tokens[1], 5)
+        assert fair["ok"] and fair["stored"] == 5
+        log = researcher_log(server, game_id)
+        assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5
+    finally:
+        server.stop()

@@ -303,6 +303,14 @@ def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participa
         assert "llm_call" not in participant and "ppppp" not in participant and "event_seq" not in participant
 
 
+def test_bound_trace_holds_its_bound_for_a_record_of_many_scalars() -> None:
+    """A flat record of 60,000 numbers passed the cut untouched (nearly 1 MB against a 64 KB bound)."""
+    record = {"seat": 0, "event_seq": 3, "time": 1.0, **{f"k{i}": i for i in range(60_000)}}
+    bounded = bound_trace(record, 65_536, [])
+    assert len(json.dumps(bounded, ensure_ascii=False).encode()) <= 65_536
+    assert bounded["truncated"] is True and bounded["seat"] == 0 and bounded["event_seq"] == 3
+
+
 def test_bound_trace_cuts_long_strings_and_secrets() -> None:
     record = {"seat": 0, "prompt": "x" * 10_000, "items": list(range(5_000)), "key": f"Bearer {SECRET}"}
     bounded = bound_trace(record, 2048, [SECRET])

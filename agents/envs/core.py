@@ -52,7 +52,7 @@ from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_for_players
 from server.game import GameError, GameSettings, Timeout, viewer_log, visible_to
 from server.game.actions import PLAYER_ACTION_TYPES
-from server.game.gamelog import GameLog, TraceRecord
+from server.game.gamelog import GameLog, TraceRecord, trace_fields
 from server.game.queries import QUERY_MODELS
 
 TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)
@@ -216,6 +216,14 @@ def make_policies(
         if len(specs) != len(seats):
             raise ValueError(f"Give one opponent per driven seat {list(seats)}; got {len(specs)}.")
         chosen = dict(zip(seats, specs, strict=True))
+    shared = [seat for seat, spec in chosen.items() if not isinstance(spec, str)]
+    if len({id(chosen[seat]) for seat in shared}) < len(shared):
+        # one object playing two seats would carry one seat's private view (its crafting, its rejected
+        # proposals) into the other's decisions
+        raise ValueError(
+            f"One policy object cannot play several seats ({shared}): give one object per seat, or a spec "
+            "such as 'tom1' (each seat then gets its own)."
+        )
     out: dict[int, Policy] = {}
     for seat, spec in chosen.items():
         if isinstance(spec, str):
@@ -440,8 +448,8 @@ class Match:
             for record in outcome.traces:
                 fields = dict(record)
                 n = fields.pop("event_n", None)
-                fields["event_seq"] = None if n is None else self.table.seq_of(seat, n)
-                traces.append(TraceRecord(**fields))
+                seq = None if n is None else self.table.seq_of(seat, n)
+                traces.append(TraceRecord(**trace_fields(fields, seat, seq, fields.get("time"))))
         seats = [
             {"seat": s, "kind": "bot", "name": type(p).__name__, "bot": getattr(p, "name", None)}
             if s in self.driven

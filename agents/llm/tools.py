@@ -204,8 +204,15 @@ class SeatTools:
                 f"The arguments of {name} must be a JSON object; got {type(args).__name__}.",
                 {"tool": name},
             )
-        request = spec.request(args, self.strict)
-        refused = validate_request(spec, request)
+        try:
+            request = spec.request(args, self.strict)
+            refused = validate_request(spec, request)
+        except Exception as err:  # arguments no rendering can read: the model hears why, nothing is sent
+            return error_answer(
+                "invalid_action" if spec.kind == "action" else "invalid_query",
+                f"The arguments of {name} cannot be read ({type(err).__name__}); follow the tool's schema.",
+                {"tool": name},
+            )
         if refused is not None:
             return refused
         if spec.kind == "query":

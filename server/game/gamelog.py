@@ -158,6 +158,18 @@ class TraceRecord(BaseModel):
     time: float | None = None
 
 
+def trace_fields(
+    record: Mapping[str, Any], seat: int | None, event_seq: int | None, time: float | None
+) -> dict[str, Any]:
+    """A policy's trace record as the log keeps it: ``seat``, ``event_seq`` and ``time`` set by whoever ran
+    the policy; a ``kind`` of the policy's own (``kind`` is the log's record type) kept as ``trace_kind``."""
+    fields = dict(record)
+    if fields.get("kind") not in (None, "trace"):
+        fields["trace_kind"] = fields.pop("kind")
+    fields.update(seat=seat, event_seq=event_seq, time=time)
+    return fields
+
+
 class LogSummary(_Record):
     """The last record: how the replayed game ended (only the counts when it could not be replayed)."""
 

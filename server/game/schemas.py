@@ -617,6 +617,8 @@ def _pairs_to_dict(kind: str, pairs: list[Any]) -> Any:
     for pair in pairs:
         if not isinstance(pair, dict):
             return pairs  # not pairs at all: let the parser name the field
+        if kind in ("counts", "values") and not isinstance(pair.get("item"), str):
+            return pairs  # an item that is no name (a list, an object) keys no dict: the parser says so
         if kind == "counts":
             item, count = pair.get("item"), pair.get("count")
             before = out.get(item)
