@@ -249,6 +249,7 @@ class RemoteConnection:
                 "traces": batch,
                 "seat": self._seat_or_none(),
                 "event_n": event_n,
+                "batch_id": secrets.token_hex(8),  # a batch resent after a reconnect counts once
             }
             return self._request("trace", data)
 

@@ -449,6 +449,7 @@ class SocketProtocol:
             data.get("traces"),
             data.get("seat"),
             data.get("event_n"),
+            data.get("batch_id"),
         )
 
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
@@ -605,7 +606,12 @@ def api_blueprint(services: Services) -> Blueprint:
         principal = require_principal(caller())
         return ok(
             services.rooms.record_traces(
-                game_id, principal, data.get("traces"), data.get("seat"), data.get("event_n")
+                game_id,
+                principal,
+                data.get("traces"),
+                data.get("seat"),
+                data.get("event_n"),
+                data.get("batch_id"),
             )
         )
 

@@ -74,6 +74,8 @@ LOBBY_ROOM = "lobby"
 APPLY_ATTEMPTS = 3
 MAX_TRACES_PER_REQUEST = 50
 """Trace records an agent may send in one request (each is bounded by ``bots.trace_max_bytes``)."""
+TRACE_BATCHES_REMEMBERED = 10_000
+"""Answers to trace batches kept (by batch id) so a batch resent after a dropped connection counts once."""
 #: push(event, payload, room, skip_sid): emit to a Socket.IO room, optionally not to one connection
 Push = Callable[[str, dict[str, Any], str, str | None], None]
 
@@ -269,6 +271,7 @@ class Rooms:
         self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
         self._client_traces: dict[tuple[str, int], int] = {}  # (game, seat) -> records its agent sent
+        self._trace_batches: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
 
     # ------------------------------------------------------------------------------------------ loading
     def get(self, game_id: Any) -> LiveGame:
@@ -1071,7 +1074,13 @@ class Rooms:
                 self._schedule(live)
 
     def record_traces(
-        self, game_id: Any, principal: Principal, traces: Any, seat: Any = None, event_n: Any = None
+        self,
+        game_id: Any,
+        principal: Principal,
+        traces: Any,
+        seat: Any = None,
+        event_n: Any = None,
+        batch_id: Any = None,
     ) -> dict[str, Any]:
         """An agent's trace records for its own seat (what led to its moves: prompts, completions, token
         counts), kept with the game for researchers exactly like those of the bots the server plays.
@@ -1079,7 +1088,8 @@ class Rooms:
         Only API-token agents send them (a person's browser has none, and the per-game quota must not be
         filled by a player to crowd out an agent's records); at most :data:`MAX_TRACES_PER_REQUEST` records
         per request, each bounded by ``bots.trace_max_bytes``. ``event_n`` is the number, in the seat's own
-        log, of the first event the move produced; it links the records to that event."""
+        log, of the first event the move produced; it links the records to that event. A ``batch_id`` (any
+        text up to 64 characters) makes a resent batch (after a dropped connection) count once."""
         if principal.kind != "agent":
             raise ServerError(
                 "not_an_agent",
@@ -1096,6 +1106,8 @@ class Rooms:
                 f"traces must be a list of 1 to {MAX_TRACES_PER_REQUEST} JSON objects; send more in several "
                 "requests.",
             )
+        if batch_id is not None and (not isinstance(batch_id, str) or not 1 <= len(batch_id) <= 64):
+            raise ServerError("invalid_request", "batch_id must be a text of 1 to 64 characters, or null.")
         if event_n is not None and (not isinstance(event_n, int) or isinstance(event_n, bool) or event_n < 0):
             raise ServerError("invalid_request", "event_n must be an event number n of your log, or null.")
         live = self.get(game_id)
@@ -1117,11 +1129,21 @@ class Rooms:
         # server's bots') records; counted per process, the store's per-game bound holds across processes
         quota = self.settings.bots.traces_per_game // max(1, len(live.seats))
         with self._registry_lock:
+            if batch_id is not None:
+                key = (live.game_id, chosen, batch_id)
+                if key in self._trace_batches:
+                    return {**self._trace_batches[key], "duplicate": True}
             sent = self._client_traces.get((live.game_id, chosen), 0)
             allowed = max(0, min(len(traces), quota - sent))
             self._client_traces[(live.game_id, chosen)] = sent + allowed
         stored = self._store_traces(live.game_id, chosen, event_seq, traces[:allowed]) if allowed else 0
-        return {"game_id": live.game_id, "seat": chosen, "stored": stored, "dropped": len(traces) - stored}
+        answer = {"game_id": live.game_id, "seat": chosen, "stored": stored, "dropped": len(traces) - stored}
+        if batch_id is not None:
+            with self._registry_lock:
+                self._trace_batches[(live.game_id, chosen, batch_id)] = answer
+                while len(self._trace_batches) > TRACE_BATCHES_REMEMBERED:
+                    self._trace_batches.popitem(last=False)
+        return answer
 
     def _store_traces(self, game_id: str, seat: int, event_seq: int | None, traces: list[Any]) -> int:
         """Keep a policy's trace records with the game (bounded: bots.trace_max_bytes per record, truncated;

@@ -543,8 +543,13 @@ def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerPr
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", bad
     assert send(token, {"traces": [{"n": 1}], "event_n": 10**6}).json()["error"]["code"] == "invalid_request"
     assert send(token, {"traces": [{"n": 1}], "event_n": True}).json()["error"]["code"] == "invalid_request"
-    ok = send(token, {"traces": [{"note": "kept"}], "event_n": 0}).json()
+    ok = send(token, {"traces": [{"note": "kept"}], "event_n": 0, "batch_id": "b1"}).json()
     assert ok["ok"] and ok["stored"] == 1 and ok["seat"] == 0
+    resent = send(token, {"traces": [{"note": "kept"}], "event_n": 0, "batch_id": "b1"}).json()
+    assert resent["ok"] and resent["stored"] == 1 and resent["duplicate"] is True  # counted once
+    assert (
+        send(token, {"traces": [{"n": 1}], "batch_id": "x" * 65}).json()["error"]["code"] == "invalid_request"
+    )
     cookie = login_cookie(server.url, "Person")
     person = requests.post(
         f"{server.url}/api/games/{game_id}/traces",
