@@ -18,11 +18,13 @@ information"; see ``docs/tom-bots.md`` for the equations and every choice made h
   first). Bayes updates it from every proposal the opponent makes (likelihood: a softmax of the
   opponent's own gain over its bounded offer set, temperature ``tau``) and from every decision on our
   proposals (the simulated ToM-(k-1) responder's
-  answer, with noise ``epsilon``). It simulates the opponent as a pure ToM-(k-1) responder over that
-  posterior (ToM-0 responder: accepts iff its own gain is positive; ToM>=1 responder: also refuses a trade
-  that completes the proposer's target but not its own, under its belief about the proposer's target,
-  which we track as the *second-order posterior*: the same Bayes machinery run from the opponent's
-  viewpoint over our public moves). ``EV^k(O) = (1-c_k) EV^(k-1)(O) + c_k P_(k-1)(accept O) pi_self(O)``
+  answer, with noise ``epsilon``). It simulates the opponent as the ToM-(k-1) responder this module
+  implements (:func:`answer_utility`: ToM-0 accepts iff its own gain is positive; ToM>=1 iff its gain
+  minus ``c_1`` times the believed probability that the trade completes the proposer's target and not
+  its own is positive). Its belief about our target is the *second-order posterior*: the same Bayes
+  machinery run from the opponent's viewpoint over our public moves, including the proposal it is
+  answering, and its ``c_1`` is tracked as the real bot updates it (:meth:`ToMBot._responder_state`).
+  ``EV^k(O) = (1-c_k) EV^(k-1)(O) + c_k P_(k-1)(accept O) pi_self(O)``
   (Eq 5/7); confidences start at 1 and follow Eq 9/10 with learning speed ``lambda`` after each
   opponent proposal.
 * **Responder.** Accepts iff ``pi_self(O) - c_1 * race(O) > 0`` where ``race`` is the posterior
