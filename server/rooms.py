@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import secrets
 import threading
 import time
@@ -71,13 +72,20 @@ from server.timers import DeadlineScheduler
 log = logging.getLogger(__name__)
 
 LOBBY_ROOM = "lobby"
-APPLY_ATTEMPTS = 3
+APPLY_ATTEMPTS = 8
+"""Tries at an action whose append lost a race with another worker (each after a catch-up and a backoff)."""
 MAX_TRACES_PER_REQUEST = 50
 """Trace records an agent may send in one request (each is bounded by ``bots.trace_max_bytes``)."""
 TRACE_BATCHES_REMEMBERED = 10_000
 """Answers to trace batches kept (by batch id) so a batch resent after a dropped connection counts once."""
 #: push(event, payload, room, skip_sid): emit to a Socket.IO room, optionally not to one connection
 Push = Callable[[str, dict[str, Any], str, str | None], None]
+
+
+def _back_off(attempt: int) -> None:
+    """Wait a jittered, doubling moment after a lost append race, so two workers that keep writing the
+    same game stop colliding in lockstep (at most ~0.13 s in all over APPLY_ATTEMPTS tries)."""
+    time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 6)))
 
 
 def seat_room(game_id: str, seat: int) -> str:
@@ -485,12 +493,13 @@ class Rooms:
             parsed = parse_player_action(action)
             idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
             digest = action_digest(seat_no, parsed) if idempotency_key else ""
-            for _ in range(APPLY_ATTEMPTS):
+            for attempt in range(APPLY_ATTEMPTS):
                 try:
                     outcome = self._apply_as_seat(
                         live, seat_no, parsed, idempotency_key, digest, action_id=client_action_id
                     )
                 except SequenceConflict:
+                    _back_off(attempt)
                     continue
                 if isinstance(outcome, dict):
                     return outcome
@@ -795,12 +804,13 @@ class Rooms:
                 if game is not None:
                     self._schedule(live)  # stale timer: arm the current phase's instead
                 return
-            for _ in range(APPLY_ATTEMPTS):
+            for attempt in range(APPLY_ATTEMPTS):
                 try:
                     events, records = self._commit(
                         live, None, {"type": "timeout", "phase": phase, "turn": turn}
                     )
                 except SequenceConflict:
+                    _back_off(attempt)
                     continue
                 except GameError as err:  # the phase moved on in another worker
                     log.info("game %s: timeout for %s/%s refused: %s", game_id, phase, turn, err.code)
@@ -983,7 +993,9 @@ class Rooms:
         """Under the lock: a bot's answer through the client path (same validation, a client action id
         derived from the move); a stale answer is dropped and the seat rescheduled; a refused one counts as
         a failure (retried with another seed, then the seat resigns)."""
-        for _ in range(APPLY_ATTEMPTS):
+        for attempt in range(APPLY_ATTEMPTS):
+            if attempt:
+                _back_off(attempt)
             self.catch_up(live)
             if not self._bot_move_valid(live, seat, move_key):
                 log.info("game %s: seat %s's answer to %s is stale; dropped", live.game_id, seat, move_key)

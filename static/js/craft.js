@@ -285,9 +285,9 @@ export function createCraftPanel({ emit, absorb }) {
         chip.append(iconFor(item, state.ruleset), el("span", "item-chip-label", `${count} × ${itemName(item, state.ruleset)}`));
         chip.addEventListener("click", () => showItem(item));
         row.append(chip);
+        // a fraction's badge says what is kept ("rounds down to 1"): no second "keeps 1" to squeeze the name
         if (whole) row.append(el("span", "craft-kept", `keeps ${kept}`));
-        else if (kept === 0) row.append(el("span", "badge badge-warn", "rounds away"), el("span", "craft-kept", "keeps 0"));
-        else row.append(el("span", "badge badge-warn", `rounds down to ${kept}`), el("span", "craft-kept", `keeps ${kept}`));
+        else row.append(el("span", "badge badge-warn", kept === 0 ? "rounds away: keeps 0" : `rounds down to ${kept}`));
         return row;
       }),
     );

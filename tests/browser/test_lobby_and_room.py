@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import requests
-from conftest import AXE
+from conftest import AXE, assert_fits_width
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
@@ -84,6 +84,7 @@ def test_two_people_play_a_duel_in_the_browser(
     expect(ada.locator("#room-waiting-text")).to_contain_text("Waiting for")  # the proposer's side
     bob.get_by_label("Reply (optional, sent with your answer)").fill(HOSTILE)  # markup in a reply
     bob.screenshot(path=artifacts / "room-decide-tablet.png", full_page=True)
+    assert_fits_width(bob)
     bob.get_by_role("button", name="Accept").click()
     expect(ada.locator("#room-timeline")).to_contain_text("traded")
     # the outcome for both, the reply shown as text
