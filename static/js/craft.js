@@ -287,7 +287,7 @@ export function createCraftPanel({ emit, absorb }) {
         row.append(chip);
         // a fraction's badge says what is kept ("rounds down to 1"): no second "keeps 1" to squeeze the name
         if (whole) row.append(el("span", "craft-kept", `keeps ${kept}`));
-        else row.append(el("span", "badge badge-warn", kept === 0 ? "rounds away: keeps 0" : `rounds down to ${kept}`));
+        else row.append(el("span", "badge badge-warn", kept === 0 ? "rounds away" : `rounds down to ${kept}`));
         return row;
       }),
     );
@@ -596,6 +596,9 @@ export function createCraftPanel({ emit, absorb }) {
     box.replaceChildren();
     box.hidden = !items.length;
     if (!items.length) return;
+    // the search field's example: the player's own target, which suits any rule set ("e.g. torch" did not)
+    $("craft-search").placeholder = `e.g. ${itemName(items[0], state.ruleset).toLowerCase()}`;
+    $("craft-possible-filter").placeholder = state.ruleset === "minecraft" ? "e.g. ingot" : "e.g. water";
     box.append("Your target: ");
     for (const item of items) {
       const button = el("button", "item-button");

@@ -324,7 +324,7 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     page.get_by_role("button", name="Ask for 2 × Coal").click()
     page.get_by_label("How many Coal").fill("5")
     page.get_by_role("button", name="Propose").click()
-    expect(refusal).to_contain_text("random bot holds only 2 Coal: you cannot ask for 5.")
+    expect(refusal).to_contain_text("Random bot holds only 2 Coal: you cannot ask for 5.")
     expect(refusal).to_contain_text("Nothing was sent.")
     assert refusal.get_attribute("data-code") == "item_not_held"
     assert "seat" not in (refusal.text_content() or "").lower()
