@@ -36,7 +36,7 @@ def login(page: Page, server: ServerProcess, name: str) -> None:
 
 def craft(page: Page, recipe: str, runs: str) -> None:
     """Type a run amount into a possible craft's field and press its Craft button."""
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 

@@ -176,7 +176,7 @@ def errors_of(page: Page) -> list[str]:
 
 
 def craft(page: Page, recipe: str, runs: str) -> None:
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 
