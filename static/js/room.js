@@ -373,7 +373,7 @@ $("tom-form").addEventListener("submit", async (event) => {
   const sliders = [...document.querySelectorAll("#tom-groups .tom-slider")];
   const unset = sliders.filter((s) => s.classList.contains("unset"));
   if (unset.length) {
-    showError("room-tom-error", `Move every slider first: ${unset.length} still not set.`);
+    showError("room-tom-error", `Set every slider first (click its line): ${unset.length} still not set.`);
     unset[0].focus();
     return;
   }

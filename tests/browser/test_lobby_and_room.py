@@ -150,6 +150,7 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     # nothing is pre-filled: sending at once is refused in the page
     page.get_by_role("button", name="Send my values").click()
     expect(page.locator("#room-tom-error")).to_contain_text(f"{count} still not set")
+    page.screenshot(path=artifacts / "room-tom-unset.png", full_page=True)
     assert axe_violations(page) == []
     chosen: dict[str, int] = {}
     for index in range(count):
