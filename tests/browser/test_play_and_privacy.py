@@ -660,6 +660,14 @@ def test_a_full_game_or_no_name_sends_the_visitor_somewhere_useful(
         expect(page.locator(".room-layout")).to_be_hidden()  # no empty panels around the refusal
         page.get_by_role("link", name="Open the spectator page").click()
         expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        # the lobby lists the running game with a link to watch it
+        page.goto(server.url + "/")
+        running = page.get_by_role("table", name="Running").get_by_role("row").filter(has_text=game_id)
+        expect(running).to_contain_text("Ada F")
+        running.get_by_role("link", name="Watch").click()
+        expect(page).to_have_url(f"{server.url}/games/{game_id}/watch")
+        expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        expect(page.locator(".board-hand")).to_have_count(2)
         anonymous.close()
     finally:
         ada.close()
