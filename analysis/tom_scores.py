@@ -11,7 +11,8 @@ One row per reported value (:data:`COLUMNS`), from a game log and its rule set:
   configuration).
 
 Reference values are computed over the public hands at the start of the turn (the items a report covers),
-under the rule set the log names. Unlike :mod:`analysis.tables` this needs the rule set (it solves).
+under the rule set the log names and the game's crafting-runs rule (a ``whole`` game's references count
+whole runs only). Unlike :mod:`analysis.tables` this needs the rule set (it solves).
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ def tom_score_rows(log: GameLog, rules: RuleSet) -> Iterator[dict[str, Any]]:
     instance = log.header.instance
     if instance is None:
         return
+    whole_runs = log.header.settings.get("crafting_runs") == "whole"
     targets = [dict(target) for target in instance.targets]
     hands: list[dict[str, int]] = [dict(hand) for hand in instance.hands]
     turn, reports, turn_hands = 0, {}, hands
     for event in log.events:
         payload = event.payload
         if event.type == "phase_started" and payload.get("turn") != turn:
-            yield from _turn_rows(log.game_id, turn, reports, turn_hands, targets, rules)
+            yield from _turn_rows(log.game_id, turn, reports, turn_hands, targets, rules, whole_runs)
             turn, reports = int(payload.get("turn") or 0), {}
         if event.type in ("game_started", "hands_revealed"):
             hands = [dict(hand) for hand in payload["hands"]]
@@ -48,7 +50,7 @@ def tom_score_rows(log: GameLog, rules: RuleSet) -> Iterator[dict[str, Any]]:
             if not reports:
                 turn_hands = hands  # reports open a turn, before any trade moves the public hands
             reports[int(payload["seat"])] = payload
-    yield from _turn_rows(log.game_id, turn, reports, turn_hands, targets, rules)
+    yield from _turn_rows(log.game_id, turn, reports, turn_hands, targets, rules, whole_runs)
 
 
 def _turn_rows(
@@ -58,12 +60,13 @@ def _turn_rows(
     hands: list[dict[str, int]],
     targets: list[dict[str, int]],
     rules: RuleSet,
+    whole_runs: bool,
 ) -> Iterator[dict[str, Any]]:
     references: dict[int, dict[str, int]] = {}
 
     def truth(seat: int) -> dict[str, int]:
         if seat not in references:
-            references[seat] = reference_values(rules, targets[seat], hands)
+            references[seat] = reference_values(rules, targets[seat], hands, whole_runs=whole_runs)
         return references[seat]
 
     for seat, payload in sorted(reports.items()):

@@ -305,8 +305,9 @@ def craft_info(ruleset: str, item: str, as_json: bool) -> None:
 @click.option(
     "--hands", required=True, help='public hands, JSON: one hand {"coal": 1} or a list [{...}, {...}]'
 )
+@runs_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output (with harm and share)")
-def craft_values(ruleset: str, target: str, hands: str, as_json: bool) -> None:
+def craft_values(ruleset: str, target: str, hands: str, runs: str, as_json: bool) -> None:
     """Reference values (0-10) of the items in the public hands for crafting the target.
 
     Definition: docs/reference-values.md."""
@@ -322,14 +323,14 @@ def craft_values(ruleset: str, target: str, hands: str, as_json: bool) -> None:
             raise InvalidQuantityError(f"--hands is not valid JSON ({exc.msg})") from exc
         raw_hands = raw if isinstance(raw, list) else [raw]
         parsed = [{k: int(v) for k, v in parse_counts(rules, h, integral=True).items()} for h in raw_hands]
-        report = value_report(rules, need, parsed)
+        report = value_report(rules, need, parsed, whole_runs=runs == "whole")
     except (PlannerError, RuleSetError) as err:
         _craft_fail(err, as_json)
         return
-    lines = [f"target: {_counts_text(report.target)}   pool: {_counts_text(report.pool)}"]
+    lines = [f"target: {_counts_text(report.target)}   pool: {_counts_text(report.pool)}   runs: {runs}"]
     if report.completed_with:
         lines.append(f"the pool cannot craft it; values assume also {_counts_text(report.completed_with)}")
     lines.append(f"smallest sub-hand ({report.min_units} items): {_counts_text(report.smallest_subhand)}")
     for item, value in sorted(report.values.items(), key=lambda kv: (-kv[1].value, kv[0])):
         lines.append(f"  {value.value:>2}  {item:<32} {value.reason}")
-    emit({"ok": True, "ruleset": rules.name, **report.as_dict()}, as_json, "\n".join(lines))
+    emit({"ok": True, "ruleset": rules.name, "runs": runs, **report.as_dict()}, as_json, "\n".join(lines))

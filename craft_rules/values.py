@@ -18,6 +18,10 @@ public hands added together) and the player's target:
 When the pool cannot craft the target at all, it is first completed with the planner's missing items
 (the fewest items from outside, never the target itself); values are then computed on that completed pool,
 for the pool's items.
+
+Crafting follows the game's crafting-runs rule (``whole_runs``): under ``whole`` runs a sub-hand must craft
+the target with whole runs of every recipe, so 2 planks that make one run of sticks are both
+indispensable for a torch, where under ``rational`` runs either plank alone would do.
 """
 
 from __future__ import annotations
@@ -102,9 +106,12 @@ def value_report(
     rules: RuleSet,
     target: Mapping[str, int],
     hands: Mapping[str, int] | Iterable[Mapping[str, int]],
+    *,
+    whole_runs: bool = False,
 ) -> ValueReport:
-    """Reference values of every item in ``hands`` (one hand or several) for crafting ``target``."""
-    planner = planner_for(rules)
+    """Reference values of every item in ``hands`` (one hand or several) for crafting ``target``, under
+    the ``whole`` crafting-runs rule when ``whole_runs`` (the game's rule: see the module docstring)."""
+    planner = planner_for(rules, whole_runs=whole_runs)
     need = {rules.canonical(k): int(v) for k, v in target.items() if v > 0}
     pool = {rules.canonical(k): v for k, v in pool_hands(hands).items()}
     key = (frozenset(need.items()), frozenset(pool.items()))
@@ -124,9 +131,11 @@ def reference_values(
     rules: RuleSet,
     target: Mapping[str, int],
     hands: Mapping[str, int] | Iterable[Mapping[str, int]],
+    *,
+    whole_runs: bool = False,
 ) -> dict[str, int]:
     """``{item: 0..10}`` for every item in ``hands`` (see the module docstring for the definition)."""
-    return value_report(rules, target, hands).as_values()
+    return value_report(rules, target, hands, whole_runs=whole_runs).as_values()
 
 
 _CACHES: dict[int, tuple[Planner, dict[Any, ValueReport]]] = {}

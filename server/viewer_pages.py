@@ -97,15 +97,24 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
             finished_games=[g for g in games if g["status"] in ("finished", "aborted")],
         )
 
-    def game_title(game_id: str) -> str | None:
-        """The game's hall title (public), or None for a game id that names no game (the page says so)."""
-        meta = services.store.get_game(game_id)  # one read: no replay of the game's log for a title
-        return meta.get("title") if meta else None
+    def game_page(template: str, game_id: str) -> str:
+        """A game's page with its hall title and rule set (both public, as in the lobby's lists); None for a
+        game id that names no game (the page's script says so). The rule set lets the page fetch its icon
+        catalogue while its socket connects, not after the game's first answer."""
+        game_id = checked_game_id(game_id)
+        meta = services.store.get_game(game_id)  # one read: no replay of the game's log
+        meta = meta or {}
+        ruleset = meta.get("ruleset")
+        return render_template(
+            template,
+            game_id=game_id,
+            title=meta.get("title"),
+            ruleset=ruleset if ruleset in rulesets else None,
+        )
 
     @pages.get("/games/<game_id>")
     def room(game_id: str) -> str:
-        game_id = checked_game_id(game_id)
-        return render_template("room.html", game_id=game_id, title=game_title(game_id))
+        return game_page("room.html", game_id)
 
     @pages.get("/how-to-play")
     def how_to_play() -> str:
@@ -113,11 +122,11 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
 
     @pages.get("/games/<game_id>/replay")
     def replay(game_id: str) -> str:
-        return render_template("replay.html", game_id=checked_game_id(game_id))
+        return game_page("replay.html", game_id)
 
     @pages.get("/games/<game_id>/watch")
     def watch(game_id: str) -> str:
-        return render_template("watch.html", game_id=checked_game_id(game_id))
+        return game_page("watch.html", game_id)
 
     @pages.get("/rulesets/<name>/icons")
     def icons(name: str) -> str:

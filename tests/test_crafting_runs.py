@@ -5,12 +5,11 @@ and the end of a game: per-instance turn limits, the reveal of every target and 
 from __future__ import annotations
 
 import json
-import os
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from suite_support import ORIGINAL_PROBLEMS
 from test_engine_support import TWO_PLAYER, expect_error, instance, new_game, small_rules
 
 from agents.bots.random_bot import RandomBot
@@ -22,13 +21,6 @@ from craft_rules.planner import planner_for
 from server.game import GameSettings
 from server.game.legal import legal_actions, possible_crafts
 from server.game.views import player_view
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("TRADECRAFT_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
-
-
-ORIGINAL_PROBLEMS = shared_dir() / "data" / "original-tradecraft-problems" / "minecraft_1p_v_1p.json"
 
 
 # --- crafting ------------------------------------------------------------------------------------
@@ -104,9 +96,10 @@ def test_the_original_games_public_problems_under_both_rules(minecraft: RuleSet)
     def bare(counts: dict[str, int]) -> dict[str, int]:
         return {minecraft.canonical(k): v for k, v in counts.items()}
 
+    assert len(problems) == 10
     for whole, expected_alone in ((False, 7), (True, 2)):
         planner = planner_for(minecraft, whole_runs=whole)
-        alone = 0
+        alone, arrows = 0, 0
         for index, problem in enumerate(problems):
             hands = [bare(h) for h in problem["hands"]]
             pooled: dict[str, int] = {}
@@ -115,9 +108,12 @@ def test_the_original_games_public_problems_under_both_rules(minecraft: RuleSet)
                     pooled[item] = pooled.get(item, 0) + count
             for hand, target in zip(hands, problem["targets"], strict=True):
                 alone += planner.can_craft(hand, bare(target))
-                if bare(target) == {"arrow": 1}:
+                if bare(target) == {"arrow": 1}:  # no feather in any hand
+                    arrows += 1
                     assert index == 8 and not planner.can_craft(pooled, bare(target))
+                    assert "feather" not in pooled
         assert alone == expected_alone, f"whole={whole}"
+        assert arrows == 1, "problem 8's arrow is judged (under both rules)"
 
 
 # --- the engine ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from suite_support import LA2_REFERENCE, VANILLA_REFERENCE
 
 from craft_rules.crafting import craft
 from craft_rules.importers import (
@@ -26,10 +27,6 @@ from craft_rules.importers import (
 from craft_rules.loader import load_rule_set, load_rule_set_from, rule_set_dirs
 from craft_rules.model import RecipeType, RuleSet
 from tradecraft.cli import main as tradecraft
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-LA2_REFERENCE = SHARED_DATA / "little-alchemy-2-reference" / "alchemy.json"
-VANILLA_REFERENCE = SHARED_DATA / "minecraft-1.20.1-reference"
 
 needs_la2 = pytest.mark.skipif(
     not LA2_REFERENCE.is_file(), reason=f"Little Alchemy 2 reference table absent ({LA2_REFERENCE})"

@@ -22,7 +22,7 @@ from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance
-from server.game import GameSettings
+from server.game import Game, GameError, GameSettings
 from server.game.gamelog import decode_log, encode_log
 
 RULES = load_rule_set("minecraft")
@@ -423,3 +423,49 @@ def test_asked_again_for_the_same_move_without_a_refusal_the_agent_knows_it_did_
         told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-1]
     assert told.startswith("The game refused your pass: [not_applied]")
     assert [t["error"]["code"] for t in agent.drain_traces() if t["trace"] == "refused"] == ["not_applied"]
+
+
+def test_another_provider_plays_through_init_chat_model_with_its_own_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A provider outside the OpenAI-compatible list goes through LangChain's ``init_chat_model``; Azure
+    OpenAI ships with langchain-openai, so its real client can play against the test server here."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.base_url.removesuffix("/v1"))
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", SECRET_KEY)
+        monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+        agent = make_policy("llm:azure_openai:team-deployment?tom=0&timeout=5&backoff=0.01", 0)
+        assert isinstance(agent, LLMAgent) and type(agent.model).__name__ == "AzureChatOpenAI"
+        assert not agent.settings.strict  # strict mode only by default for OpenAI itself
+        result = play(agent, max_turns=1, tom=[[0], []])
+        paths = list(server.paths)
+    assert paths and all(p.startswith("/openai/deployments/team-deployment/chat/completions") for p in paths)
+    assert [e.type for e in result.events if e.actor == 0][:1] == ["tom_reported"]
+    assert not traces(result, "fallback") and SECRET_KEY not in roundtrip(result)
+
+
+def test_bad_value_reports_get_the_typed_errors_a_browser_gets_and_nothing_reaches_the_game() -> None:
+    items = sorted(set(INSTANCE.hands[0]) | set(INSTANCE.hands[1]))
+    out_of_range = {"v0": {**dict.fromkeys(items, 5), items[0]: 11}}
+    not_in_hands = {"v0": {**dict.fromkeys(items, 5), "diamond": 3}}
+    not_whole = {"v0": {**dict.fromkeys(items, 5), items[1]: 2.5}}
+    script = [Reply(tool_calls=[("report_tom", bad)]) for bad in (out_of_range, not_in_hands, not_whole)]
+    game = GameSettings(ruleset="minecraft", max_turns=1, tom_orders=[[0], []])
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        agent = agent_for(server, max_invalid=4)
+        result = play_local(INSTANCE, game, RULES, [agent, RandomBot(0)], 0)
+    answers = [r["answer"] for t in traces(result, "tool_results") for r in t["results"]]
+    codes = [a["error"]["code"] for a in answers[:3]]
+    assert codes == ["invalid_action", "invalid_tom_report", "invalid_action"]
+    assert answers[1]["error"]["details"]["extra"] == ["diamond"]
+    for bad in (out_of_range, not_in_hands, not_whole):  # what the engine (a browser's server) answers
+        fresh = Game.new(INSTANCE, game, RULES, 0)
+        with pytest.raises(GameError) as engine:
+            fresh.apply(0, {"type": "report_tom", **bad})
+        assert engine.value.code == codes[(out_of_range, not_in_hands, not_whole).index(bad)]
+    reports = [e for e in result.events if e.type == "tom_reported" and e.actor == 0]
+    assert len(reports) == 1 and set(reports[0].payload["v0"]) == set(items)
+    assert all(isinstance(v, int) and 0 <= v <= 10 for v in reports[0].payload["v0"].values())
+    assert not traces(result, "fallback") and result.refusals == 0

@@ -10,11 +10,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_helpers import Client, ServerProcess, write_config
+import requests
+from e2e_helpers import DUEL, Client, ServerProcess, write_config
 
 from agents.bot_cli import run_bot
-from agents.testing.openai_server import OpenAITestServer
+from agents.driver import run_seat
+from agents.remote import RemoteConnection, login_cookie
+from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
+from server.game.gamelog import decode_log
 
 ADMIN = ("admin", "test-admin-password")
 API_KEY = "sk-remote-test-key-0123456789"
@@ -67,4 +71,125 @@ def test_two_llm_agents_play_a_tom_game_through_a_live_server(
     reports = [t["action"] for t in calls if t["action"]["type"] == "report_tom"]
     assert reports and all(r["v1"] and r["v2"] for r in reports)
     assert API_KEY not in json.dumps(outcomes)
+    host.close()
+
+
+class TerminalHuman:
+    """A person at a terminal, without a browser: a cookie login, the same Socket.IO protocol. At seat 1
+    of the ``tom`` hall: reports V0, accepts every offer, asks seat 0 for its iron ingot with its coal,
+    crafts the shears from what the crafting hand can make (a query) and finishes."""
+
+    def __init__(self, conn: RemoteConnection) -> None:
+        self.conn = conn
+        self.seen: list[dict[str, Any]] = []
+
+    def observe(self, events: list[dict[str, Any]]) -> None:
+        self.seen.extend(events)
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        if "report_tom" in legal:
+            return {"type": "report_tom", "v0": dict.fromkeys(view["tom"]["items"], 5)}
+        if "decide" in legal:
+            return {"type": "decide", "accept": True, "message": "deal"}
+        if "propose" in legal:
+            hands = view["hands"]
+            if hands[1].get("coal") and hands[0].get("iron_ingot"):
+                return {"type": "propose", "to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}}
+            return {"type": "pass"}
+        if "craft" in legal and not view["crafting_hand"].get("shears"):
+            answer = self.conn.query({"type": "possible_crafts"})
+            assert answer["ok"], answer
+            for craft in answer["answer"]["crafts"]:
+                if craft["recipe"] == "shears":
+                    return {"type": "craft", "recipe": "shears", "runs": craft["max_runs"]}
+        return {"type": "finish_crafting"}
+
+
+def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_through_a_live_server(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tradecraft bot`'s path with an `llm:` spec at seat 0 (V0+V1+V2) and a browser-less person at seat
+    1: malformed JSON, a 429, a timeout and a trade the server refuses are each recovered from over the
+    network; the ToM reports and the agent's traces land in the server's log, the <think> text in the
+    researcher's traces only."""
+    host = Client(server.url, "host")
+    token = host.rest("POST", "/api/admin/tokens", {"name": "llm-vs-human"}, auth=ADMIN)[1]["token"]
+    cookie = login_cookie(server.url, "Grace")
+    status, created = host.rest(
+        "POST", "/api/games", {"hall": "tom", "seats": ["agent", "human"], "join": False}
+    )
+    assert status == 201, created
+    game_id = created["game"]["game_id"]
+    player = ScriptedPlayer(accept_every=1)
+    refused_once: list[bool] = []
+
+    def policy(request: dict[str, Any]) -> Reply:
+        reply = player(request)
+        name, args = reply.tool_calls[0]
+        if name == "propose" and not refused_once:
+            refused_once.append(True)  # an empty trade: valid JSON, only the server's engine refuses it
+            return Reply(
+                content="<think>Bluff first: they must not see the ingot matters.</think>",
+                tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})],
+            )
+        if name == "propose":
+            return Reply(tool_calls=[(name, {**args, "message": "<think>hide the plan</think>A swap?"})])
+        return reply
+
+    script = [
+        Reply(tool_calls=[("report_tom", '{"v0": {"coal": ')]),  # malformed JSON
+        Reply(status=429, retry_after=0.01, content="slow down"),
+        Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
+    ]
+    outcomes: dict[str, Any] = {}
+    failures: list[BaseException] = []
+    with OpenAITestServer(script, policy=policy) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+
+        def agent() -> None:
+            try:
+                spec = "llm:openai:test-model?timeout=0.5&backoff=0.01&max_invalid=4"
+                outcomes["agent"] = run_bot(server.url, game_id, token, spec, seat=0, seed=3)
+            except BaseException as err:  # surfaced below
+                failures.append(err)
+
+        thread = threading.Thread(target=agent)
+        thread.start()
+        with RemoteConnection(server.url, game_id, cookie=cookie, seat=1) as conn:
+            human = TerminalHuman(conn)
+            outcomes["human"] = run_seat(human, conn, turn_timeout=60)
+        thread.join(60)
+    assert not failures, failures
+    agent_outcome, human_outcome = outcomes["agent"], outcomes["human"]
+    assert agent_outcome["finished"] and human_outcome.final_view["finished"]
+    assert not agent_outcome["fallback_actions"] and not human_outcome.fallbacks
+    # the server refused the empty trade with its typed error; the agent was told and chose again
+    assert agent_outcome["refusals"] == 1
+
+    researcher = requests.get(f"{server.url}/api/admin/games/{game_id}/export", auth=ADMIN, timeout=30)
+    assert researcher.status_code == 200, researcher.text
+    log = decode_log(researcher.text.splitlines())
+    reports = {e.actor: e.payload for e in log.events if e.type == "tom_reported" and e.payload["turn"] == 1}
+    assert reports[0]["v1"] and reports[0]["v2"] and reports[1]["v1"] is None
+    assert set(reports[0]["v0"]) == set(reports[1]["v0"]) == set(DUEL["hands"][0]) | set(DUEL["hands"][1])
+    traces = [t.model_dump() for t in log.traces]
+    assert traces and {t["seat"] for t in traces} == {0}
+    retried = [r["kind"] for t in traces if t.get("trace") == "llm_call" for r in t["provider_retries"]]
+    assert retried[:2] == ["rate_limit", "timeout"]
+    answers = [r["answer"] for t in traces if t.get("trace") == "tool_results" for r in t["results"]]
+    assert answers[0]["error"]["code"] == "invalid_action"
+    refused = [t for t in traces if t.get("trace") == "refused"]
+    assert [t["error"]["code"] for t in refused] == ["empty_trade"]
+    assert any("Bluff first" in (t.get("reasoning") or "") for t in traces if t.get("trace") == "llm_call")
+    events_text = json.dumps([e.to_dict() for e in log.events])
+    assert "Bluff" not in events_text and "hide the plan" not in events_text
+    assert "Bluff" not in json.dumps(human.seen) and "hide the plan" not in json.dumps(human.seen)
+    messages = [e.payload.get("message") for e in log.events if e.type == "proposed" and e.actor == 0]
+    assert "A swap?" in messages
+    participant = requests.get(
+        f"{server.url}/api/admin/games/{game_id}/export", params={"seat": 1}, auth=ADMIN, timeout=30
+    )
+    assert participant.status_code == 200 and "llm_call" not in participant.text
+    assert "Bluff" not in participant.text and API_KEY not in researcher.text + server.log()
     host.close()

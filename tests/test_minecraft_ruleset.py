@@ -4,11 +4,11 @@ completely it reproduces vanilla 1.20.1 (against ../shared/data, skipped where t
 from __future__ import annotations
 
 import json
-import os
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from suite_support import VANILLA_REFERENCE
 
 from craft_rules.build import minecraft as generator
 from craft_rules.build import minecraft_tables as tables
@@ -18,10 +18,6 @@ from craft_rules.model import RecipeType, RuleSet
 from craft_rules.vanilla_check import check_vanilla
 
 COMMITTED = RULE_SETS_DIR / "minecraft"
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("TRADECRAFT_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +229,7 @@ def test_installed_rule_set_loads_by_name() -> None:
 
 
 def test_reproduces_vanilla_crafting_and_cooking() -> None:
-    reference = shared_dir() / "data" / "minecraft-1.20.1-reference"
+    reference = VANILLA_REFERENCE
     if not reference.is_dir():
         pytest.skip(f"vanilla reference data not found at {reference} (set TRADECRAFT_SHARED_DIR)")
     result = check_vanilla(COMMITTED, reference)

@@ -1,5 +1,6 @@
 """The suite tests what the package ships: a missing shipped rule set fails (never skips), and rule sets this
-machine imported neither add worlds to the property tests nor shadow a shipped rule set."""
+machine imported neither add worlds to the property tests nor shadow a shipped rule set. Oracle data
+outside the package skips its tests only where shared/ is absent, never because a path went stale."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from suite_support import SHIPPED_RULE_SETS, shipped_rule_set
+from suite_support import ORACLES, SHARED_DATA, SHIPPED_RULE_SETS, shipped_rule_set
 from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 from test_engine_properties import _worlds
 
@@ -68,3 +69,12 @@ def test_no_test_skips_because_a_shipped_rule_set_is_missing() -> None:
         if re.search(r"rule.?set", call, re.I)
     ]
     assert not offenders, offenders
+
+
+def test_where_shared_data_is_present_every_oracle_the_suite_reads_is_there() -> None:
+    """CI lays shared/ beside the checkout: there the oracle tests (the original problems, vanilla, Little
+    Alchemy 2) must run. A moved or renamed oracle file would otherwise turn them into silent skips."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"no shared data at {SHARED_DATA}: the oracle tests skip too (set TRADECRAFT_SHARED_DIR)")
+    missing = [str(path) for path in ORACLES if not path.exists()]
+    assert not missing, f"oracle paths the suite names are missing under {SHARED_DATA}: {missing}"

@@ -76,3 +76,20 @@ def test_without_an_opponent_v1_v2_falls_back_to_the_reporters_own_target(minecr
     shears_turn1 = reference_values(minecraft, game_def.targets[0], game_def.hands)
     for row in (r for r in v2 if r["turn"] == 1):
         assert row["reference"] == shears_turn1[row["item"]]
+
+
+def test_a_whole_runs_game_is_scored_against_whole_runs_references(minecraft: RuleSet) -> None:
+    """A `paper`-hall-like game (whole runs): two planks are both indispensable for a torch (one plank is
+    half a run of sticks), where under rational runs either one would do (docs/reference-values.md, W1)."""
+    hands = ({"oak_planks": 1, "birch_planks": 1, "coal": 1}, {"cobblestone": 3})
+    instance = TaskInstance("minecraft/1p_v_1p/tom-scores#1", "minecraft", "1p_v_1p", hands, TARGETS)
+    v0 = {"coal": 9, "oak_planks": 9, "birch_planks": 9, "cobblestone": 0}
+    references = {}
+    for runs in ("rational", "whole"):
+        settings = GameSettings(ruleset="minecraft", max_turns=2, tom_orders=[[0], []], crafting_runs=runs)
+        game = Game.new(instance, settings, minecraft, seed=0)
+        game.apply(0, {"type": "report_tom", "v0": v0})
+        rows = list(tom_score_rows(as_log(game), minecraft))
+        references[runs] = {r["item"]: r["reference"] for r in rows if r["order"] == 0}
+    assert references["rational"] == {"coal": 10, "oak_planks": 5, "birch_planks": 5, "cobblestone": 0}
+    assert references["whole"] == {"coal": 10, "oak_planks": 10, "birch_planks": 10, "cobblestone": 0}

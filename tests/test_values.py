@@ -8,9 +8,11 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from craft_rules.cli import craft_group
 from craft_rules.model import RuleSet
 from craft_rules.values import (
     INDISPENSABLE,
@@ -170,6 +172,59 @@ DOC_EXAMPLES = [
 ]
 
 
+# "Under whole runs" (W1-W3): (target, hands, values under rational runs, values under whole runs)
+DOC_WHOLE_RUNS_EXAMPLES = [
+    (
+        {"torch": 1},
+        [{"oak_planks": 1, "birch_planks": 1, "coal": 1}, {"cobblestone": 3}],
+        {"coal": 10, "oak_planks": 5, "birch_planks": 5, "cobblestone": 0},
+        {"coal": 10, "oak_planks": 10, "birch_planks": 10, "cobblestone": 0},
+    ),
+    (
+        {"torch": 1},
+        [{"oak_planks": 2, "coal": 1}, {"stick": 1}],
+        {"coal": 10, "oak_planks": 5, "stick": 5},
+        {"coal": 10, "oak_planks": 1, "stick": 5},
+    ),
+    (
+        {"stone_pickaxe": 1},
+        [{"cobblestone": 3, "oak_planks": 1}, {"stick": 1, "oak_log": 1}],
+        {"cobblestone": 10, "oak_planks": 3, "oak_log": 3, "stick": 1},
+        {"cobblestone": 10, "oak_planks": 1, "oak_log": 10, "stick": 1},
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "hands", "rational", "whole"), DOC_WHOLE_RUNS_EXAMPLES)
+def test_documented_examples_under_both_crafting_runs_rules(
+    minecraft: RuleSet,
+    target: dict[str, int],
+    hands: list[dict[str, int]],
+    rational: dict[str, int],
+    whole: dict[str, int],
+) -> None:
+    assert reference_values(minecraft, target, hands) == rational
+    assert reference_values(minecraft, target, hands, whole_runs=True) == whole
+    # the cache keeps the two rules apart: asking again under rational runs gives the rational values
+    assert reference_values(minecraft, target, hands, whole_runs=False) == rational
+
+
+def test_whole_runs_figures_and_the_cli(minecraft: RuleSet) -> None:
+    stick = value_report(
+        minecraft, {"torch": 1}, [{"oak_planks": 2, "coal": 1}, {"stick": 1}], whole_runs=True
+    )
+    assert stick.min_units == 2 and stick.smallest_subhand == {"coal": 1, "stick": 1}
+    assert stick.values["stick"].harm == pytest.approx(1 / 3) and stick.values["stick"].share == 0.5
+    hands = '[{"oak_planks": 1, "birch_planks": 1, "coal": 1}, {"cobblestone": 3}]'
+    for runs, planks in (("rational", 5), ("whole", 10)):
+        result = CliRunner().invoke(
+            craft_group, ["values", "--target", '{"torch": 1}', "--hands", hands, "--runs", runs, "--json"]
+        )
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        assert data["runs"] == runs and data["values"]["oak_planks"]["value"] == planks
+
+
 def test_the_completion_never_obtains_the_target_itself(minecraft: RuleSet) -> None:
     """3 cobblestone towards a furnace (8 stones): completing with 1 furnace left cobblestone at 1 (any
     item worthless next to the target itself); completed with 5 more stones, the cobblestone is needed."""
@@ -217,5 +272,7 @@ def test_docs_state_the_definition() -> None:
         "Crafted fuel",
         "Ground truth for V1 and V2",
         "own V1 report about me",
+        "Under whole runs",
+        "--runs whole",
     ]:
         assert phrase in doc

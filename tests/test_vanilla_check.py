@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from suite_support import VANILLA_REFERENCE
 
 from craft_rules.cli import rules_group
 from craft_rules.vanilla_check import VanillaCheckError, check_vanilla
@@ -206,8 +206,7 @@ def test_cli_table_and_json(ours: Path, vanilla: Path, tmp_path: Path) -> None:
 
 def test_reference_matches_itself() -> None:
     """The comparison is consistent on real vanilla data: every recipe reproduces itself, nothing extra."""
-    shared = Path(os.environ.get("TRADECRAFT_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared")
-    reference = shared / "data" / "minecraft-1.20.1-reference"
+    reference = VANILLA_REFERENCE
     if not reference.is_dir():
         pytest.skip(f"vanilla reference data not found at {reference} (set TRADECRAFT_SHARED_DIR)")
     result = check_vanilla(reference, reference)

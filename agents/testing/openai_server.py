@@ -1,6 +1,8 @@
 """A small OpenAI-compatible chat server for tests: scripted or policy-driven answers over real HTTP.
 
-Serves ``POST /v1/chat/completions`` so the real ``ChatOpenAI`` code path can be exercised without a provider.
+Serves ``POST /v1/chat/completions`` so the real ``ChatOpenAI`` code path can be exercised without a provider
+(and any other path ending in ``/chat/completions``: Azure-style clients, which ``init_chat_model`` builds
+for other providers, put the deployment in the path).
 Each request takes the next scripted :class:`Reply` (or asks ``policy(request)`` for one when the script is
 empty); a fault rate injects 500s deterministically from a seed. Every request body is recorded for
 assertions.
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 MAX_BODY_BYTES = 4_000_000  # a request larger than this is refused before it is read
 
@@ -58,6 +61,7 @@ class OpenAITestServer:
         self.fault_rate = fault_rate
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []  # the path (query string included) of each request, in order
         self.faults_injected = 0
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -78,9 +82,10 @@ class OpenAITestServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next_reply(self, request: dict[str, Any]) -> Reply:
+    def _next_reply(self, request: dict[str, Any], path: str) -> Reply:
         with self._lock:
             self.requests.append(request)
+            self.paths.append(path)
             if self.fault_rate and self._rng.random() < self.fault_rate:
                 self.faults_injected += 1
                 return Reply(status=500, content="injected fault")
@@ -154,7 +159,7 @@ class OpenAITestServer:
                 )
 
             def do_POST(self) -> None:
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                if not urlsplit(self.path).path.rstrip("/").endswith("/chat/completions"):
                     self._error(404, f"unknown path {self.path}")
                     return
                 length = int(self.headers.get("Content-Length") or 0)
@@ -166,7 +171,7 @@ class OpenAITestServer:
                 except json.JSONDecodeError:
                     self._error(400, "request body is not JSON")
                     return
-                reply = server._next_reply(request)
+                reply = server._next_reply(request, self.path)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:

@@ -20,7 +20,7 @@ export function seatName(seats, seat) {
 }
 
 const PHASES = {
-  tom_report: "everyone asked for value reports fills them in",
+  tom_report: "value reports: each player asked rates how much every item is worth",
   trade_propose: "proposes a trade (or passes)",
   craft: "craft phase: everyone crafts in private, then presses “finish crafting”",
 };
@@ -36,8 +36,17 @@ function quoted(message) {
   return message ? ` “${message}”` : "";
 }
 
+/** The text with a capital first letter: a sentence may start with a display name ("random bot"). */
+export function sentence(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** A sentence for one event as a viewer received it ({type, actor, payload}). */
 export function describeEvent(event, seats, ruleset) {
+  return sentence(eventText(event, seats, ruleset));
+}
+
+function eventText(event, seats, ruleset) {
   const p = event.payload || {};
   const who = (seat) => seatName(seats, seat);
   switch (event.type) {
@@ -63,7 +72,7 @@ export function describeEvent(event, seats, ruleset) {
     case "passed":
       return `${who(p.seat)} passed: no proposal this turn.`;
     case "crafted":
-      return `${who(p.seat)} crafted ${itemsText(p.produced, ruleset)} from ${itemsText(p.consumed, ruleset)} (${p.runs} ${runsWord(p.runs)} of ${p.recipe}).`;
+      return `${who(p.seat)} crafted ${itemsText(p.produced, ruleset)} from ${itemsText(p.consumed, ruleset)} (${p.runs} ${runsWord(p.runs)} of ${String(p.recipe).replace(/_/g, " ")}).`;
     case "craft_finished":
       return `${who(p.seat)} finished crafting${p.reason && p.reason !== "absent" ? ` (${p.reason})` : ""}.`;
     case "hands_revealed":

@@ -7,6 +7,7 @@ import { renderBoard } from "./board.js";
 
 const root = document.getElementById("replay");
 const gameId = root.dataset.gameId;
+if (root.dataset.ruleset) loadIcons(root.dataset.ruleset); // fetched while the game's first answer is on its way
 const $ = (id) => document.getElementById(id);
 const controls = {
   first: $("replay-first"),

@@ -5,12 +5,14 @@
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
-import { describeEvent, seatName, itemsText } from "./narrate.js";
+import { describeEvent, seatName, itemsText, sentence } from "./narrate.js";
 import { statusText } from "./board.js";
 import { createCraftPanel } from "./craft.js";
+import { tradeErrorText } from "./trade_text.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
+if (root.dataset.ruleset) loadIcons(root.dataset.ruleset); // fetched while the game's first answer is on its way
 const $ = (id) => document.getElementById(id);
 
 const events = new Map(); // n -> event
@@ -26,10 +28,11 @@ function el(tag, className, text) {
   return node;
 }
 
-function showError(id, message) {
+function showError(id, message, code = "") {
   const box = $(id);
   box.textContent = message || "";
   box.hidden = !message;
+  box.dataset.code = message ? code : "";
 }
 
 function errorText(answer) {
@@ -43,10 +46,16 @@ function emit(event, data) {
   return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
 }
 
+const TRADE_ACTIONS = new Set(["propose", "pass", "decide"]);
+
 async function act(type, fields, errorBox) {
   const answer = await emit(type, fields);
   if (!answer || !answer.ok) {
-    showError(errorBox, errorText(answer));
+    const error = answer ? answer.error : null;
+    const text = TRADE_ACTIONS.has(type)
+      ? tradeErrorText(error, { ruleset, seats, mine: envelope ? envelope.seat : null })
+      : errorText(answer);
+    showError(errorBox, text, error ? error.code : "no_answer");
     return null;
   }
   showError(errorBox, "");
@@ -62,14 +71,22 @@ async function absorb(data) {
     envelope = data;
   }
   if (envelope && envelope.view && ruleset !== envelope.view.ruleset) {
-    ruleset = envelope.view.ruleset;
-    await loadIcons(ruleset);
+    const wanted = envelope.view.ruleset;
+    await loadIcons(wanted);
+    ruleset = wanted; // only now: see iconsPending
   }
   render();
 }
 
+/** Whether the shown view's rule set still waits for its icon catalogue (names and icons): nothing is
+ * drawn meanwhile, since some panels are drawn once (a push arriving during the fetch drew placeholders). */
+function iconsPending() {
+  return Boolean(envelope && envelope.view && ruleset !== envelope.view.ruleset);
+}
+
 // ------------------------------------------------------------------------------------------ rendering
 function render() {
+  if (iconsPending()) return; // absorb() renders once the catalogue is in
   const focusKey = document.activeElement ? document.activeElement.dataset.focusKey : undefined;
   renderAll();
   restoreFocus(focusKey);
@@ -356,7 +373,7 @@ $("tom-form").addEventListener("submit", async (event) => {
   const sliders = [...document.querySelectorAll("#tom-groups .tom-slider")];
   const unset = sliders.filter((s) => s.classList.contains("unset"));
   if (unset.length) {
-    showError("room-tom-error", `Move every slider first: ${unset.length} still not set.`);
+    showError("room-tom-error", `Set every slider first (click its line): ${unset.length} still not set.`);
     unset[0].focus();
     return;
   }
@@ -380,8 +397,9 @@ function renderDecide(view) {
   panel.hidden = !(view.legal_actions.includes("decide") && pending);
   if (panel.hidden) return;
   const message = pending.message ? ` Their message: “${pending.message}”` : "";
-  $("room-decide-text").textContent =
-    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`;
+  $("room-decide-text").textContent = sentence(
+    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`,
+  );
 }
 
 // The proposer's side of a pending proposal: what was offered and whom the game waits for.
@@ -434,7 +452,7 @@ function renderOutcome(view, mine) {
   if (p.message && outcome.type === "decided") {
     text += proposal.proposer === mine ? ` ${other}'s reply: “${p.message}”` : ` Your reply: “${p.message}”`;
   }
-  box.textContent = text;
+  box.textContent = sentence(text);
   box.className = `outcome ${outcome.type === "decided" && p.accept ? "outcome-accepted" : "outcome-rejected"}`;
 }
 

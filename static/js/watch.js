@@ -8,6 +8,7 @@ import { renderBoard } from "./board.js";
 
 const root = document.getElementById("watch");
 const gameId = root.dataset.gameId;
+if (root.dataset.ruleset) loadIcons(root.dataset.ruleset); // fetched while the game's first answer is on its way
 const $ = (id) => document.getElementById(id);
 const board = $("watch-board");
 const timeline = $("watch-timeline");
@@ -32,8 +33,9 @@ async function absorb(data) {
   if (data.seats) seats = data.seats;
   if (!envelope || (data.log_size ?? 0) >= (envelope.log_size ?? 0)) envelope = data;
   if (envelope.view && ruleset !== envelope.view.ruleset) {
-    ruleset = envelope.view.ruleset;
-    await loadIcons(ruleset);
+    const wanted = envelope.view.ruleset;
+    await loadIcons(wanted);
+    ruleset = wanted; // only now: a render meanwhile would draw placeholder icons
   }
   render();
 }

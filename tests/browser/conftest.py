@@ -18,7 +18,12 @@ if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
     sys.path.insert(0, str(TESTS))
 
 from e2e_helpers import ServerProcess, write_config  # noqa: E402
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
+
+# A machine shared by several test runs answers slowly at times: a bot's move or a push may take more than
+# Playwright's default 5 s to show. A wait ends as soon as the page shows what is expected, so a longer
+# limit only matters when something is late or wrong.
+expect.set_options(timeout=10_000)
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -44,6 +49,26 @@ def docs_screenshot(page: Page, name: str, *, width: int = 1024, height: int = 6
     page.screenshot(path=DOCS / f"screenshot-{name}.png")
     if size:
         page.set_viewport_size(size)
+
+
+def assert_fits_width(page: Page) -> None:
+    """Nothing on the page is wider than the window: no sideways scrolling (e.g. on a 768-px tablet)."""
+    width = page.viewport_size["width"] if page.viewport_size else 0
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"{page.url} is {scroll} px wide in a {width}-px window"
+
+
+def off_site_requests(context: BrowserContext, origin: str) -> list[str]:
+    """Every request the context's pages make anywhere but ``origin`` (a CDN, a web font, an analytics
+    beacon), filled as they happen: the pages must work offline once set up."""
+    seen: list[str] = []
+
+    def check(url: str) -> None:
+        if not url.startswith((origin + "/", "data:", "blob:")):
+            seen.append(url)
+
+    context.on("request", lambda request: check(request.url))
+    return seen
 
 
 def chromium_path() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,13 @@ from typing import Any
 import pytest
 import yaml
 from conftest import AXE, DOCS, DOCS_SCREENSHOTS
-from e2e_helpers import ServerProcess, write_config
-from playwright.sync_api import Browser, Locator, Page, expect
+from e2e_helpers import Client, ServerProcess, write_config
+from playwright.sync_api import Browser, Locator, Page, Route, expect
+
+from craft_rules.loader import load_rule_set
 
 SMELT = "iron_ingot_from_smelting_raw_iron"
+SMELT_SAID = "iron ingot from smelting raw iron"  # how the controls' names say it (no underscores)
 # seat 0 needs shears (two iron ingots on the grid): one ingot in hand, two raw iron to smelt, coal and
 # sticks as fuel; seat 1 (a bot) holds cobblestone, which the crafting tree of a stone pickaxe points to.
 RATIONAL = {
@@ -125,8 +129,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     row = book_row(page, SMELT)
     expect(row).to_contain_text("craftable now")
     expect(row).to_contain_text("furnace")
-    row.get_by_label(f"Fuel for {SMELT}").select_option("coal")
-    row.get_by_label(f"Runs of {SMELT} (recipe book)").fill("1/2")
+    row.get_by_label(f"Fuel for {SMELT_SAID}").select_option("coal")
+    row.get_by_label(f"Runs of {SMELT_SAID} (recipe book)").fill("1/2")
     expect(row.locator(".craft-makes")).to_have_text("makes 1/2 Iron Ingot")
     row.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("3/2 × Iron Ingot")
@@ -144,8 +148,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     before = hand.inner_text()
     page.get_by_label("Filter by item name").fill("iron ingot")
     possible = page.locator(f"#craft-possible li[data-recipe='{SMELT}']")
-    possible.get_by_label(f"Fuel for {SMELT}").select_option("stick")
-    possible.get_by_label(f"Runs of {SMELT}", exact=True).fill("3/2")
+    possible.get_by_label(f"Fuel for {SMELT_SAID}").select_option("stick")
+    possible.get_by_label(f"Runs of {SMELT_SAID}", exact=True).fill("3/2")
     possible.get_by_role("button", name="Craft", exact=True).click()
     error = page.locator("#room-craft-error")
     expect(error).to_be_visible()
@@ -160,8 +164,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     page.screenshot(path=artifacts / "craft-refused.png", full_page=True)
     possible.screenshot(path=artifacts / "craft-refused-row.png")
     # the same row with the default fuel: the other half run
-    possible.get_by_label(f"Fuel for {SMELT}").select_option("")
-    possible.get_by_label(f"Runs of {SMELT}", exact=True).fill("1/2")
+    possible.get_by_label(f"Fuel for {SMELT_SAID}").select_option("")
+    possible.get_by_label(f"Runs of {SMELT_SAID}", exact=True).fill("1/2")
     possible.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("2 × Iron Ingot")
     expect(error).to_be_hidden()
@@ -218,6 +222,14 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     expect(hand).to_contain_text("1 × Birch Planks")
     expect(hand).to_contain_text("2 × Oak Planks")
 
+    # what a screen reader says for the craft controls: words, never an id with underscores
+    spoken = page.evaluate(
+        """() => [...document.querySelectorAll('#room-craft, #craft-book')].flatMap(panel => [
+            ...[...panel.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label')),
+            ...[...panel.querySelectorAll('.visually-hidden')].map(e => e.textContent),
+        ])"""
+    )
+    assert len(spoken) > 20 and [name for name in spoken if "_" in name] == []
     # a tablet: the same room at 768 px wide, nothing wider than the screen
     page.set_viewport_size({"width": 768, "height": 1024})
     assert page.evaluate("document.documentElement.scrollWidth") <= 768
@@ -226,6 +238,13 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
 
     page.get_by_role("button", name="Finish crafting").click()
     expect(page.locator("#room-craft")).to_be_hidden()
+    # the game ends with this craft phase: the shears made on the grid win it
+    expect(page.locator("#room-end")).to_be_visible()
+    expect(page.locator("#room-end-text")).to_contain_text("Won by you.")
+    expect(page.locator("#room-end-text")).to_contain_text("Your score:")
+    expect(page.locator("#room-end-targets .badge-win")).to_have_count(1)  # the bot did not win
+    expect(page.locator("#room-end-targets")).to_contain_text("Stone Pickaxe")  # the bot's target, revealed
+    page.screenshot(path=artifacts / "craft-won.png", full_page=True)
     assert errors == []
     context.close()
 
@@ -313,4 +332,59 @@ def test_alchemy_combines_on_the_grid_by_keyboard_alone(
     expect(result).to_contain_text("No recipe has this pattern")  # water alone makes nothing
     page.screenshot(path=artifacts / "craft-alchemy.png", full_page=True)
     assert axe_violations(page) == []
+    context.close()
+
+
+def test_icons_wait_for_their_catalogue(server: ServerProcess, browser: Browser) -> None:
+    """The icon catalogue answers late while the game's pushes arrive (this seat's join starts the game):
+    no panel keeps a placeholder icon (the recipe book's target button is drawn once per target, so a draw
+    before the catalogue came would stay wrong)."""
+    ada = Client(server.url, "Ada Early").connect()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        game_id = ada.call("create_game", {"hall": "duel", "join": True})["game"]["game_id"]
+        page.goto(server.url + "/")
+        page.get_by_role("textbox", name="Display name").fill("Bob Late")
+        page.get_by_role("button", name="Continue").click()
+        expect(page.get_by_text("You play as Bob Late")).to_be_visible()
+
+        def late_catalogue(route: Route) -> None:
+            time.sleep(1.5)  # the join answer, the seats and the game's start arrive meanwhile
+            route.continue_()
+
+        page.route("**/api/rulesets/*/items", late_catalogue)
+        page.goto(f"{server.url}/games/{game_id}")
+        expect(page.locator("#room[data-ready=true]")).to_be_attached()
+        target_icon = page.locator("#room-target-items svg.item-icon")
+        book_icon = page.locator("#craft-book-target svg.item-icon")
+        expect(target_icon).not_to_have_attribute("data-category", "item")  # the duel deals a tool
+        expect(book_icon).to_have_attribute("data-category", target_icon.get_attribute("data-category") or "")
+        assert book_icon.locator("text").text_content() == target_icon.locator("text").text_content()
+    finally:
+        context.close()
+        ada.close()
+
+
+def test_every_alchemy_element_gets_an_icon(server: ServerProcess, browser: Browser, artifacts: Path) -> None:
+    """The alchemy rule set's gallery (the minecraft one: tests/browser/test_viewer_pages.py): one readable
+    24-px icon per element, no two drawn the same."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server.url}/rulesets/alchemy/icons")
+    expect(page.locator("#icon-gallery[data-ready=true]")).to_be_attached()
+    elements = len(load_rule_set("alchemy").items)
+    expect(page.locator("svg.item-icon")).to_have_count(elements)
+    glyphs = page.eval_on_selector_all(
+        "svg.item-icon",
+        """icons => icons.map(svg => ({
+            text: svg.querySelector('text').textContent,
+            width: svg.getBoundingClientRect().width,
+            fill: svg.querySelectorAll('rect')[1].getAttribute('fill'),
+            frame: svg.querySelectorAll('rect')[0].getAttribute('fill'),
+        }))""",
+    )
+    assert all(g["text"].strip() and g["width"] == 24 for g in glyphs)
+    assert len({json.dumps(g, sort_keys=True) for g in glyphs}) == elements
+    page.screenshot(path=artifacts / "icons-alchemy.png")
     context.close()

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import requests
-from conftest import AXE
+from conftest import AXE, assert_fits_width
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
@@ -36,7 +36,7 @@ def login(page: Page, server: ServerProcess, name: str) -> None:
 
 def craft(page: Page, recipe: str, runs: str) -> None:
     """Type a run amount into a possible craft's field and press its Craft button."""
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 
@@ -84,6 +84,7 @@ def test_two_people_play_a_duel_in_the_browser(
     expect(ada.locator("#room-waiting-text")).to_contain_text("Waiting for")  # the proposer's side
     bob.get_by_label("Reply (optional, sent with your answer)").fill(HOSTILE)  # markup in a reply
     bob.screenshot(path=artifacts / "room-decide-tablet.png", full_page=True)
+    assert_fits_width(bob)
     bob.get_by_role("button", name="Accept").click()
     expect(ada.locator("#room-timeline")).to_contain_text("traded")
     # the outcome for both, the reply shown as text
@@ -149,6 +150,7 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     # nothing is pre-filled: sending at once is refused in the page
     page.get_by_role("button", name="Send my values").click()
     expect(page.locator("#room-tom-error")).to_contain_text(f"{count} still not set")
+    page.screenshot(path=artifacts / "room-tom-unset.png", full_page=True)
     assert axe_violations(page) == []
     chosen: dict[str, int] = {}
     for index in range(count):

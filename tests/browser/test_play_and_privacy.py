@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE, docs_screenshot
+from conftest import AXE, assert_fits_width, docs_screenshot, off_site_requests
 from e2e_helpers import TRIO_ID, Client, ServerProcess, write_config
 from playwright.sync_api import Browser, BrowserContext, Page, Route, WebSocket, expect
 
@@ -176,7 +176,7 @@ def errors_of(page: Page) -> list[str]:
 
 
 def craft(page: Page, recipe: str, runs: str) -> None:
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 
@@ -185,8 +185,9 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     ada_context = browser.new_context(viewport={"width": 1280, "height": 800})
     bob_context = browser.new_context(viewport={"width": 768, "height": 1024})
     ada_frames, bob_frames = FrameLog(ada_context), FrameLog(bob_context)
+    off_site = [off_site_requests(context, server.url) for context in (ada_context, bob_context)]
     ada, bob = ada_context.new_page(), bob_context.new_page()
-    errors = errors_of(ada) + errors_of(bob)
+    errors = [errors_of(ada), errors_of(bob)]  # (one list each: a sum would be a copy, never filled)
     bob_name = "Bob"  # (markup in display names: tests/browser/test_lobby_and_room.py)
 
     login(bob, server, bob_name)  # Bob waits in the lobby: Ada's game appears there without a reload
@@ -198,6 +199,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
     expect(bob.get_by_role("row").filter(has_text=game_id)).to_contain_text("Ada")
     bob.screenshot(path=artifacts / "lobby-open-game-tablet.png", full_page=True)
+    assert_fits_width(bob)
     bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
     expect(ada.locator(".board-hand").filter(has_text=bob_name)).to_contain_text("online")
@@ -214,6 +216,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     expect(bob.locator("#room-decide-text")).to_contain_text("1 Earth")
     bob.get_by_label("Reply (optional, sent with your answer)").fill(HOSTILE)
     bob.screenshot(path=artifacts / "alchemy-decide-tablet.png", full_page=True)
+    assert_fits_width(bob)
     bob.get_by_role("button", name="Reject").click()
     expect(ada.locator("#room-outcome")).to_contain_text("rejected your proposal")
     expect(ada.locator("#room-outcome")).to_contain_text(HOSTILE)
@@ -234,6 +237,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     expect(ada.locator("#room-decide")).to_be_visible()
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "alchemy-decide.png", full_page=True)
+    assert_fits_width(ada)
     ada.get_by_role("button", name="Accept").click()
     expect(bob.locator("#room-outcome")).to_contain_text("accepted your proposal")
     craft(ada, "wind_from_air_and_air", "1")
@@ -256,6 +260,7 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     ada.evaluate("document.activeElement.blur()")
     docs_screenshot(ada, "room-end")
     bob.screenshot(path=artifacts / "alchemy-end-tablet.png", full_page=True)
+    assert_fits_width(bob)
 
     for page in (ada, bob):
         assert page.evaluate("window.__pwned") is None
@@ -279,7 +284,8 @@ def test_two_people_play_alchemy_to_the_end(server: ServerProcess, browser: Brow
     admin_page.get_by_label("View as").select_option("researcher")
     expect(admin_page.locator("#replay-board")).to_contain_text("Full researcher state")
     admin_page.screenshot(path=artifacts / "replay-researcher.png", full_page=True)
-    assert errors == []
+    assert errors == [[], []]
+    assert off_site == [[], []]  # lobby, room, end screen and replay: nothing from a CDN, works offline
     for context in (ada_context, bob_context, admin):
         context.close()
 
@@ -307,14 +313,21 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     expect(page.locator("#room-status")).to_contain_text("Turn 1 of 4")
     expect(page.locator("#propose-pass")).to_be_hidden()  # this game mode allows no passing
 
-    # an illegal proposal (more coal than the bot holds) is refused next to the button; nothing changes
+    # illegal proposals are refused next to the button in a player's words (names, not seat numbers or
+    # item ids); nothing changes: an empty one, then more coal than the bot holds
+    refusal = page.locator("#room-propose-error")
+    before = page.locator("#room-timeline li").count()
+    page.get_by_role("button", name="Propose").click()
+    expect(refusal).to_contain_text("Your proposal is empty: click items in your hand")
+    assert refusal.get_attribute("data-code") == "empty_trade"
     page.get_by_role("button", name="Give 4 × Cobblestone").click()
     page.get_by_role("button", name="Ask for 2 × Coal").click()
     page.get_by_label("How many Coal").fill("5")
-    before = page.locator("#room-timeline li").count()
     page.get_by_role("button", name="Propose").click()
-    expect(page.locator("#room-propose-error")).to_be_visible()
-    expect(page.locator("#room-propose-error")).to_contain_text(re.compile("coal|hold|has", re.IGNORECASE))
+    expect(refusal).to_contain_text("Random bot holds only 2 Coal: you cannot ask for 5.")
+    expect(refusal).to_contain_text("Nothing was sent.")
+    assert refusal.get_attribute("data-code") == "item_not_held"
+    assert "seat" not in (refusal.text_content() or "").lower()
     assert page.locator("#room-timeline li").count() == before
     page.screenshot(path=artifacts / "room-error.png", full_page=True)
     page.get_by_label("How many Coal").fill("1")
@@ -381,6 +394,9 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
 def test_a_third_seat_never_receives_a_proposal_it_was_not_party_to(
     server: ServerProcess, browser: Browser, artifacts: Path
 ) -> None:
+    """Cleo (seat 2, in the browser) plays a whole trio game in which Ada and Bob (socket clients) reject
+    one proposal, trade once and craft privately; every frame Cleo's browser receives until the end is
+    scanned: no proposal or reply she was not party to, no other seat's target or crafting."""
     ada, bob = Client(server.url, "Ada T").connect(), Client(server.url, "Bob T").connect()
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     frames = FrameLog(context)
@@ -400,19 +416,39 @@ def test_a_third_seat_never_receives_a_proposal_it_was_not_party_to(
         assert ada.act(game_id, "propose", **offer)["ok"]
         assert bob.act(game_id, "decide", accept=False, message=reply)["ok"]
         expect(page.locator("#room-craft")).to_be_visible()
+        assert ada.act(game_id, "craft", recipe="stick", runs="1/2")["ok"]  # private until every seat is done
         page.screenshot(path=artifacts / "room-trio-outsider.png", full_page=True)
         text = page.locator("body").inner_text()
         assert secret not in text and reply not in text
+        expect(page.locator(".board-hand").filter(has_text="Ada T")).not_to_contain_text("Stick")
+        for client in (ada, bob):
+            assert client.act(game_id, "finish_crafting")["ok"]
+        page.get_by_role("button", name="Finish crafting").click()
+
+        # turn 2: Bob's proposal to Ada is accepted (only the trade is public); both craft their targets
+        expect(page.locator("#room-status")).to_contain_text("Turn 2 of 3")
+        trade = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}, "message": secret + " again"}
+        assert bob.act(game_id, "propose", **trade)["ok"]
+        assert ada.act(game_id, "decide", accept=True, message=reply + " accepted")["ok"]
+        expect(page.locator("#room-timeline")).to_contain_text("traded")
+        assert ada.act(game_id, "craft", recipe="torch", runs="1/4")["ok"]
+        assert bob.act(game_id, "craft", recipe="shears", runs=1)["ok"]
+        expect(page.locator(".board-hand").filter(has_text="Bob T")).not_to_contain_text("Shears")
+        for client in (ada, bob):
+            assert client.act(game_id, "finish_crafting")["ok"]
+        page.get_by_role("button", name="Finish crafting").click()
+        expect(page.locator("#room-end")).to_be_visible()
+        expect(page.locator("#room-end-text")).to_contain_text("Won by Ada T and Bob T.")
+
         received = frames.while_running()
-        assert len(received) == len(frames.raw) > 5  # the game still runs: every frame is checked
-        for raw, message in received:
-            assert secret not in raw and reply not in raw
-            assert TRIO_ID not in raw and "servertest" not in raw
+        assert len(received) < len(frames.raw)  # the end arrived: every frame before it is checked
+        assert_frames_private(frames, 2, {"crafting_table": 1}, [TRIO_ID, "servertest", secret, reply])
+        for _, message in received:
             for obj in walk(message):
                 assert obj.get("type") not in ("proposed", "decided"), obj
                 assert obj.get("pending_proposal") is None
         # presence: Ada's connection drops, Cleo's page says so
-        ada_hand = page.locator(".board-hand").filter(has_text="Ada T")
+        ada_hand = page.locator("#room-hands .board-hand").filter(has_text="Ada T")
         expect(ada_hand).to_contain_text("online")
         ada.drop()
         expect(ada_hand).to_contain_text("offline")
@@ -624,6 +660,14 @@ def test_a_full_game_or_no_name_sends_the_visitor_somewhere_useful(
         expect(page.locator(".room-layout")).to_be_hidden()  # no empty panels around the refusal
         page.get_by_role("link", name="Open the spectator page").click()
         expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        # the lobby lists the running game with a link to watch it
+        page.goto(server.url + "/")
+        running = page.get_by_role("table", name="Running").get_by_role("row").filter(has_text=game_id)
+        expect(running).to_contain_text("Ada F")
+        running.get_by_role("link", name="Watch").click()
+        expect(page).to_have_url(f"{server.url}/games/{game_id}/watch")
+        expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        expect(page.locator(".board-hand")).to_have_count(2)
         anonymous.close()
     finally:
         ada.close()

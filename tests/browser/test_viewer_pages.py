@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import AXE, docs_screenshot
+from conftest import AXE, assert_fits_width, docs_screenshot
 from e2e_helpers import Client, ServerProcess
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
@@ -161,6 +161,9 @@ def test_replay_steps_jumps_and_switches_seat(
     page.get_by_role("button", name="Last").click()
     expect(position).to_contain_text(f"Event {total_seat0} of {total_seat0}")
     docs_screenshot(page, "replay")
+    page.set_viewport_size({"width": 768, "height": 1024})  # a tablet: the controls wrap, nothing spills
+    assert_fits_width(page)
+    page.screenshot(path=artifacts / "replay-tablet.png", full_page=True)
     assert errors == []
     context.close()
 
@@ -229,7 +232,7 @@ def axe_violations(page: Page) -> list[dict[str, Any]]:
 
 
 def test_replay_and_spectator_pages_pass_axe(
-    server: ServerProcess, browser: Browser, trio_game: dict[str, Any]
+    server: ServerProcess, browser: Browser, trio_game: dict[str, Any], artifacts: Any
 ) -> None:
     context = _context_as(browser, server, trio_game["players"][0])
     page = context.new_page()
@@ -242,4 +245,9 @@ def test_replay_and_spectator_pages_pass_axe(
         page.goto(server.url + path)
         expect(page.locator(ready)).to_be_attached()
         assert axe_violations(page) == [], path
+    page.goto(f"{server.url}/games/{trio_game['game_id']}/watch")
+    page.set_viewport_size({"width": 768, "height": 1024})
+    expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+    assert_fits_width(page)
+    page.screenshot(path=artifacts / "watch-tablet.png", full_page=True)
     context.close()
