@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,7 +197,7 @@ def answer_utility(
     give: Bundle,
     get: Bundle,
     state: ResponderState | None,
-    need_of: Any,
+    need_of: Callable[[str], Mapping[str, int] | None],
 ) -> tuple[float, float, float]:
     """(gain, race, utility) of a responder that would ``give`` and ``get``: the one answer rule of every
     ToM-k responder, real or simulated. ``race`` is its believed probability that the trade completes the
