@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agents.bots.oracle import coverage, enumerate_offers, marginal_values, scale_0_10
+from agents.bots.oracle import bundle, coverage, enumerate_offers, marginal_values, scale_0_10
 from agents.bots.registry import PolicySpecError, make_policy
-from agents.bots.tomk import Posterior, ToMBot
+from agents.bots.tomk import Posterior, ToMBot, hands_over
 from agents.local import play_local
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import get_instance
@@ -181,16 +181,18 @@ class Answering:
         return self.bot.act(view, legal)
 
 
-@pytest.mark.parametrize("number", [2, 19])  # the old rule (refuse at race >= 0.5) mispredicted 5 and 12
-def test_tom2_predicts_exactly_what_a_real_tom1_responder_answers(number):
+# the old rule (refuse at race >= 0.5) mispredicted 5 and 12 of instances 2 and 19; race: both bots with the
+# proposer-side race term (it changes what they propose, never how they answer)
+@pytest.mark.parametrize(("number", "race"), [(2, 0.0), (19, 0.0), (19, 1.0)])
+def test_tom2_predicts_exactly_what_a_real_tom1_responder_answers(number, race):
     # ToM-k simulates its opponent as the ToM-(k-1) this module implements: same answer rule (gain - c_1 x
     # race), same parameters, same belief machinery (the responder learns from the proposal before it
     # answers). Over real games, ToM-2's predicted answer of a ToM-1 of the true target to a sample of its
     # candidate offers must be what a real ToM-1 in that seat answers to each of them, with the same belief.
     instance = get_instance(f"minecraft/1p_v_1p/paper#{number}")
     predictions: dict[int, list[Any]] = {}
-    seat0 = Predicting(ToMBot(1, order=2), next(iter(instance.targets[1])), predictions)
-    seat1 = Answering(ToMBot(2, order=1), predictions)
+    seat0 = Predicting(ToMBot(1, order=2, race=race), next(iter(instance.targets[1])), predictions)
+    seat1 = Answering(ToMBot(2, order=1, race=race), predictions)
     settings = PAPER.model_copy(update={"max_turns": 8})
     play_local(instance, settings, load_rule_set(instance.ruleset), [seat0, seat1], number)
     assert len(seat1.compared) >= 10
@@ -204,3 +206,74 @@ def test_tom2_predicts_exactly_what_a_real_tom1_responder_answers(number):
         decision = [r for r in twin.trace() if r["event"] == "decide"][-1]
         raced += decision["race"] > 0 and decision["gain"] > 0
     assert raced, "no sampled offer made the responder weigh the race: the rule was not exercised"
+
+
+def _handed_over(bot: ToMBot, view: dict[str, Any], offer: Any) -> float:
+    """``bot``'s posterior probability (over its ``top_targets``) that ``offer`` completes the addressee's
+    target and not its own, after learning from the events it has observed (as ``act`` would)."""
+    ctx = bot._context(view)
+    bot._learn(ctx)
+    hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
+    return sum(
+        p
+        for t, p in bot.beliefs[offer[0]].top(bot.top_targets)
+        if hands_over(hands, ctx.me, ctx.my_need, offer[0], ctx.need_of(t), offer)
+    )
+
+
+class RaceProbe:
+    """A race-aware ToM-k proposer at seat 0: before each proposal a copy of it with the race term off
+    proposes from the same state; records both offers' believed hand-over probabilities."""
+
+    def __init__(self, bot: ToMBot, log: list[tuple[float, float | None]]) -> None:
+        self.bot, self.log = bot, log
+
+    def observe(self, events: list[dict[str, Any]]) -> None:
+        self.bot.observe(events)
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        if "propose" not in legal:
+            return self.bot.act(view, legal)
+        before = _twin(self.bot)
+        blind = _twin(self.bot)
+        blind.race = 0.0
+        old = blind.act(copy.deepcopy(view), legal)
+        action = self.bot.act(view, legal)
+
+        def offer_of(act: dict[str, Any]) -> Any:
+            return (1, bundle(act["offer"]), bundle(act["request"])) if act["type"] == "propose" else None
+
+        old_offer, new_offer = offer_of(old), offer_of(action)
+        if old_offer is not None:
+            new = _handed_over(_twin(before), view, new_offer) if new_offer else None
+            self.log.append((_handed_over(_twin(before), view, old_offer), new))
+        return action
+
+
+@pytest.mark.parametrize(("order", "numbers"), [(1, (5, 8)), (2, (5, 14))])
+def test_race_aware_proposer_does_not_offer_what_it_believes_hands_over_the_win(order, numbers):
+    # Without the proposer-side race term every order maximises P(accept) x its own gain, so it offers
+    # trades it believes complete the responder's target (ToM-2 lost to ToM-1 by such gifts). With
+    # race=1 (discount c_1 x the believed probability of handing over the win) the same bot, in the same
+    # states, offers something else. Paper instances where the race-blind bot offers such trades.
+    log: list[tuple[float, float | None]] = []
+    for number in numbers:
+        instance = get_instance(f"minecraft/1p_v_1p/paper#{number}")
+        seat0 = RaceProbe(ToMBot(1, order=order, race=1.0), log)
+        seat1 = ToMBot(2, order=1)
+        play_local(instance, PAPER, load_rule_set(instance.ruleset), [seat0, seat1], number)
+    gifts = [(old, new) for old, new in log if old >= 0.9]
+    assert len(gifts) >= 2, f"the race-blind bot offered no likely win to its opponent: {log}"
+    for _, new in gifts:
+        assert new is not None and new <= 0.1, log
+    # and the race-aware bot never offers a likely win anywhere in these games
+    assert all(new is None or new < 0.5 for _, new in log), log
+
+
+def test_race_option():
+    bot = make_policy("tom2?race=1", 0)
+    assert isinstance(bot, ToMBot) and bot.race == 1.0
+    assert make_policy("tom2", 0).race == 0.0
+    for spec in ("tom1?race=-1", "tom1?race=11", "tom1?race=yes"):
+        with pytest.raises(PolicySpecError):
+            make_policy(spec, 0)

@@ -71,6 +71,8 @@ from craft_rules.model import RuleSet
 
 BELIEF_KEYS = ("offer", "kinds", "responder")
 MAX_ORDER = 3
+MAX_RACE = 10.0
+"""Largest proposer-side race weight (``race`` option): a multiple of ``c_1``, as the responder weighs it."""
 TRACE_LIMIT = 400
 """Records a bot keeps in its trace (oldest dropped first): bounded memory over a long game."""
 
@@ -211,6 +213,22 @@ def answer_utility(
     return pi, race, pi - c1 * race
 
 
+def hands_over(
+    hands: Mapping[int, Hand],
+    proposer: int,
+    proposer_need: Mapping[str, int] | None,
+    responder: int,
+    responder_need: Mapping[str, int] | None,
+    offer: Offer,
+) -> bool:
+    """Whether ``offer`` (from ``proposer``) completes the responder's target (``responder_need``) and not
+    the proposer's: the proposer's side of :func:`answer_utility`'s race."""
+    _, give, request = offer
+    return completes(hands[responder], responder_need, request, give) and not completes(
+        hands[proposer], proposer_need, give, request
+    )
+
+
 class ToMBot:
     """A ToM-k negotiator (k = 0..3); see the module docstring. Registered as ``tom0`` .. ``tom3``."""
 
@@ -226,12 +244,15 @@ class ToMBot:
         max_offers: int = 400,
         tau: float = 0.05,
         epsilon: float = 0.05,
+        race: float = 0.0,
         rules: RuleSet | None = None,
     ) -> None:
         if not 0 <= order <= MAX_ORDER:
             raise ValueError(f"order must be 0..{MAX_ORDER}, not {order}")
         if belief_key not in BELIEF_KEYS:
             raise ValueError(f"belief_key must be one of {', '.join(BELIEF_KEYS)}, not {belief_key!r}")
+        if not 0.0 <= race <= MAX_RACE:
+            raise ValueError(f"race must be a number from 0 to {MAX_RACE}, not {race!r}")
         self.seed = seed
         self.order = order
         self.learning_speed = learning_speed
@@ -241,6 +262,7 @@ class ToMBot:
         self.max_offers = max_offers
         self.tau = tau
         self.epsilon = epsilon
+        self.race = race
         self._rules = RulesCache(rules)
         self.name = f"tom{order}"
         # learnt state
@@ -537,17 +559,20 @@ class ToMBot:
 
     def _accept_probability(
         self, ctx: CraftingOracle, hands: Mapping[int, Hand], offer: Offer, order: int
-    ) -> float:
-        """Our posterior probability that the addressee (a simulated ToM-``order`` responder) accepts."""
+    ) -> tuple[float, float]:
+        """Our posterior probability that the addressee (a simulated ToM-``order`` responder) accepts, and
+        that it accepts a trade completing its target and not ours (:func:`hands_over`)."""
         to = offer[0]
         belief = self.beliefs.get(to)
         if belief is None:
-            return 1.0
-        return sum(
-            p
-            for t, p in belief.top(self.top_targets)
-            if self._responder_accepts(ctx, hands, to, ctx.me, t, offer, order)
-        )
+            return 1.0, 0.0
+        accept = handed = 0.0
+        for t, p in belief.top(self.top_targets):
+            if self._responder_accepts(ctx, hands, to, ctx.me, t, offer, order):
+                accept += p
+                if self.race > 0 and hands_over(hands, ctx.me, ctx.my_need, to, ctx.need_of(t), offer):
+                    handed += p
+        return accept, handed
 
     def _pure_ev(
         self,
@@ -559,7 +584,9 @@ class ToMBot:
         offer: Offer,
         order: int,
     ) -> float:
-        """A simulated pure ToM-``order`` opponent proposer's EV (order 0: optimistic beliefs, b = 1)."""
+        """A simulated pure ToM-``order`` opponent proposer's EV (order 0: optimistic beliefs, b = 1); with
+        the race term on, an order >= 1 proposer also discounts what it believes the trade hands us, as
+        :meth:`_expected_values` does (by its ``c_1`` as we track it)."""
         _, give, request = offer
         pi = gain(hands[proposer], need, give, request)
         if order == 0 or pi <= 0:
@@ -567,12 +594,14 @@ class ToMBot:
         # it models us as a ToM-(order-1) responder over its belief about our target
         belief = self.beliefs_of_me.get(proposer)
         pairs = belief.top(self.top_targets) if belief else []
-        accept = sum(
-            p
-            for t, p in pairs
-            if self._responder_accepts(ctx, hands, responder, proposer, t, offer, order - 1)
-        )
-        return accept * pi
+        accept = handed = 0.0
+        for t, p in pairs:
+            if self._responder_accepts(ctx, hands, responder, proposer, t, offer, order - 1):
+                accept += p
+                if self.race > 0 and hands_over(hands, proposer, need, responder, ctx.need_of(t), offer):
+                    handed += p
+        c1 = self.their_confidence.get(proposer, 1.0)
+        return accept * pi - self.race * c1 * handed
 
     # --- decisions ------------------------------------------------------------------------------------------
     def _expected_values(self, ctx: CraftingOracle, offers: list[Offer]) -> list[tuple[float, list[float]]]:
@@ -585,9 +614,11 @@ class ToMBot:
             b = 1.0 if not stats or stats[1] == 0 else stats[0] / stats[1]
             levels = [b * pi]
             for k in range(1, self.order + 1):
-                p = self._accept_probability(ctx, hands, offer, k - 1) if pi > 0 else 0.0
+                p, handed = self._accept_probability(ctx, hands, offer, k - 1) if pi > 0 else (0.0, 0.0)
                 c = self.confidence[k]
-                levels.append((1 - c) * levels[-1] + c * p * pi)
+                # the race term: what the trade is believed to hand the responder, weighed as a responder
+                # weighs it (race x c_1); 0 when the option is off
+                levels.append((1 - c) * levels[-1] + c * (p * pi - self.race * self.confidence[1] * handed))
             out.append((levels[-1], levels))
         return out
 
@@ -614,6 +645,7 @@ class ToMBot:
                 "event": "propose",
                 "turn": view.get("turn"),
                 "order": self.order,
+                "race": self.race,
                 "offers": len(offers),
                 "confidence": [round(c, 4) for c in self.confidence[1:]],
                 "their_confidence": {str(s): round(c, 4) for s, c in self.their_confidence.items()},
@@ -761,6 +793,7 @@ def _factory(order: int):  # type: ignore[no-untyped-def]
         candidates: str = "96",
         top_targets: str = "6",
         max_offers: str = "400",
+        race: str = "0",
         **options: str,
     ) -> ToMBot:
         lam = options.pop("lambda", None) or learning_speed
@@ -776,9 +809,13 @@ def _factory(order: int):  # type: ignore[no-untyped-def]
             candidates=int(_number("candidates", candidates, 1, 500)),
             top_targets=int(_number("top_targets", top_targets, 1, 50)),
             max_offers=int(_number("max_offers", max_offers, 1, 5000)),
+            race=_number("race", race, 0.0, MAX_RACE),
         )
 
-    make.__doc__ = f"ToM-{order} negotiator (Colored Trails model); options lambda, belief_key, candidates."
+    make.__doc__ = (
+        f"ToM-{order} negotiator (Colored Trails model); options lambda, belief_key, candidates, top_targets,"
+        " max_offers, race (proposer-side race weight, x c_1)."
+    )
     return make
 
 
