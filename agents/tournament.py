@@ -13,7 +13,8 @@ the same seed gives the same records whatever ``jobs`` is.
 Per game: winners, turns, proposals made / accepted per seat, and belief accuracy: for every turn both
 seats reported, ``KL(P || Q)`` of a seat's V1 about its opponent (``Q``) against the opponent's own V0 that
 turn and against the reference values of the opponent's true target
-(:func:`craft_rules.values.reference_values` over the instance's pooled initial hands; items it does
+(:func:`craft_rules.values.reference_values` over the instance's pooled initial hands, under the game's
+crafting-runs rule as :mod:`analysis.tom_scores` computes them; items it does
 not rate count 0). Both 0-10 dicts are smoothed by adding ``KL_SMOOTHING`` (0.5) to every item of the
 report before normalising, so a 0 (an item of no use, which reference values give for every item with
 no route to the target) never makes the divergence infinite. A game's KL is the mean over its turns;
@@ -208,7 +209,9 @@ def play_one(spec: GameSpec) -> dict[str, Any]:
     for hand in instance.hands:
         for item, count in hand.items():
             pool[item] = pool.get(item, 0) + count
-    refs = [reference_values(rules, target, [pool]) for target in instance.targets]
+    # reference values under the game's crafting-runs rule, as the analysis computes them
+    whole = settings_for(instance, spec.repeat).crafting_runs == "whole"
+    refs = [reference_values(rules, target, [pool], whole_runs=whole) for target in instance.targets]
     kl_v0: list[list[float]] = [[], []]
     kl_ref: list[list[float]] = [[], []]
     for turn in sorted(reports):

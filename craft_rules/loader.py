@@ -431,10 +431,24 @@ def user_rule_sets_dir() -> Path:
 
 
 def _fingerprint(folder: Path) -> str:
+    """The cache key of a rule set folder: every JSON file's relative path, size and mtime. Walked with
+    os.scandir, not Path.rglob: every command that loads a rule set pays this (~1,200 files for minecraft),
+    and pathlib's objects made it 4x slower (~45 ms of a 0.3 s cold start)."""
+    files: list[tuple[str, int, int]] = []
+    folders = [(str(folder), "")]
+    while folders:
+        path, relative = folders.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = relative + entry.name
+                if entry.is_dir():
+                    folders.append((entry.path, name + "/"))
+                elif entry.name.endswith(".json"):
+                    stat = entry.stat()
+                    files.append((name, stat.st_size, stat.st_mtime_ns))
     digest = hashlib.sha256(f"{CACHE_FORMAT}".encode())
-    for path in sorted(folder.rglob("*.json")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for name, size, mtime_ns in sorted(files):
+        digest.update(f"{name}:{size}:{mtime_ns}".encode())
     return digest.hexdigest()[:20]
 
 

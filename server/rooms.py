@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -72,8 +72,11 @@ from server.timers import DeadlineScheduler
 log = logging.getLogger(__name__)
 
 LOBBY_ROOM = "lobby"
-APPLY_ATTEMPTS = 8
-"""Tries at an action whose append lost a race with another worker (each after a catch-up and a backoff)."""
+APPLY_RETRY_SECONDS = 2.0
+"""How long an action whose append lost a race with another worker keeps being retried (each try after a
+catch-up and a backoff). A budget of time, not of tries: a worker that keeps writing the same game (one
+client's burst of crafts) wins race after race while the burst lasts, since the loser must catch up before
+each try; 8 tries (~0.13 s) could run out within such a burst."""
 MAX_TRACES_PER_REQUEST = 50
 """Trace records an agent may send in one request (each is bounded by ``bots.trace_max_bytes``)."""
 TRACE_BATCHES_REMEMBERED = 10_000
@@ -82,10 +85,18 @@ TRACE_BATCHES_REMEMBERED = 10_000
 Push = Callable[[str, dict[str, Any], str, str | None], None]
 
 
-def _back_off(attempt: int) -> None:
-    """Wait a jittered, doubling moment after a lost append race, so two workers that keep writing the
-    same game stop colliding in lockstep (at most ~0.13 s in all over APPLY_ATTEMPTS tries)."""
-    time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 6)))
+def _race_attempts() -> Iterator[int]:
+    """Numbered tries at an action that may lose append races: the first at once, each later one after a
+    jittered, doubling wait (up to 1, 2, 4 .. 64 ms, so two workers that keep writing the same game stop
+    colliding in lockstep), until APPLY_RETRY_SECONDS have passed."""
+    deadline = time.monotonic() + APPLY_RETRY_SECONDS
+    attempt = 0
+    while True:
+        yield attempt
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 6)))
+        attempt += 1
 
 
 def seat_room(game_id: str, seat: int) -> str:
@@ -493,13 +504,12 @@ class Rooms:
             parsed = parse_player_action(action)
             idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
             digest = action_digest(seat_no, parsed) if idempotency_key else ""
-            for attempt in range(APPLY_ATTEMPTS):
+            for _ in _race_attempts():
                 try:
                     outcome = self._apply_as_seat(
                         live, seat_no, parsed, idempotency_key, digest, action_id=client_action_id
                     )
                 except SequenceConflict:
-                    _back_off(attempt)
                     continue
                 if isinstance(outcome, dict):
                     return outcome
@@ -804,13 +814,12 @@ class Rooms:
                 if game is not None:
                     self._schedule(live)  # stale timer: arm the current phase's instead
                 return
-            for attempt in range(APPLY_ATTEMPTS):
+            for _ in _race_attempts():
                 try:
                     events, records = self._commit(
                         live, None, {"type": "timeout", "phase": phase, "turn": turn}
                     )
                 except SequenceConflict:
-                    _back_off(attempt)
                     continue
                 except GameError as err:  # the phase moved on in another worker
                     log.info("game %s: timeout for %s/%s refused: %s", game_id, phase, turn, err.code)
@@ -993,9 +1002,7 @@ class Rooms:
         """Under the lock: a bot's answer through the client path (same validation, a client action id
         derived from the move); a stale answer is dropped and the seat rescheduled; a refused one counts as
         a failure (retried with another seed, then the seat resigns)."""
-        for attempt in range(APPLY_ATTEMPTS):
-            if attempt:
-                _back_off(attempt)
+        for _ in _race_attempts():
             self.catch_up(live)
             if not self._bot_move_valid(live, seat, move_key):
                 log.info("game %s: seat %s's answer to %s is stale; dropped", live.game_id, seat, move_key)

@@ -243,3 +243,37 @@ def test_rules_stats_reports_problems_and_strict_makes_them_fatal(pack: Path) ->
     strict = runner.invoke(rules_group, ["stats", str(pack), "--strict"])
     assert strict.exit_code != 0
     assert isinstance(strict.exception, RuleSetError) or "invalid JSON" in strict.output
+
+
+def test_the_on_disk_cache_follows_every_file_of_the_folder(pack: Path, tmp_path: Path) -> None:
+    """load_rule_set pickles a parsed folder under a key of its JSON files' paths, sizes and mtimes: a
+    second process loads the pickle, and a changed, added or removed file in any subfolder (a nested tag,
+    a recipe) gives a new key, so a stale pickle is never served."""
+    from craft_rules import loader
+
+    def fresh_load() -> Any:
+        loader._load_cached.cache_clear()  # what a new process sees: only the on-disk cache
+        return loader.load_rule_set(pack)
+
+    first = fresh_load()
+    pickles = set((tmp_path / "cache" / "rule_sets").glob("tiny-*.pickle"))
+    assert len(pickles) == 1
+    assert fresh_load().content_hash == first.content_hash  # served from the pickle
+    assert set((tmp_path / "cache" / "rule_sets").glob("tiny-*.pickle")) == pickles
+
+    write(pack, "tags/items/stems.json", {"values": ["tc:stem", "tc:log"]})  # a nested tag changed
+    changed = fresh_load()
+    assert changed.content_hash != first.content_hash
+    added_recipe = write(pack, "recipes/more/rod.json", {
+        "type": "crafting_shapeless", "ingredients": [{"item": "tc:planks"}], "result": {"item": "tc:rod"},
+    })  # fmt: skip
+    added = fresh_load()
+    assert added.content_hash != changed.content_hash and "rod" in added.items
+    added_recipe.unlink()
+    assert fresh_load().content_hash == changed.content_hash
+    assert len(set((tmp_path / "cache" / "rule_sets").glob("tiny-*.pickle"))) == 3
+    (pack / "notes.txt").write_text("not part of a rule set", encoding="utf-8")  # only JSON counts
+    assert loader._fingerprint(pack) == loader._fingerprint(pack)
+    before = loader._fingerprint(pack)
+    (pack / "notes.txt").write_text("still not", encoding="utf-8")
+    assert loader._fingerprint(pack) == before

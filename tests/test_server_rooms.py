@@ -120,6 +120,62 @@ def test_two_workers_play_one_game_without_forking(workers: list[Worker], settin
     assert len(digests) == 1
 
 
+def _rival_appends_first(a: Worker, b: Worker, game_id: str, races: int | None) -> list[int]:
+    """Make worker A win worker B's next ``races`` append races (every one when None): just before each of
+    B's appends, Ada crafts a sliver through A, so B's batch finds its sequence number taken. Deterministic,
+    where two threads racing win or lose by the scheduler's whims. Returns the count of races A won."""
+    real_append = b.store.append_events
+    won = [0]
+
+    def append_after_a_rival(game: str, events: Any) -> None:
+        if races is None or won[0] < races:
+            won[0] += 1
+            assert a.rooms.act(game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "1/1000"})["ok"]
+        real_append(game, events)
+
+    b.store.append_events = append_after_a_rival  # type: ignore[method-assign]
+    return won
+
+
+def test_an_action_losing_a_burst_of_append_races_still_lands(workers: list[Worker]) -> None:
+    """Another worker writing a burst (Ada's crafts through A) wins every race it runs while the burst
+    lasts: Bob's craft through B lands once the burst is over, however many races that takes within
+    APPLY_RETRY_SECONDS (8 tries, the old bound, ran out within 12 lost races)."""
+    a, b = workers
+    game_id = duel_on_two_workers(a, b)
+    assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
+    assert b.rooms.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
+    won = _rival_appends_first(a, b, game_id, races=12)
+    ack = b.rooms.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
+    assert ack["ok"] and won[0] == 12
+    records = a.store.load_events(game_id)
+    assert [r["seq"] for r in records] == list(range(len(records)))
+    crafted = [r["actor"] for r in records if r["type"] == "crafted"]
+    assert crafted == [0] * 12 + [1]  # Bob's craft once, after the burst
+
+
+def test_an_action_that_never_wins_a_race_is_refused_typed_and_changes_nothing(
+    workers: list[Worker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("server.rooms.APPLY_RETRY_SECONDS", 0.3)
+    a, b = workers
+    game_id = duel_on_two_workers(a, b)
+    assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
+    assert b.rooms.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
+    won = _rival_appends_first(a, b, game_id, races=None)
+    started = time.monotonic()
+    with pytest.raises(ServerError) as refused:
+        b.rooms.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
+    assert refused.value.code == "conflict" and 0.3 <= time.monotonic() - started < 2
+    assert won[0] >= 2
+    records = a.store.load_events(game_id)
+    assert not any(r["type"] == "crafted" and r["actor"] == 1 for r in records)
+    assert (
+        b.rooms.view(game_id, BOB)["view"]["crafting_hand"]
+        == a.rooms.view(game_id, BOB)["view"]["crafting_hand"]
+    )
+
+
 def test_retried_client_action_gets_the_same_answer_once(workers: list[Worker]) -> None:
     a, b = workers
     game_id = duel_on_two_workers(a, b)

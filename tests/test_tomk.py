@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -119,3 +121,86 @@ def test_options_and_bad_options():
     for spec in ("tom1?belief_key=colour", "tom2?lambda=2", "tom0?depth=3"):
         with pytest.raises(PolicySpecError):
             make_policy(spec, 0)
+
+
+def _twin(bot: ToMBot) -> ToMBot:
+    """A deep copy of a bot's state that shares its (read-only, large) rule set."""
+    return copy.deepcopy(bot, memo={id(bot._rules): bot._rules})
+
+
+class Predicting:
+    """ToM-2 at seat 0: before each proposal, asks a copy of the bot what the addressee (simulated as
+    ToM-1, with the addressee's true target) would answer to a sample of its candidate offers."""
+
+    def __init__(self, bot: ToMBot, opponent_target: str, predictions: dict[int, list[Any]]) -> None:
+        self.bot, self.opponent_target, self.predictions = bot, opponent_target, predictions
+
+    def observe(self, events: list[dict[str, Any]]) -> None:
+        self.bot.observe(events)
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        if "propose" in legal:
+            hands = [{k: int(v) for k, v in h.items()} for h in view["hands"]]
+            copy_ = _twin(self.bot)
+            need = copy_._context(view).my_need  # the bot's own offer set, as _propose enumerates it
+            offers = enumerate_offers(0, 1, hands[0], hands[1], need, copy_.max_offers)
+            for offer in offers[::5]:
+                accept, state = _twin(copy_).predicted_answer(view, offer, self.opponent_target)
+                self.predictions.setdefault(view["turn"], []).append((offer, accept, state))
+        return self.bot.act(view, legal)
+
+
+class Answering:
+    """ToM-1 at seat 1: before its real answer, a copy of it answers each offer ToM-2 predicted for, fed the
+    same events with that offer in place of the real proposal; returns what the copies did."""
+
+    def __init__(self, bot: ToMBot, predictions: dict[int, list[Any]]) -> None:
+        self.bot, self.predictions = bot, predictions
+        self.buffered: list[dict[str, Any]] = []
+        self.compared: list[tuple[Any, bool, Any, ToMBot]] = []
+
+    def observe(self, events: list[dict[str, Any]]) -> None:
+        self.buffered += events
+
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
+        events, self.buffered = self.buffered, []
+        if "decide" in legal:
+            for offer, predicted, state in self.predictions.get(view["turn"], []):
+                _, give, request = offer
+                swapped = copy.deepcopy(events)
+                for event in swapped:
+                    if event["type"] == "proposed" and event["payload"]["turn"] == view["turn"]:
+                        event["payload"].update(offer=dict(give), request=dict(request))
+                shown = copy.deepcopy(view)
+                shown["pending_proposal"].update(offer=dict(give), request=dict(request))
+                twin = _twin(self.bot)
+                twin.observe(swapped)
+                answer = twin.act(shown, legal)["accept"]
+                self.compared.append(((offer, state), predicted, answer, twin))
+        self.bot.observe(events)
+        return self.bot.act(view, legal)
+
+
+@pytest.mark.parametrize("number", [2, 19])  # the old rule (refuse at race >= 0.5) mispredicted 5 and 12
+def test_tom2_predicts_exactly_what_a_real_tom1_responder_answers(number):
+    # ToM-k simulates its opponent as the ToM-(k-1) this module implements: same answer rule (gain - c_1 x
+    # race), same parameters, same belief machinery (the responder learns from the proposal before it
+    # answers). Over real games, ToM-2's predicted answer of a ToM-1 of the true target to a sample of its
+    # candidate offers must be what a real ToM-1 in that seat answers to each of them, with the same belief.
+    instance = get_instance(f"minecraft/1p_v_1p/paper#{number}")
+    predictions: dict[int, list[Any]] = {}
+    seat0 = Predicting(ToMBot(1, order=2), next(iter(instance.targets[1])), predictions)
+    seat1 = Answering(ToMBot(2, order=1), predictions)
+    settings = PAPER.model_copy(update={"max_turns": 8})
+    play_local(instance, settings, load_rule_set(instance.ruleset), [seat0, seat1], number)
+    assert len(seat1.compared) >= 10
+    raced = 0
+    for (offer, state), predicted, answer, twin in seat1.compared:
+        assert predicted == answer, offer
+        # the modelled belief and confidence are the real ones (up to float rounding)
+        real = dict(twin.beliefs[0].top(twin.top_targets))
+        assert dict(state.about_proposer) == pytest.approx(real, abs=1e-9)
+        assert state.confidence == pytest.approx(twin.confidence[1], abs=1e-9)
+        decision = [r for r in twin.trace() if r["event"] == "decide"][-1]
+        raced += decision["race"] > 0 and decision["gain"] > 0
+    assert raced, "no sampled offer made the responder weigh the race: the rule was not exercised"

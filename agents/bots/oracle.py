@@ -151,7 +151,22 @@ def gain(hand: Hand, need: Mapping[str, int] | None, give: Bundle, get: Bundle) 
     """``pi``: the progress change a trade (``give`` away, ``get`` in) makes for a player needing ``need``."""
     if not need:
         return 0.0
-    return coverage(after_trade(hand, give, get), need) - coverage(hand, need)
+    total = sum(need.values())
+    if total <= 0:
+        return 0.0
+    # only the traded kinds change the coverage: no copy of the hand (this runs per offer and target)
+    delta: dict[str, int] = {}
+    for item, count in give:
+        delta[item] = delta.get(item, 0) - count
+    for item, count in get:
+        delta[item] = delta.get(item, 0) + count
+    change = 0
+    for item, moved in delta.items():
+        wanted = need.get(item, 0)
+        if wanted:
+            held = hand.get(item, 0)
+            change += min(held + moved, wanted) - min(held, wanted)
+    return change / total
 
 
 def completes(hand: Hand, need: Mapping[str, int] | None, give: Bundle, get: Bundle) -> bool:

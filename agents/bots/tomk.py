@@ -18,11 +18,13 @@ information"; see ``docs/tom-bots.md`` for the equations and every choice made h
   first). Bayes updates it from every proposal the opponent makes (likelihood: a softmax of the
   opponent's own gain over its bounded offer set, temperature ``tau``) and from every decision on our
   proposals (the simulated ToM-(k-1) responder's
-  answer, with noise ``epsilon``). It simulates the opponent as a pure ToM-(k-1) responder over that
-  posterior (ToM-0 responder: accepts iff its own gain is positive; ToM>=1 responder: also refuses a trade
-  that completes the proposer's target but not its own, under its belief about the proposer's target,
-  which we track as the *second-order posterior*: the same Bayes machinery run from the opponent's
-  viewpoint over our public moves). ``EV^k(O) = (1-c_k) EV^(k-1)(O) + c_k P_(k-1)(accept O) pi_self(O)``
+  answer, with noise ``epsilon``). It simulates the opponent as the ToM-(k-1) responder this module
+  implements (:func:`answer_utility`: ToM-0 accepts iff its own gain is positive; ToM>=1 iff its gain
+  minus ``c_1`` times the believed probability that the trade completes the proposer's target and not
+  its own is positive). Its belief about our target is the *second-order posterior*: the same Bayes
+  machinery run from the opponent's viewpoint over our public moves, including the proposal it is
+  answering, and its ``c_1`` is tracked as the real bot updates it (:meth:`ToMBot._responder_state`).
+  ``EV^k(O) = (1-c_k) EV^(k-1)(O) + c_k P_(k-1)(accept O) pi_self(O)``
   (Eq 5/7); confidences start at 1 and follow Eq 9/10 with learning speed ``lambda`` after each
   opponent proposal.
 * **Responder.** Accepts iff ``pi_self(O) - c_1 * race(O) > 0`` where ``race`` is the posterior
@@ -41,12 +43,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.bots.oracle import (
     EPS,
+    Bundle,
     CraftingOracle,
     Hand,
     Offer,
@@ -99,6 +102,114 @@ class Posterior:
         mass = sum(p for _, p in ranked)
         return [(c, p / mass) for c, p in ranked] if mass > EPS else []
 
+    def updated(self, likelihood: Mapping[str, float]) -> Posterior:
+        """A copy after Bayes on ``likelihood`` (this posterior unchanged)."""
+        copy = Posterior(dict(self.probs))
+        copy.update(likelihood)
+        return copy
+
+
+@dataclass
+class ProposalModel:
+    """What a proposal says about its proposer's target, for every candidate target at once.
+
+    The likelihood of offer ``O`` under target ``t`` is the softmax (temperature ``tau``) of the proposer's
+    gain ``pi_t(O)`` against its bounded offer set for ``t`` (a rational proposer asks for what it needs);
+    :meth:`optimality` is Eq 9/10's ratio for a pure ToM-0 proposer, ``pi_t(O) / max pi_t``. The offer sets
+    are enumerated once per (hands, targets) and reused for every offer scored, so a bot can ask what its
+    opponent would learn from each of its candidate offers. One code path for the bot's own updates and its
+    model of its opponent's, so the two cannot drift apart.
+    """
+
+    hand: Hand
+    needs: dict[str, dict[str, int] | None]
+    tau: float
+    tops: dict[str, float]
+    masses: dict[str, float]
+    bests: dict[str, float]
+
+    @classmethod
+    def build(
+        cls,
+        ctx: CraftingOracle,
+        hands: Mapping[int, Hand],
+        proposer: int,
+        responder: int,
+        targets: Sequence[str],
+        max_offers: int,
+        tau: float,
+    ) -> ProposalModel:
+        needs, tops, masses, bests = {}, {}, {}, {}
+        for target in targets:
+            need = needs[target] = ctx.need_of(target)
+            rivals = enumerate_offers(
+                proposer, responder, hands[proposer], hands[responder], need, max_offers
+            )
+            scores = [gain(hands[proposer], need, g, r) for _, g, r in rivals]
+            if scores:
+                top = tops[target] = max(scores)
+                masses[target] = sum(math.exp((s - top) / tau) for s in scores)
+            bests[target] = max(scores, default=0.0)
+        return cls(dict(hands[proposer]), needs, tau, tops, masses, bests)
+
+    def likelihood(self, give: Bundle, request: Bundle) -> dict[str, float]:
+        out = {}
+        for target, need in self.needs.items():
+            own = gain(self.hand, need, give, request)
+            if target not in self.tops:  # no other offer to compare with
+                out[target] = 1.0
+                continue
+            rival_top = self.tops[target]
+            top = max(rival_top, own)
+            mass = self.masses[target] * math.exp((rival_top - top) / self.tau) + math.exp(
+                (own - top) / self.tau
+            )
+            out[target] = math.exp((own - top) / self.tau) / mass
+        return out
+
+    def optimality(self, give: Bundle, request: Bundle, pairs: Sequence[tuple[str, float]]) -> float:
+        """Eq 9/10's ratio for a pure ToM-0 proposer, averaged over ``pairs`` (target, probability)."""
+        ratio = 0.0
+        for target, p in pairs:
+            need = self.needs.get(target)
+            mine = gain(self.hand, need, give, request)
+            best = self.bests.get(target, 0.0)
+            if best > EPS:
+                ratio += p * max(0.0, min(1.0, mine / best))
+            else:
+                ratio += p * (1.0 if abs(mine - best) <= EPS else 0.0)
+        return ratio
+
+
+@dataclass(frozen=True)
+class ResponderState:
+    """What a ToM-(>=1) responder holds when it answers a proposal: its belief about the proposer's target
+    (the ``top_targets`` most likely, renormalised) and its confidence ``c_1`` in its first order."""
+
+    about_proposer: tuple[tuple[str, float], ...]
+    confidence: float
+
+
+def answer_utility(
+    hand: Hand,
+    need: Mapping[str, int] | None,
+    proposer_hand: Hand,
+    give: Bundle,
+    get: Bundle,
+    state: ResponderState | None,
+    need_of: Callable[[str], Mapping[str, int] | None],
+) -> tuple[float, float, float]:
+    """(gain, race, utility) of a responder that would ``give`` and ``get``: the one answer rule of every
+    ToM-k responder, real or simulated. ``race`` is its believed probability that the trade completes the
+    proposer's target and not its own (0 without a ``state``: ToM-0); it accepts iff it holds ``give`` and
+    ``utility = gain - c_1 * race > EPS``."""
+    pi = gain(hand, need, give, get)
+    race = 0.0
+    if state is not None and not completes(hand, need, give, get):
+        race = sum(p for t, p in state.about_proposer if completes(proposer_hand, need_of(t), get, give))
+    c1 = state.confidence if state is not None else 0.0
+    return pi, race, pi - c1 * race
+
 
 class ToMBot:
     """A ToM-k negotiator (k = 0..3); see the module docstring. Registered as ``tom0`` .. ``tom3``."""
@@ -137,9 +248,13 @@ class ToMBot:
         self.acceptance: dict[Any, list[int]] = {}  # belief key -> [accepted, made]
         self.beliefs: dict[int, Posterior] = {}  # opponent seat -> its target
         self.beliefs_of_me: dict[int, Posterior] = {}  # opponent seat -> its (modelled) belief about mine
+        self.their_confidence: dict[int, float] = {}  # opponent seat -> its (modelled) c_1
         self._seen_proposals: list[dict[str, Any]] = []
         self._seen_decisions: list[dict[str, Any]] = []
-        self._my_proposals: dict[int, tuple[Offer, dict[int, dict[str, int]]]] = {}  # turn -> (offer, hands)
+        # turn -> (offer, hands, the addressee's modelled state when it answers)
+        self._my_proposals: dict[int, tuple[Offer, dict[int, dict[str, int]], ResponderState | None]] = {}
+        self._models: dict[Any, ProposalModel] = {}  # this decision's proposal models
+        self._answers: dict[Any, ResponderState] = {}  # this decision's simulated responders, per offer
         self._trace: list[dict[str, Any]] = []
         self._undrained: list[dict[str, Any]] = []
         self._first_pool: dict[str, int] | None = None
@@ -183,6 +298,8 @@ class ToMBot:
         rng = random.Random(
             f"{self.seed}:{view.get('turn')}:{view.get('phase')}:{len(view.get('crafts_this_phase') or [])}"
         )
+        self._models.clear()  # per-decision memos: hands and beliefs change between decisions
+        self._answers.clear()
         ctx = self._context(view)
         self._learn(ctx)
         if "report_tom" in options:
@@ -194,6 +311,23 @@ class ToMBot:
         if "propose" in options or "pass" in options:
             return self._propose(view, ctx, rng, can_propose="propose" in options, can_pass="pass" in options)
         raise ValueError(f"{self.name} has no move among legal actions {list(legal)}; ask only when awaited.")
+
+    def predicted_answer(
+        self, view: dict[str, Any], offer: Offer, target: str
+    ) -> tuple[bool, ResponderState | None]:
+        """What this bot, about to propose from ``view``, predicts its addressee would answer to ``offer``
+        if the addressee's target were ``target``: (accept, the addressee's modelled state when it answers;
+        None for a ToM-0 addressee). The addressee is simulated as the ToM-(k-1) bot of this module.
+        Learns from the events observed so far, as :meth:`act` would."""
+        if self.order < 1:
+            raise ValueError("a ToM-0 bot has no model of its opponents")
+        self._models.clear()
+        self._answers.clear()
+        ctx = self._context(view)
+        self._learn(ctx)
+        hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
+        accept = self._responder_accepts(ctx, hands, offer[0], ctx.me, target, offer, self.order - 1)
+        return accept, self._responder_state(ctx, hands, offer) if self.order >= 2 else None
 
     # --- context ---------------------------------------------------------------------------------------
     def _context(self, view: dict[str, Any]) -> CraftingOracle:
@@ -224,14 +358,13 @@ class ToMBot:
             turn, proposer = payload.get("turn"), payload.get("proposer")
             accepted = bool(payload.get("accept"))
             if proposer == ctx.me and turn in self._my_proposals:
-                offer, hands = self._my_proposals.pop(turn)
+                offer, hands, state = self._my_proposals.pop(turn)
                 stats = self.acceptance.setdefault(self._belief_key(offer), [0, 0])
                 stats[0] += accepted
                 stats[1] += 1
                 if self.order >= 1:
-                    self._update_from_decision(ctx, offer, hands, accepted)
-            elif payload.get("seat") == ctx.me and self.order >= 1 and proposer in self.beliefs_of_me:
-                pass  # our own decisions were learnt from when we made them
+                    self._update_from_decision(ctx, offer, hands, state, accepted)
+            # our own decisions were learnt from (in the model of the proposer) when we made them
         self._seen_decisions.clear()
         for payload in self._seen_proposals:
             proposer = payload.get("proposer")
@@ -255,16 +388,22 @@ class ToMBot:
         return (to, tuple(i for i, _ in give), tuple(i for i, _ in request))
 
     def _update_from_decision(
-        self, ctx: CraftingOracle, offer: Offer, hands: dict[int, dict[str, int]], accepted: bool
+        self,
+        ctx: CraftingOracle,
+        offer: Offer,
+        hands: dict[int, dict[str, int]],
+        state: ResponderState | None,
+        accepted: bool,
     ) -> None:
-        """Bayes on the opponent's target from its answer to our proposal (a noisy simulated responder)."""
+        """Bayes on the opponent's target from its answer to our proposal (the simulated ToM-(k-1)
+        responder in the state we modelled it in when it answered, with noise ``epsilon``)."""
         to = offer[0]
         belief = self.beliefs.get(to)
         if belief is None:
             return
         likelihood = {}
         for target, _ in belief.probs.items():
-            yes = self._responder_accepts(ctx, hands, to, ctx.me, target, offer, self.order - 1)
+            yes = self._responder_accepts(ctx, hands, to, ctx.me, target, offer, self.order - 1, state)
             p = (1 - self.epsilon) if yes else self.epsilon
             likelihood[target] = p if accepted else 1 - p
         belief.update(likelihood)
@@ -285,22 +424,22 @@ class ToMBot:
         belief = self.beliefs[proposer]
         hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
         _, give, request = offer
-        likelihood = {}
-        for target in belief.probs:
-            need = ctx.need_of(target)
-            own = gain(hands[proposer], need, give, request)
-            rivals = enumerate_offers(proposer, ctx.me, hands[proposer], hands[ctx.me], need, self.max_offers)
-            scores = [gain(hands[proposer], need, g, r) for _, g, r in rivals] + [own]
-            top = max(scores)
-            mass = sum(math.exp((s - top) / self.tau) for s in scores)
-            likelihood[target] = math.exp((own - top) / self.tau) / mass
-        before = dict(belief.probs)
-        belief.update(likelihood)
+        model = self._proposal_model(ctx, hands, proposer, ctx.me, list(belief.probs))
+        before = belief.top(self.top_targets)
+        belief.update(model.likelihood(give, request))
         # Eq 9/10 with the posterior held before this evidence (decision-time beliefs)
         ratios = []
         for m in range(1, self.order + 1):
+            if (
+                m == 1
+            ):  # a pure ToM-0 proposer's EV is its gain: the same ratio our model of the opponent uses
+                ratio = model.optimality(give, request, before)
+                lam = self.learning_speed
+                self.confidence[m] = min(1.0, max(0.0, (1 - lam) * self.confidence[m] + lam * ratio))
+                ratios.append(round(ratio, 4))
+                continue
             ratio = 0.0
-            for target, p in Posterior(before).top(self.top_targets):
+            for target, p in before:
                 need = ctx.need_of(target)
                 rivals = enumerate_offers(
                     proposer, ctx.me, hands[proposer], hands[ctx.me], need, self.max_offers
@@ -328,6 +467,43 @@ class ToMBot:
         )
 
     # --- simulated players ---------------------------------------------------------------------------------
+    def _proposal_model(
+        self,
+        ctx: CraftingOracle,
+        hands: Mapping[int, Hand],
+        proposer: int,
+        responder: int,
+        targets: Sequence[str],
+    ) -> ProposalModel:
+        """The proposal likelihoods for these hands and targets, built once per decision."""
+        key = (proposer, responder, bundle(hands[proposer]), bundle(hands[responder]), tuple(targets))
+        model = self._models.get(key)
+        if model is None:
+            model = ProposalModel.build(ctx, hands, proposer, responder, targets, self.max_offers, self.tau)
+            self._models[key] = model
+        return model
+
+    def _responder_state(
+        self, ctx: CraftingOracle, hands: Mapping[int, Hand], offer: Offer
+    ) -> ResponderState:
+        """The addressee of our ``offer``, modelled as the ToM-(>=1) bot this module implements, when it
+        answers: like the real bot it first learns from the proposal itself (Bayes on our target with the
+        same softmax likelihood, over its belief about our target that our second-order posterior tracks,
+        and Eq 9/10 on its ``c_1``), then applies :func:`answer_utility`."""
+        to, give, request = offer
+        key = (to, give, request, bundle(hands[ctx.me]), bundle(hands[to]))
+        state = self._answers.get(key)
+        if state is None:
+            belief = self.beliefs_of_me.get(to) or Posterior()
+            model = self._proposal_model(ctx, hands, ctx.me, to, list(belief.probs))
+            after = belief.updated(model.likelihood(give, request))
+            ratio = model.optimality(give, request, belief.top(self.top_targets))
+            lam = self.learning_speed
+            c1 = min(1.0, max(0.0, (1 - lam) * self.their_confidence.get(to, 1.0) + lam * ratio))
+            state = ResponderState(tuple(after.top(self.top_targets)), c1)
+            self._answers[key] = state
+        return state
+
     def _responder_accepts(
         self,
         ctx: CraftingOracle,
@@ -337,43 +513,32 @@ class ToMBot:
         target: str,
         offer: Offer,
         order: int,
+        state: ResponderState | None = None,
     ) -> bool:
-        """Would ``responder``, a pure ToM-``order`` responder whose target is ``target``, accept ``offer``
-        from ``proposer``? (order 0: iff its own gain is positive; order >= 1: and the trade does not complete
-        the proposer's target without completing its own, by its belief about the proposer's target.)"""
+        """Would ``responder``, a ToM-``order`` responder whose target is ``target``, accept ``offer`` from
+        ``proposer``? The rule is the real bot's (:func:`answer_utility`; order 0: iff its own gain is
+        positive). When we propose, the responder's state is our model of it (``state`` if given, else
+        :meth:`_responder_state`); when it proposes to us (a simulated opponent simulating us), it is our own
+        belief about its target and our own ``c_1``: the truth its model of us aims at."""
         _, give, request = offer
         need = ctx.need_of(target)
-        own = gain(hands[responder], need, request, give)
-        if own <= EPS:
-            return False
         if order == 0:
-            return True
-        if completes(hands[responder], need, request, give):
-            return True  # shared completion at worst
-        return self._race_risk(ctx, hands, proposer, responder, give, request) < 0.5
-
-    def _race_risk(
-        self,
-        ctx: CraftingOracle,
-        hands: Mapping[int, Hand],
-        proposer: int,
-        responder: int,
-        give,
-        request,  # type: ignore[no-untyped-def]
-    ) -> float:
-        """The responder's believed probability that the trade completes the proposer's target."""
+            return gain(hands[responder], need, request, give) > EPS
         if proposer == ctx.me:
-            belief = self.beliefs_of_me.get(responder)
-            pairs = belief.top(self.top_targets) if belief else []
+            state = state or self._responder_state(ctx, hands, offer)
         else:
             belief = self.beliefs.get(proposer)
-            pairs = belief.top(self.top_targets) if belief else []
-        return sum(p for t, p in pairs if completes(hands[proposer], ctx.need_of(t), give, request))
+            pairs = tuple(belief.top(self.top_targets)) if belief else ()
+            state = ResponderState(pairs, self.confidence[1] if self.order >= 1 else 1.0)
+        _, _, utility = answer_utility(
+            hands[responder], need, hands[proposer], request, give, state, ctx.need_of
+        )
+        return utility > EPS
 
     def _accept_probability(
         self, ctx: CraftingOracle, hands: Mapping[int, Hand], offer: Offer, order: int
     ) -> float:
-        """Our posterior probability that the addressee (a simulated pure ToM-``order`` responder) accepts."""
+        """Our posterior probability that the addressee (a simulated ToM-``order`` responder) accepts."""
         to = offer[0]
         belief = self.beliefs.get(to)
         if belief is None:
@@ -399,19 +564,14 @@ class ToMBot:
         pi = gain(hands[proposer], need, give, request)
         if order == 0 or pi <= 0:
             return pi
-        # it models us as a pure ToM-(order-1) responder over its belief about our target
+        # it models us as a ToM-(order-1) responder over its belief about our target
         belief = self.beliefs_of_me.get(proposer)
         pairs = belief.top(self.top_targets) if belief else []
-        accept = 0.0
-        for t, p in pairs:
-            mine = ctx.need_of(t)
-            if gain(hands[responder], mine, request, give) <= EPS:
-                continue
-            if order - 1 >= 1 and not completes(hands[responder], mine, request, give):
-                risk = self._race_risk(ctx, hands, proposer, responder, give, request)
-                if risk >= 0.5:
-                    continue
-            accept += p
+        accept = sum(
+            p
+            for t, p in pairs
+            if self._responder_accepts(ctx, hands, responder, proposer, t, offer, order - 1)
+        )
         return accept * pi
 
     # --- decisions ------------------------------------------------------------------------------------------
@@ -456,6 +616,7 @@ class ToMBot:
                 "order": self.order,
                 "offers": len(offers),
                 "confidence": [round(c, 4) for c in self.confidence[1:]],
+                "their_confidence": {str(s): round(c, 4) for s, c in self.their_confidence.items()},
                 "belief": {str(s): _rounded(b.top(10)) for s, b in self.beliefs.items()},
                 "belief_of_me": {str(s): _rounded(b.top(10)) for s, b in self.beliefs_of_me.items()},
                 "candidates": [
@@ -471,11 +632,10 @@ class ToMBot:
             chosen = harmless_offer(ctx.me, ctx.hands, ctx.opponents, ctx.my_need)
             if chosen is None:
                 return {"type": "pass"}
-        self._my_proposals[int(view.get("turn") or 0)] = (
-            chosen,
-            {s: dict(h) for s, h in enumerate(ctx.hands)},
-        )
-        self._after_own_move(ctx, chosen, proposer=True)
+        hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
+        state = self._responder_state(ctx, hands, chosen) if self.order >= 2 else None
+        self._my_proposals[int(view.get("turn") or 0)] = (chosen, hands, state)
+        self._after_own_move(ctx, chosen)
         return offer_action(chosen)
 
     def _decide(self, view: dict[str, Any], ctx: CraftingOracle) -> dict[str, Any]:
@@ -485,19 +645,14 @@ class ToMBot:
         get = bundle(pending.get("offer") or {})
         hand = ctx.hands[ctx.me]
         held = all(hand.get(i, 0) >= n for i, n in give)
-        pi = gain(hand, ctx.my_need, give, get) if held else -1.0
-        risk = 0.0
-        if self.order >= 1 and proposer in self.beliefs and held:
-            belief = self.beliefs[proposer]
-            if not completes(hand, ctx.my_need, give, get):
-                hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
-                risk = sum(
-                    p
-                    for t, p in belief.top(self.top_targets)
-                    if completes(hands[proposer], ctx.need_of(t), get, give)
-                )
-        c1 = self.confidence[1] if self.order >= 1 else 0.0
-        utility = pi - c1 * risk
+        state = None
+        if self.order >= 1 and proposer in self.beliefs:
+            state = ResponderState(tuple(self.beliefs[proposer].top(self.top_targets)), self.confidence[1])
+        pi, risk, utility = -1.0, 0.0, -1.0
+        if held:
+            pi, risk, utility = answer_utility(
+                hand, ctx.my_need, ctx.hands[proposer], give, get, state, ctx.need_of
+            )
         accept = held and utility > EPS
         self._record(
             {
@@ -514,25 +669,25 @@ class ToMBot:
             self._after_own_decision(ctx, proposer, offer, accept)
         return {"type": "decide", "accept": accept, "message": ""}
 
-    def _after_own_move(self, ctx: CraftingOracle, offer: Offer, proposer: bool) -> None:
-        """Second-order belief: what the addressee learns about our target from our proposal (the same
-        softmax likelihood we apply to its proposals)."""
+    def _after_own_move(self, ctx: CraftingOracle, offer: Offer) -> None:
+        """Our model of the addressee learns from our proposal as the real bot does before it answers: its
+        belief about our target (the second-order posterior; the same softmax likelihood we apply to its
+        proposals) and its ``c_1`` (Eq 9/10 with the belief it held before)."""
         if self.order < 1:
             return
         to, give, request = offer
         belief = self.beliefs_of_me.get(to)
         if belief is None:
             return
-        likelihood = {}
-        for target in belief.probs:
-            need = ctx.need_of(target)
-            own = gain(ctx.hands[ctx.me], need, give, request)
-            rivals = enumerate_offers(ctx.me, to, ctx.hands[ctx.me], ctx.hands[to], need, self.max_offers)
-            scores = [gain(ctx.hands[ctx.me], need, g, r) for _, g, r in rivals] + [own]
-            top = max(scores)
-            mass = sum(math.exp((s - top) / self.tau) for s in scores)
-            likelihood[target] = math.exp((own - top) / self.tau) / mass
-        belief.update(likelihood)
+        hands = {s: dict(h) for s, h in enumerate(ctx.hands)}
+        model = self._proposal_model(ctx, hands, ctx.me, to, list(belief.probs))
+        before = belief.top(self.top_targets)
+        belief.update(model.likelihood(give, request))
+        lam = self.learning_speed
+        ratio = model.optimality(give, request, before)
+        self.their_confidence[to] = min(
+            1.0, max(0.0, (1 - lam) * self.their_confidence.get(to, 1.0) + lam * ratio)
+        )
 
     def _after_own_decision(self, ctx: CraftingOracle, proposer: int, offer: Offer, accepted: bool) -> None:
         """Second-order belief: what the proposer learns about our target from our answer."""

@@ -11,6 +11,8 @@ import { createItemInfo, miniGrid, pickOption } from "./craft_info.js";
 import { craftErrorText, ingredientText, keptAfterRounding, quantity, recipeKind, refuseRuns, runsText } from "./craft_text.js";
 
 const $ = (id) => document.getElementById(id);
+/** A recipe id as a control's name says it ("iron ingot from smelting raw iron": no underscores to read out). */
+const spoken = (recipe) => String(recipe).replace(/_/g, " ");
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -111,7 +113,7 @@ export function createCraftPanel({ emit, absorb }) {
       for (const input of options.inputs.filter((i) => i.choice && i.held.length > 1)) {
         const select = el("select", "craft-choice");
         const name = input.label.startsWith("#") ? input.label.slice(1).replace(/_/g, " ") : input.label;
-        select.setAttribute("aria-label", `Which ${name} to use for ${meta.recipe}`);
+        select.setAttribute("aria-label", `Which ${name} to use for ${spoken(meta.recipe)}`);
         select.dataset.focusKey = `${key}:choice:${input.index}`;
         select.dataset.ingredient = String(input.index);
         select.append(new Option("automatic", ""));
@@ -126,7 +128,7 @@ export function createCraftPanel({ emit, absorb }) {
       }
       if (options.summary.burns_fuel) {
         const select = el("select", "craft-fuel");
-        select.setAttribute("aria-label", `Fuel for ${meta.recipe}`);
+        select.setAttribute("aria-label", `Fuel for ${spoken(meta.recipe)}`);
         select.dataset.focusKey = `${key}:fuel`;
         select.append(new Option("automatic", ""));
         for (const fuel of options.fuels) {
@@ -201,7 +203,7 @@ export function createCraftPanel({ emit, absorb }) {
     if (most) {
       const max = el("button", "link-button", "max");
       max.type = "button";
-      max.append(el("span", "visually-hidden", ` runs of ${meta.recipe}: ${most}`));
+      max.append(el("span", "visually-hidden", ` runs of ${spoken(meta.recipe)}: ${most}`));
       max.dataset.focusKey = `${key}:max`;
       max.addEventListener("click", () => {
         runs.value = most;
@@ -287,7 +289,7 @@ export function createCraftPanel({ emit, absorb }) {
         row.append(chip);
         // a fraction's badge says what is kept ("rounds down to 1"): no second "keeps 1" to squeeze the name
         if (whole) row.append(el("span", "craft-kept", `keeps ${kept}`));
-        else row.append(el("span", "badge badge-warn", kept === 0 ? "rounds away: keeps 0" : `rounds down to ${kept}`));
+        else row.append(el("span", "badge badge-warn", kept === 0 ? "rounds away" : `rounds down to ${kept}`));
         return row;
       }),
     );
@@ -422,7 +424,7 @@ export function createCraftPanel({ emit, absorb }) {
       if (craft.result in target) what.append(el("span", "badge badge-you", "your target"));
       else if (state.planRecipes.has(craft.recipe)) what.append(el("span", "badge badge-you", "toward your target"));
       what.append(el("span", "craft-kind", recipeKind(craft.type, state.ruleset)), el("span", "muted", `up to ${runsText(craft.max_runs)}`));
-      row.append(what, craftControls(craft, { key: `possible:${craft.recipe}`, label: `Runs of ${craft.recipe}`, options: state.options.get(craft.recipe) }));
+      row.append(what, craftControls(craft, { key: `possible:${craft.recipe}`, label: `Runs of ${spoken(craft.recipe)}`, options: state.options.get(craft.recipe) }));
       list.append(row);
     }
     if (shown.length < crafts.length) {
@@ -571,7 +573,7 @@ export function createCraftPanel({ emit, absorb }) {
         if (crafting()) {
           const put = el("button", "link-button", "Put it in the grid");
           put.type = "button";
-          put.append(el("span", "visually-hidden", ` (the shape of ${recipe.recipe})`));
+          put.append(el("span", "visually-hidden", ` (the shape of ${spoken(recipe.recipe)})`));
           put.addEventListener("click", () => {
             grid.fill(recipe.grid, recipe.ingredients.map((ing) => pickOption(ing.options, hand)));
             $("craft-grid").querySelector("button").focus();
@@ -580,7 +582,7 @@ export function createCraftPanel({ emit, absorb }) {
         }
       }
       if (crafting() && runnable) {
-        row.append(craftControls(runnable, { key: `book:${recipe.recipe}`, label: `Runs of ${recipe.recipe} (recipe book)`, options: state.options.get(recipe.recipe) }));
+        row.append(craftControls(runnable, { key: `book:${recipe.recipe}`, label: `Runs of ${spoken(recipe.recipe)} (recipe book)`, options: state.options.get(recipe.recipe) }));
       }
       list.append(row);
     }
@@ -596,6 +598,9 @@ export function createCraftPanel({ emit, absorb }) {
     box.replaceChildren();
     box.hidden = !items.length;
     if (!items.length) return;
+    // the search field's example: the player's own target, which suits any rule set ("e.g. torch" did not)
+    $("craft-search").placeholder = `e.g. ${itemName(items[0], state.ruleset).toLowerCase()}`;
+    $("craft-possible-filter").placeholder = state.ruleset === "minecraft" ? "e.g. ingot" : "e.g. water";
     box.append("Your target: ");
     for (const item of items) {
       const button = el("button", "item-button");

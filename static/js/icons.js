@@ -80,6 +80,14 @@ function svg(tag, attributes) {
   return element;
 }
 
+/** "#rrggbb" mixed three parts white to one part colour (other colour syntaxes are returned as they are). */
+function paleTint(colour) {
+  const match = /^#([0-9a-f]{6})$/i.exec(colour);
+  if (!match) return colour;
+  const channels = [0, 2, 4].map((i) => parseInt(match[1].slice(i, i + 2), 16));
+  return `#${channels.map((c) => Math.round(255 - (255 - c) / 4).toString(16).padStart(2, "0")).join("")}`;
+}
+
 /**
  * The icon of an item as an <svg> element, `size` px square (default 24).
  * With `decorative` (default true) it is hidden from screen readers (put the name next to it);
@@ -119,8 +127,11 @@ export function iconFor(item, ruleset, { size = 24, decorative = true, useEmoji 
       "stroke-width": 1,
     }),
   );
-  icon.append(svg("rect", { x: 3.5, y: 3.5, width: 17, height: 17, rx: 3, fill: style.background }));
   const showEmoji = useEmoji && glyph.emoji && hasEmojiFont();
+  // an emoji is drawn for a light page (a black spider vanished on a dark fill): its tile gets a pale tint
+  // of the category colour; monograms keep the full colour, their letter colours are chosen against it
+  const fill = showEmoji ? paleTint(style.background) : style.background;
+  icon.append(svg("rect", { x: 3.5, y: 3.5, width: 17, height: 17, rx: 3, fill }));
   const text = svg("text", {
     x: 12,
     y: 12.5,

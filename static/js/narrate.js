@@ -36,8 +36,17 @@ function quoted(message) {
   return message ? ` “${message}”` : "";
 }
 
+/** The text with a capital first letter: a sentence may start with a display name ("random bot"). */
+export function sentence(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 /** A sentence for one event as a viewer received it ({type, actor, payload}). */
 export function describeEvent(event, seats, ruleset) {
+  return sentence(eventText(event, seats, ruleset));
+}
+
+function eventText(event, seats, ruleset) {
   const p = event.payload || {};
   const who = (seat) => seatName(seats, seat);
   switch (event.type) {

@@ -5,7 +5,7 @@
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
-import { describeEvent, seatName, itemsText } from "./narrate.js";
+import { describeEvent, seatName, itemsText, sentence } from "./narrate.js";
 import { statusText } from "./board.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
@@ -373,7 +373,7 @@ $("tom-form").addEventListener("submit", async (event) => {
   const sliders = [...document.querySelectorAll("#tom-groups .tom-slider")];
   const unset = sliders.filter((s) => s.classList.contains("unset"));
   if (unset.length) {
-    showError("room-tom-error", `Move every slider first: ${unset.length} still not set.`);
+    showError("room-tom-error", `Set every slider first (click its line): ${unset.length} still not set.`);
     unset[0].focus();
     return;
   }
@@ -397,8 +397,9 @@ function renderDecide(view) {
   panel.hidden = !(view.legal_actions.includes("decide") && pending);
   if (panel.hidden) return;
   const message = pending.message ? ` Their message: “${pending.message}”` : "";
-  $("room-decide-text").textContent =
-    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`;
+  $("room-decide-text").textContent = sentence(
+    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`,
+  );
 }
 
 // The proposer's side of a pending proposal: what was offered and whom the game waits for.
@@ -451,7 +452,7 @@ function renderOutcome(view, mine) {
   if (p.message && outcome.type === "decided") {
     text += proposal.proposer === mine ? ` ${other}'s reply: “${p.message}”` : ` Your reply: “${p.message}”`;
   }
-  box.textContent = text;
+  box.textContent = sentence(text);
   box.className = `outcome ${outcome.type === "decided" && p.accept ? "outcome-accepted" : "outcome-rejected"}`;
 }
 

@@ -2,10 +2,14 @@
 // the engine's own sentences name seats by number and items by id ("seat 1 holds 2 coal"), which suits an
 // agent but not a person who sees names and icons. Unknown codes fall back to the server's sentence.
 import { itemName } from "./icons.js";
-import { seatName } from "./narrate.js";
+import { seatName, sentence } from "./narrate.js";
 
 /** A refused trade action (`error`: the ack's {code, message, details}) in plain words. */
-export function tradeErrorText(error, { ruleset, seats, mine }) {
+export function tradeErrorText(error, context) {
+  return sentence(retold(error, context));
+}
+
+function retold(error, { ruleset, seats, mine }) {
   if (!error) return "The server did not answer; check your connection and try again.";
   const details = error.details || {};
   const item = (id) => itemName(id, ruleset);

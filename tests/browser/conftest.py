@@ -18,7 +18,12 @@ if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
     sys.path.insert(0, str(TESTS))
 
 from e2e_helpers import ServerProcess, write_config  # noqa: E402
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
+
+# A machine shared by several test runs answers slowly at times: a bot's move or a push may take more than
+# Playwright's default 5 s to show. A wait ends as soon as the page shows what is expected, so a longer
+# limit only matters when something is late or wrong.
+expect.set_options(timeout=10_000)
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -22,6 +22,7 @@ from playwright.sync_api import Browser, Locator, Page, Route, expect
 from craft_rules.loader import load_rule_set
 
 SMELT = "iron_ingot_from_smelting_raw_iron"
+SMELT_SAID = "iron ingot from smelting raw iron"  # how the controls' names say it (no underscores)
 # seat 0 needs shears (two iron ingots on the grid): one ingot in hand, two raw iron to smelt, coal and
 # sticks as fuel; seat 1 (a bot) holds cobblestone, which the crafting tree of a stone pickaxe points to.
 RATIONAL = {
@@ -128,8 +129,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     row = book_row(page, SMELT)
     expect(row).to_contain_text("craftable now")
     expect(row).to_contain_text("furnace")
-    row.get_by_label(f"Fuel for {SMELT}").select_option("coal")
-    row.get_by_label(f"Runs of {SMELT} (recipe book)").fill("1/2")
+    row.get_by_label(f"Fuel for {SMELT_SAID}").select_option("coal")
+    row.get_by_label(f"Runs of {SMELT_SAID} (recipe book)").fill("1/2")
     expect(row.locator(".craft-makes")).to_have_text("makes 1/2 Iron Ingot")
     row.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("3/2 × Iron Ingot")
@@ -147,8 +148,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     before = hand.inner_text()
     page.get_by_label("Filter by item name").fill("iron ingot")
     possible = page.locator(f"#craft-possible li[data-recipe='{SMELT}']")
-    possible.get_by_label(f"Fuel for {SMELT}").select_option("stick")
-    possible.get_by_label(f"Runs of {SMELT}", exact=True).fill("3/2")
+    possible.get_by_label(f"Fuel for {SMELT_SAID}").select_option("stick")
+    possible.get_by_label(f"Runs of {SMELT_SAID}", exact=True).fill("3/2")
     possible.get_by_role("button", name="Craft", exact=True).click()
     error = page.locator("#room-craft-error")
     expect(error).to_be_visible()
@@ -163,8 +164,8 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     page.screenshot(path=artifacts / "craft-refused.png", full_page=True)
     possible.screenshot(path=artifacts / "craft-refused-row.png")
     # the same row with the default fuel: the other half run
-    possible.get_by_label(f"Fuel for {SMELT}").select_option("")
-    possible.get_by_label(f"Runs of {SMELT}", exact=True).fill("1/2")
+    possible.get_by_label(f"Fuel for {SMELT_SAID}").select_option("")
+    possible.get_by_label(f"Runs of {SMELT_SAID}", exact=True).fill("1/2")
     possible.get_by_role("button", name="Craft", exact=True).click()
     expect(hand).to_contain_text("2 × Iron Ingot")
     expect(error).to_be_hidden()
@@ -221,6 +222,14 @@ def test_rational_game_recipe_book_smelting_with_fuel_grid_and_tree(
     expect(hand).to_contain_text("1 × Birch Planks")
     expect(hand).to_contain_text("2 × Oak Planks")
 
+    # what a screen reader says for the craft controls: words, never an id with underscores
+    spoken = page.evaluate(
+        """() => [...document.querySelectorAll('#room-craft, #craft-book')].flatMap(panel => [
+            ...[...panel.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label')),
+            ...[...panel.querySelectorAll('.visually-hidden')].map(e => e.textContent),
+        ])"""
+    )
+    assert len(spoken) > 20 and [name for name in spoken if "_" in name] == []
     # a tablet: the same room at 768 px wide, nothing wider than the screen
     page.set_viewport_size({"width": 768, "height": 1024})
     assert page.evaluate("document.documentElement.scrollWidth") <= 768

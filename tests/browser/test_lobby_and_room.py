@@ -36,7 +36,7 @@ def login(page: Page, server: ServerProcess, name: str) -> None:
 
 def craft(page: Page, recipe: str, runs: str) -> None:
     """Type a run amount into a possible craft's field and press its Craft button."""
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 
@@ -150,6 +150,7 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     # nothing is pre-filled: sending at once is refused in the page
     page.get_by_role("button", name="Send my values").click()
     expect(page.locator("#room-tom-error")).to_contain_text(f"{count} still not set")
+    page.screenshot(path=artifacts / "room-tom-unset.png", full_page=True)
     assert axe_violations(page) == []
     chosen: dict[str, int] = {}
     for index in range(count):

@@ -176,7 +176,7 @@ def errors_of(page: Page) -> list[str]:
 
 
 def craft(page: Page, recipe: str, runs: str) -> None:
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
+    field = page.get_by_label(f"Runs of {recipe.replace('_', ' ')}", exact=True)  # names have no underscores
     field.fill(runs)
     field.locator("xpath=..").get_by_role("button", name="Craft").click()
 
@@ -324,7 +324,7 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     page.get_by_role("button", name="Ask for 2 × Coal").click()
     page.get_by_label("How many Coal").fill("5")
     page.get_by_role("button", name="Propose").click()
-    expect(refusal).to_contain_text("random bot holds only 2 Coal: you cannot ask for 5.")
+    expect(refusal).to_contain_text("Random bot holds only 2 Coal: you cannot ask for 5.")
     expect(refusal).to_contain_text("Nothing was sent.")
     assert refusal.get_attribute("data-code") == "item_not_held"
     assert "seat" not in (refusal.text_content() or "").lower()
@@ -660,6 +660,14 @@ def test_a_full_game_or_no_name_sends_the_visitor_somewhere_useful(
         expect(page.locator(".room-layout")).to_be_hidden()  # no empty panels around the refusal
         page.get_by_role("link", name="Open the spectator page").click()
         expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        # the lobby lists the running game with a link to watch it
+        page.goto(server.url + "/")
+        running = page.get_by_role("table", name="Running").get_by_role("row").filter(has_text=game_id)
+        expect(running).to_contain_text("Ada F")
+        running.get_by_role("link", name="Watch").click()
+        expect(page).to_have_url(f"{server.url}/games/{game_id}/watch")
+        expect(page.locator("#watch[data-ready=true]")).to_be_attached()
+        expect(page.locator(".board-hand")).to_have_count(2)
         anonymous.close()
     finally:
         ada.close()
