@@ -147,7 +147,7 @@ def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_t
     script = [
         Reply(tool_calls=[("report_tom", '{"v0": {"coal": ')]),  # malformed JSON
         Reply(status=429, retry_after=0.01, content="slow down"),
-        Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
+        Reply(delay=2.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
     ]
     outcomes: dict[str, Any] = {}
     failures: list[BaseException] = []
@@ -157,7 +157,7 @@ def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_t
 
         def agent() -> None:
             try:
-                spec = "llm:openai:test-model?timeout=0.5&backoff=0.01&max_invalid=4"
+                spec = "llm:openai:test-model?timeout=1&backoff=0.01&max_invalid=4"
                 outcomes["agent"] = run_bot(server.url, game_id, token, spec, seat=0, seed=3)
             except BaseException as err:  # surfaced below
                 failures.append(err)
