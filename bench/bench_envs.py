@@ -1,10 +1,12 @@
 """Environment overhead: bot-vs-bot self-play through the envs against bare engine self-play.
 Prints figures; not a pass/fail test.
 
-    .venv/bin/python bench/bench_envs.py [--instances 40] [--repeats 5] [--json]
+    .venv/bin/python bench/bench_envs.py [--instances 40] [--repeats 5] [--protocol paper] [--json]
 
 The same games are played each way over the first ``--instances`` minecraft 1p_v_1p instances: the
-same settings (the env's defaults for each instance), the same game seeds, a random bot per seat
+same settings (the env's defaults for each instance; with ``--protocol paper`` the paper's protocol of
+:func:`agents.tournament.settings_for` for every game: 15 turns, whole runs, no passing, V0+V1+V2 reports
+every turn, the first seat proposing first), the same game seeds, a random bot per seat
 seeded the same way (``derive_seed(seed, "seat", s)``). The random bot draws from its seed and its own
 place in the game only, so every way plays the same moves; only the order in which the two seats'
 simultaneous craft-phase moves enter the log may differ (bare and AEC alternate, the Gymnasium env lets
@@ -47,8 +49,10 @@ from agents.envs import tradecraft_v0
 from agents.envs.core import make_settings, tool_call
 from agents.envs.gym_env import TradeCraftEnv
 from agents.local import derive_seed, play_local
+from agents.tournament import settings_for
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances
+from server.game import GameSettings
 
 WAYS = ("bare", "gym", "gym_lean", "gym_acks", "aec")
 Games = list[Any]
@@ -65,19 +69,25 @@ def bots_for(seed: int, players: int = 2) -> list[Any]:
     return [make_policy("random", derive_seed(seed, "seat", s)) for s in range(players)]
 
 
-def bare(instances: list[TaskInstance], seed: int) -> Games:
+def bare(instances: list[TaskInstance], seed: int, settings: GameSettings | None = None) -> Games:
     rules = load_rule_set("minecraft")
     games = []
     for index, instance in enumerate(instances):
         result = play_local(
-            instance, make_settings(None, instance), rules, bots_for(seed + index), seed + index
+            instance, make_settings(settings, instance), rules, bots_for(seed + index), seed + index
         )
         games.append(result.game)
     return games
 
 
-def gym(instances: list[TaskInstance], seed: int, narrate: bool = True, ack_views: bool = False) -> Games:
-    env = TradeCraftEnv(instances[0], narrate=narrate, ack_views=ack_views)
+def gym(
+    instances: list[TaskInstance],
+    seed: int,
+    narrate: bool = True,
+    ack_views: bool = False,
+    settings: GameSettings | None = None,
+) -> Games:
+    env = TradeCraftEnv(instances[0], narrate=narrate, ack_views=ack_views, settings=settings)
     games = []
     for index, instance in enumerate(instances):
         _obs, info = env.reset(seed=seed + index, options={"instance": instance})
@@ -93,8 +103,8 @@ def gym(instances: list[TaskInstance], seed: int, narrate: bool = True, ack_view
     return games
 
 
-def aec(instances: list[TaskInstance], seed: int) -> Games:
-    env = tradecraft_v0.raw_env(instances[0])
+def aec(instances: list[TaskInstance], seed: int, settings: GameSettings | None = None) -> Games:
+    env = tradecraft_v0.raw_env(instances[0], settings=settings)
     games = []
     for index, instance in enumerate(instances):
         env.reset(seed=seed + index, options={"instance": instance})
@@ -128,15 +138,22 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--protocol",
+        choices=("env", "paper"),
+        default="env",
+        help="the env's default settings, or the paper's",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     instances = list(iter_instances("minecraft", "1p_v_1p"))[: args.instances]
+    paper = settings_for(instances[0], 0) if args.protocol == "paper" else None
     runs: dict[str, Callable[[list[TaskInstance]], Games]] = {
-        "bare": lambda chosen: bare(chosen, args.seed),
-        "gym": lambda chosen: gym(chosen, args.seed),
-        "gym_lean": lambda chosen: gym(chosen, args.seed, narrate=False),
-        "gym_acks": lambda chosen: gym(chosen, args.seed, ack_views=True),
-        "aec": lambda chosen: aec(chosen, args.seed),
+        "bare": lambda chosen: bare(chosen, args.seed, paper),
+        "gym": lambda chosen: gym(chosen, args.seed, settings=paper),
+        "gym_lean": lambda chosen: gym(chosen, args.seed, narrate=False, settings=paper),
+        "gym_acks": lambda chosen: gym(chosen, args.seed, ack_views=True, settings=paper),
+        "aec": lambda chosen: aec(chosen, args.seed, paper),
     }
     for name in WAYS:  # warm-up: imports, rule set indexes, text spaces
         runs[name](instances[:3])
@@ -154,6 +171,7 @@ def main() -> None:
     games = len(instances)
     same = {name: digests[name] == digests["bare"] for name in WAYS}
     figures: dict[str, Any] = {
+        "protocol": args.protocol,
         "instances": games,
         "repeats": args.repeats,
         "events": events,
@@ -175,7 +193,8 @@ def main() -> None:
         print(json.dumps(figures, indent=2))
         return
     print(
-        f"{games} minecraft 1p_v_1p instances, {args.repeats} interleaved rounds (median, [min-max]); "
+        f"{games} minecraft 1p_v_1p instances, {args.protocol} protocol, {args.repeats} interleaved rounds "
+        "(median, [min-max]); "
         f"same games as bare: {'yes' if all(same.values()) else same}"
     )
     for name in WAYS:

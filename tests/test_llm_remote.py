@@ -60,17 +60,25 @@ def test_two_llm_agents_play_a_tom_game_through_a_live_server(
             thread.start()
         for thread in threads:
             thread.join(120)
-        requests = len(llm.requests)
+        model_calls = len(llm.requests)
     assert not failures, failures
     assert {s: o["finished"] for s, o in outcomes.items()} == {0: True, 1: True}
-    assert requests > 4 and not outcomes[0]["fallback_actions"] and not outcomes[1]["fallback_actions"]
+    assert model_calls > 4 and not outcomes[0]["fallback_actions"] and not outcomes[1]["fallback_actions"]
     events = host.rest("GET", f"/api/games/{game_id}/events")[1]["events"]
     assert any(e["type"] == "trade_executed" for e in events) or any(e["type"] == "passed" for e in events)
     # the hall asks seat 0 for V0+V1+V2: its agent's reports carry all three (seen in its own traces)
     calls = [t for t in outcomes[0]["trace_records"] if t.get("trace") == "decision"]
     reports = [t["action"] for t in calls if t["action"]["type"] == "report_tom"]
     assert reports and all(r["v1"] and r["v2"] for r in reports)
-    assert API_KEY not in json.dumps(outcomes)
+    # and the server's log holds both seats' reports of their own order sets: V0+V1+V2 and V0
+    export = requests.get(f"{server.url}/api/admin/games/{game_id}/export", auth=ADMIN, timeout=30)
+    assert export.status_code == 200, export.text
+    events = decode_log(export.text.splitlines()).events
+    reported = [(e.actor, e.payload) for e in events if e.type == "tom_reported"]
+    assert {seat for seat, _ in reported} == {0, 1}
+    assert all((p["v1"] is not None and p["v2"] is not None) == (seat == 0) for seat, p in reported)
+    assert all(p["v1"] is None for seat, p in reported if seat == 1)
+    assert API_KEY not in json.dumps(outcomes) and API_KEY not in export.text
     host.close()
 
 
@@ -139,7 +147,7 @@ def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_t
     script = [
         Reply(tool_calls=[("report_tom", '{"v0": {"coal": ')]),  # malformed JSON
         Reply(status=429, retry_after=0.01, content="slow down"),
-        Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
+        Reply(delay=2.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
     ]
     outcomes: dict[str, Any] = {}
     failures: list[BaseException] = []
@@ -149,7 +157,7 @@ def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_t
 
         def agent() -> None:
             try:
-                spec = "llm:openai:test-model?timeout=0.5&backoff=0.01&max_invalid=4"
+                spec = "llm:openai:test-model?timeout=1&backoff=0.01&max_invalid=4"
                 outcomes["agent"] = run_bot(server.url, game_id, token, spec, seat=0, seed=3)
             except BaseException as err:  # surfaced below
                 failures.append(err)
