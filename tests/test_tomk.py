@@ -273,7 +273,8 @@ def test_race_aware_proposer_does_not_offer_what_it_believes_hands_over_the_win(
 def test_race_option():
     bot = make_policy("tom2?race=1", 0)
     assert isinstance(bot, ToMBot) and bot.race == 1.0
-    assert make_policy("tom2", 0).race == 0.0
+    assert make_policy("tom2", 0).race == 1.0  # on by default
+    assert make_policy("tom2?race=0", 0).race == 0.0  # the race-blind proposer of the earlier runs
     for spec in ("tom1?race=-1", "tom1?race=11", "tom1?race=yes"):
         with pytest.raises(PolicySpecError):
             make_policy(spec, 0)

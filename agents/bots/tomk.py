@@ -27,6 +27,11 @@ information"; see ``docs/tom-bots.md`` for the equations and every choice made h
   ``EV^k(O) = (1-c_k) EV^(k-1)(O) + c_k P_(k-1)(accept O) pi_self(O)``
   (Eq 5/7); confidences start at 1 and follow Eq 9/10 with learning speed ``lambda`` after each
   opponent proposal.
+* **Proposer-side race** (option ``race`` = ``w``, default 1; 0 turns it off): a ToM-k >= 1 proposer's
+  order-k term is ``c_k sum_t P(t) accept_t(O) (pi_self(O) - w c_1 handover_t(O))``, ``handover_t`` = the
+  trade completes the responder's target ``t`` and not ours (:func:`hands_over`): it does not offer the
+  win, as a responder does not accept handing it over. Its model of an opponent proposer carries the same
+  term.
 * **Responder.** Accepts iff ``pi_self(O) - c_1 * race(O) > 0`` where ``race`` is the posterior
   probability that the trade completes the opponent's target and not ours (ToM-0: ``pi_self > 0``).
 * **Crafting** follows the planner's plan under the game's crafting-runs rule as soon as the target is
@@ -244,7 +249,7 @@ class ToMBot:
         max_offers: int = 400,
         tau: float = 0.05,
         epsilon: float = 0.05,
-        race: float = 0.0,
+        race: float = 1.0,
         rules: RuleSet | None = None,
     ) -> None:
         if not 0 <= order <= MAX_ORDER:
@@ -793,7 +798,7 @@ def _factory(order: int):  # type: ignore[no-untyped-def]
         candidates: str = "96",
         top_targets: str = "6",
         max_offers: str = "400",
-        race: str = "0",
+        race: str = "1",
         **options: str,
     ) -> ToMBot:
         lam = options.pop("lambda", None) or learning_speed
