@@ -84,13 +84,13 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
     script = [
         Reply(tool_calls=[("propose", '{"to": 1, "offer": {"coal": ')]),  # malformed JSON
         Reply(status=429, retry_after=0.01, content="slow down"),
-        Reply(delay=1.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
+        Reply(delay=2.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 5}, "request": {}})]),  # not held
         Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),  # the engine refuses it
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}})]),
     ]
     with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
-        agent = agent_for(server, timeout=0.5, max_invalid=4)
+        agent = agent_for(server, timeout=1.0, max_invalid=4)
         result = play(agent, max_turns=1)
         requests = server.requests
     assert result.end_reason == "max_turns" and agent.fallbacks == 0
