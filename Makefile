@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser run test lint bench clean
+.PHONY: setup browser valgrind run test lint bench clean
 
 $(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ browser:
 	  { apt-get update -qq && apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; } || \
 	  { echo "Install Debian's chromium and fonts-noto-color-emoji (as root) for the browser tests."; exit 1; }
 
+# valgrind for bench/bench_env_instructions.py (instruction counts that other jobs on the machine do not move)
+valgrind:
+	@command -v valgrind >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; } || \
+	  { echo "Install Debian's valgrind (as root) for bench/bench_env_instructions.py."; exit 1; }
+
 run: $(STAMP)
 	$(BIN)/python run_server.py
 
@@ -34,7 +40,7 @@ test: $(STAMP) browser
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/pytest
 
-bench: $(STAMP) browser
+bench: $(STAMP) browser valgrind
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -105,6 +106,8 @@ def main() -> None:
     if args.child:
         child(args.child[0], int(args.child[1]), args.instances, args.protocol)
         return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed: run `make valgrind` (Debian's package, as root) first.")
     runs = [(way, k) for way in WAYS for k in (0, 1)]
     with ThreadPoolExecutor(args.jobs) as pool:
         measured = pool.map(lambda r: instructions(r[0], r[1], args.instances, args.protocol), runs)
