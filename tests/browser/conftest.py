@@ -5,6 +5,7 @@ Never `playwright install` (it downloads a browser): `make browser` installs Deb
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -19,6 +20,8 @@ if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
 
 from e2e_helpers import ServerProcess, write_config  # noqa: E402
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
+
+from craft_rules.loader import load_rule_set  # noqa: E402
 
 # A machine shared by several test runs answers slowly at times: a bot's move or a push may take more than
 # Playwright's default 5 s to show. A wait ends as soon as the page shows what is expected, so a longer
@@ -99,3 +102,24 @@ def artifacts() -> Path:
     """tests/artifacts/ (git-ignored): screenshots of every screen the tests visit."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+def check_icon_gallery(page: Page, base_url: str, ruleset: str, artifacts: Path) -> None:
+    """The rule set's gallery draws one readable 24-px icon per item, no two drawn the same."""
+    page.goto(f"{base_url}/rulesets/{ruleset}/icons")
+    expect(page.locator("#icon-gallery[data-ready=true]")).to_be_attached()
+    items = len(load_rule_set(ruleset).items)
+    expect(page.locator("svg.item-icon")).to_have_count(items)
+    glyphs = page.eval_on_selector_all(
+        "svg.item-icon",
+        """icons => icons.map(svg => ({
+            text: svg.querySelector('text').textContent,
+            width: svg.getBoundingClientRect().width,
+            fill: svg.querySelectorAll('rect')[1].getAttribute('fill'),
+            frame: svg.querySelectorAll('rect')[0].getAttribute('fill'),
+        }))""",
+    )
+    assert all(g["text"].strip() and g["width"] == 24 for g in glyphs)
+    drawn = {json.dumps(g, sort_keys=True) for g in glyphs}
+    assert len(drawn) == items  # no two icons are drawn the same
+    page.screenshot(path=artifacts / f"icons-{ruleset}.png")

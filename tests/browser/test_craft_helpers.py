@@ -15,11 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE, DOCS, DOCS_SCREENSHOTS
+from conftest import AXE, DOCS, DOCS_SCREENSHOTS, check_icon_gallery
 from e2e_helpers import Client, ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, Route, expect
-
-from craft_rules.loader import load_rule_set
 
 SMELT = "iron_ingot_from_smelting_raw_iron"
 SMELT_SAID = "iron ingot from smelting raw iron"  # how the controls' names say it (no underscores)
@@ -367,24 +365,7 @@ def test_icons_wait_for_their_catalogue(server: ServerProcess, browser: Browser)
 
 
 def test_every_alchemy_element_gets_an_icon(server: ServerProcess, browser: Browser, artifacts: Path) -> None:
-    """The alchemy rule set's gallery (the minecraft one: tests/browser/test_viewer_pages.py): one readable
-    24-px icon per element, no two drawn the same."""
+    """The alchemy rule set's gallery, as tests/browser/test_viewer_pages.py checks the minecraft one."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.goto(f"{server.url}/rulesets/alchemy/icons")
-    expect(page.locator("#icon-gallery[data-ready=true]")).to_be_attached()
-    elements = len(load_rule_set("alchemy").items)
-    expect(page.locator("svg.item-icon")).to_have_count(elements)
-    glyphs = page.eval_on_selector_all(
-        "svg.item-icon",
-        """icons => icons.map(svg => ({
-            text: svg.querySelector('text').textContent,
-            width: svg.getBoundingClientRect().width,
-            fill: svg.querySelectorAll('rect')[1].getAttribute('fill'),
-            frame: svg.querySelectorAll('rect')[0].getAttribute('fill'),
-        }))""",
-    )
-    assert all(g["text"].strip() and g["width"] == 24 for g in glyphs)
-    assert len({json.dumps(g, sort_keys=True) for g in glyphs}) == elements
-    page.screenshot(path=artifacts / "icons-alchemy.png")
+    check_icon_gallery(context.new_page(), server.url, "alchemy", artifacts)
     context.close()

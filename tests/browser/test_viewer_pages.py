@@ -5,18 +5,15 @@ how-to-play page is one click from the nav. Screenshots go to tests/artifacts/."
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import AXE, assert_fits_width, docs_screenshot
+from conftest import AXE, assert_fits_width, check_icon_gallery, docs_screenshot
 from e2e_helpers import Client, ServerProcess
 from playwright.sync_api import Browser, BrowserContext, Page, expect
-
-from craft_rules.loader import load_rule_set
 
 
 def _context_as(browser: Browser, server: ServerProcess, client: Client | None) -> BrowserContext:
@@ -183,23 +180,7 @@ def test_every_item_gets_an_icon(server: ServerProcess, browser: Browser, artifa
     context = _context_as(browser, server, None)
     page = context.new_page()
     errors = _errors_of(page)
-    page.goto(f"{server.url}/rulesets/minecraft/icons")
-    expect(page.locator("#icon-gallery[data-ready=true]")).to_be_attached()
-    items = len(load_rule_set("minecraft").items)
-    expect(page.locator("svg.item-icon")).to_have_count(items)
-    glyphs = page.eval_on_selector_all(
-        "svg.item-icon",
-        """icons => icons.map(svg => ({
-            text: svg.querySelector('text').textContent,
-            width: svg.getBoundingClientRect().width,
-            fill: svg.querySelectorAll('rect')[1].getAttribute('fill'),
-            frame: svg.querySelectorAll('rect')[0].getAttribute('fill'),
-        }))""",
-    )
-    assert all(g["text"].strip() and g["width"] == 24 for g in glyphs)
-    drawn = {json.dumps(g, sort_keys=True) for g in glyphs}
-    assert len(drawn) == items  # no two icons are drawn the same
-    page.screenshot(path=artifacts / "icons-minecraft.png")
+    check_icon_gallery(page, server.url, "minecraft", artifacts)
     docs_screenshot(page, "icons")
     page.get_by_label("Filter items").fill("planks")
     expect(page.locator("svg.item-icon")).to_have_count(11)
