@@ -199,7 +199,7 @@ def assess_instance(
             for item, count in hand.items():
                 others_pool[item] = others_pool.get(item, 0) + count
         needed = planner.missing(own, target, available=others_pool)
-        fewest = planner.fewest_kinds(own, target, others_pool)
+        fewest = None if needed is None else planner.fewest_kinds(own, target, others_pool)
         if needed is None or fewest is None:
             reasons.append(f"player {seat}: the other players cannot supply what its target needs")
             continue

@@ -174,6 +174,30 @@ def test_planner_for_is_cached_per_rule_set(mini: RuleSet) -> None:
     assert planner_for(mini) is planner_for(mini)
 
 
+def test_a_question_asked_again_is_answered_without_solving_and_stays_intact(
+    mini: RuleSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planner = Planner(mini)
+    solves = []
+    solve = planner._solve
+    monkeypatch.setattr(planner, "_solve", lambda *a, **k: solves.append(1) or solve(*a, **k))
+    hand, target = {"planks": 1, "coal": 1}, {"torch": 1}
+    first = planner.plan(hand, target)
+    first.final_hand["torch"] = F(99)  # a caller that edits its answer must not edit the next one
+    assert len(solves) == 1
+    again = planner.plan(hand, target)
+    assert len(solves) == 1  # remembered
+    assert_valid(mini, again)
+    assert again.steps == first.steps and again.final_hand["torch"] == 1
+    assert planner.can_craft(hand, target) and len(solves) == 1
+    assert planner.missing({"planks": 1}, target)  # another question solves
+    asked = len(solves)
+    assert asked > 1
+    planner.forget_plans()
+    planner.plan(hand, target)
+    assert len(solves) == asked + 1
+
+
 # --- possible crafts and item info -----------------------------------------------------------------------
 
 
