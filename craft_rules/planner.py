@@ -267,9 +267,9 @@ HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
 SEED_RUNS = Fraction(1, 64)
 DEFAULT_RULE = ""  # in a split: no explicit option, crafting's default rule picks (whole runs only)
 ROUNDS_MARGIN = 1e-5  # how much of a cooking run a seed craft makes to start a fuel cycle
-# Answers to recent "can this hand craft that" questions, per planner: a validator, a bot or the value
-# reference asks the same one several times in a row (about half of a task generator's solves).
-RECENT_PLANS = 1024
+# Plans one computation remembers (Planner.remembering): a task validator or a value report asks the
+# same "can this hand craft that" several times (half of a task generator's solves were repeats).
+REMEMBERED_PLANS = 1024
 
 
 @dataclass
@@ -484,11 +484,21 @@ class Planner:
                 bucket.append((rid, len(rules.recipes[rid].ingredients)))
         self._slots_of_item = {item: tuple(s) for item, s in slots.items()}
         self._ancestors_cached = lru_cache(maxsize=4096)(self._compute_ancestors)
-        self._recent_plans = lru_cache(maxsize=RECENT_PLANS)(self._plan_of_items)
+        self._memo = threading.local()
 
-    def forget_plans(self) -> None:
-        """Drop the remembered recent plans (benchmarks time each question cold)."""
-        self._recent_plans.cache_clear()
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block, this thread's repeated plan questions are solved once. The memo ends with
+        the outermost block: it is one computation's, never shared with another caller, whose answer
+        would otherwise come back faster when someone else had asked the same (a timing side channel)."""
+        outermost = getattr(self._memo, "plans", None) is None
+        if outermost:
+            self._memo.plans = {}
+        try:
+            yield
+        finally:
+            if outermost:
+                self._memo.plans = None
 
     # --- static structure --------------------------------------------------------------------------
     @cached_property
@@ -1069,15 +1079,17 @@ class Planner:
     ) -> tuple[tuple[PlanStep, ...], dict[str, Fraction]] | None:
         if self._holds(hand, need):
             return (), dict(hand)
-        # keyed in the caller's order, so a remembered answer is the one this call would compute
-        found = self._recent_plans(tuple(hand.items()), tuple(need.items()))
-        return None if found is None else (found[0], dict(found[1]))
-
-    def _plan_of_items(
-        self, hand_items: tuple[tuple[str, Fraction], ...], need_items: tuple[tuple[str, int], ...]
-    ) -> tuple[tuple[PlanStep, ...], tuple[tuple[str, Fraction], ...]] | None:
-        found = self._solve_plan(dict(hand_items), dict(need_items))
-        return None if found is None else (found[0], tuple(found[1].items()))
+        memo = getattr(self._memo, "plans", None)
+        if memo is None:
+            return self._solve_plan(hand, need)
+        key = (tuple(hand.items()), tuple(need.items()))  # the caller's order: the answer it would get
+        if key not in memo:
+            if len(memo) >= REMEMBERED_PLANS:
+                memo.pop(next(iter(memo)))
+            found = self._solve_plan(hand, need)
+            memo[key] = None if found is None else (found[0], tuple(found[1].items()))
+        remembered = memo[key]
+        return None if remembered is None else (remembered[0], dict(remembered[1]))
 
     def _solve_plan(
         self, hand: dict[str, Fraction], need: dict[str, int]

@@ -159,6 +159,11 @@ def assess_instance(
     :func:`rule_of`; a given ``planner`` must plan under that rule); never raises for a bad instance."""
     runs = rule_of(instance, crafting_runs)
     planner = planner or planner_for(rules, whole_runs=runs == "whole")
+    with planner.remembering():  # a seat's own hand is planned for up to three times
+        return _assess(rules, instance, planner, runs)
+
+
+def _assess(rules: RuleSet, instance: TaskInstance, planner: Planner, runs: CraftingRuns) -> InstanceReport:
     report = InstanceReport(instance.id, instance.ruleset, instance.mode, valid=True, crafting_runs=runs)
     reasons = report.reasons
     if len(instance.hands) < 2:
@@ -408,18 +413,21 @@ def generate_instances(
             key = tuple(targets)
             if key in seen:
                 continue
-            hands = _deal(rules, expander, targets, distractor_pool, rng, planner, index / max(1, count - 1))
-            instance = TaskInstance(
-                id=f"{id_prefix or rules.name}/{mode}/generated#{index}",
-                ruleset=rules.name,
-                mode=mode,
-                hands=tuple(hands),
-                targets=tuple({t: 1} for t in targets),
-                crafting_runs=crafting_runs,
-            )
-            if any(t in hand for t in targets for hand in hands):
-                continue  # a target dealt as is makes a trivial game
-            report = assess_instance(rules, instance, planner)
+            with planner.remembering():  # the deal's own-hand checks are the validator's first ones
+                hands = _deal(
+                    rules, expander, targets, distractor_pool, rng, planner, index / max(1, count - 1)
+                )
+                instance = TaskInstance(
+                    id=f"{id_prefix or rules.name}/{mode}/generated#{index}",
+                    ruleset=rules.name,
+                    mode=mode,
+                    hands=tuple(hands),
+                    targets=tuple({t: 1} for t in targets),
+                    crafting_runs=crafting_runs,
+                )
+                if any(t in hand for t in targets for hand in hands):
+                    continue  # a target dealt as is makes a trivial game
+                report = assess_instance(rules, instance, planner)
             if report.valid:
                 seen.add(key)
                 out.append(dataclasses.replace(instance, difficulty=report.difficulty))
