@@ -7,7 +7,8 @@ Prints figures; not a pass/fail test.
   worst-case first items (those feeding the most recipes: planks, sticks, coal); plus every shaped
   recipe's own pattern (which must match itself);
 - ``craft_options``: one recipe for a hand of 5-10 items, including fuel-burning recipes with every fuel held;
-- ``possible_crafts`` with the added recipe kinds, for comparison with bench_crafting's planner figure.
+- ``possible_crafts`` with the added recipe kinds, for comparison with bench_crafting's planner figure;
+- ``craftable`` on random items, asked twice: the second answer must be no faster than the first.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from craft_rules import planner as planner_module
 from craft_rules.grid import recipe_grid
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RecipeType
@@ -135,6 +137,20 @@ def main() -> None:
         "possible_crafts (with recipe kinds), 6 items",
         timed(range(args.samples), lambda _: ask({"type": "possible_crafts", "limit": 500})),
     )
+
+    # craftable (a plan, and what is missing): the first question about an item and the same question
+    # again should cost the same, whatever the planner answered before (no shared cache: see
+    # Planner.remembering); a gap here would let a player time out someone else's target
+    planner_module.SILENCE_SOLVER_STDOUT = True
+    targets = rng.sample(sorted(rules.recipes_by_result), min(args.samples, len(rules.recipes_by_result)))
+    first, again = [], []
+    for item in targets:
+        query = {"type": "craftable", "item": item}
+        first += timed([query], ask)
+        again += timed([query], ask)
+    report("craftable, an item asked about the first time", first)
+    report("craftable, the same question again", again)
+    print(f"  median again / first: {statistics.median(again) / statistics.median(first):.3f}")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,14 @@ class InvalidQuantityError(PlannerError):
 # --- results ---------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Memo:
+    """What one computation remembers (see :meth:`Planner.remembering`)."""
+
+    plans: dict[tuple[Any, ...], Any]
+    ancestors: dict[tuple[frozenset[str], bool], tuple[frozenset[str], frozenset[str]]] | None
+
+
 @dataclass(frozen=True)
 class PlanStep:
     """One craft call: ``craft(rules, hand, recipe_id, runs, choices, fuel)``."""
@@ -487,18 +495,23 @@ class Planner:
         self._memo = threading.local()
 
     @contextmanager
-    def remembering(self) -> Iterator[None]:
+    def remembering(self, *, private: bool = False) -> Iterator[None]:
         """Within the block, this thread's repeated plan questions are solved once. The memo ends with
         the outermost block: it is one computation's, never shared with another caller, whose answer
-        would otherwise come back faster when someone else had asked the same (a timing side channel)."""
-        outermost = getattr(self._memo, "plans", None) is None
-        if outermost:
-            self._memo.plans = {}
+        would otherwise come back faster when someone else had asked the same (a timing side channel).
+
+        ``private``: the block neither reads nor fills the planner's shared cache of ancestor sub-graphs
+        either, so how fast it is answered does not depend on which targets anyone planned for before
+        (a player's query about the opponent's secret target would otherwise come back faster)."""
+        outer = getattr(self._memo, "block", None)
+        if outer is not None and (outer.ancestors is not None or not private):
+            yield  # the enclosing computation's memo (as private or more)
+            return
+        self._memo.block = _Memo({}, {} if private else None)
         try:
             yield
         finally:
-            if outermost:
-                self._memo.plans = None
+            self._memo.block = outer
 
     # --- static structure --------------------------------------------------------------------------
     @cached_property
@@ -582,7 +595,14 @@ class Planner:
         Every fuel feeds every cooking recipe. With ``fuel_leaves`` the recipes that make fuels are
         not followed (unless something else needs those fuels): choosing what to obtain from others
         never needs them, as a unit of coal block or lava bucket out-burns any crafted fuel."""
-        return self._ancestors_cached(frozenset(target_items), fuel_leaves)
+        key = frozenset(target_items)
+        block = getattr(self._memo, "block", None)
+        if block is None or block.ancestors is None:
+            return self._ancestors_cached(key, fuel_leaves)
+        found = block.ancestors.get((key, fuel_leaves))
+        if found is None:
+            found = block.ancestors[key, fuel_leaves] = self._compute_ancestors(key, fuel_leaves)
+        return found
 
     def _compute_ancestors(
         self, targets: frozenset[str], fuel_leaves: bool
@@ -1079,9 +1099,10 @@ class Planner:
     ) -> tuple[tuple[PlanStep, ...], dict[str, Fraction]] | None:
         if self._holds(hand, need):
             return (), dict(hand)
-        memo = getattr(self._memo, "plans", None)
-        if memo is None:
+        block = getattr(self._memo, "block", None)
+        if block is None:
             return self._solve_plan(hand, need)
+        memo = block.plans
         key = (tuple(hand.items()), tuple(need.items()))  # the caller's order: the answer it would get
         if key not in memo:
             if len(memo) >= REMEMBERED_PLANS:

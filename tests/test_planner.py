@@ -204,6 +204,19 @@ def test_one_computation_solves_a_repeated_question_once_and_no_other_caller_sha
     assert len(solves) == 4
 
 
+def test_a_private_computation_keeps_its_ancestor_graphs_to_itself(mini: RuleSet) -> None:
+    planner = Planner(mini)
+    planner.ancestors({"torch": 1})
+    shared = planner._ancestors_cached.cache_info()
+    with planner.remembering(private=True):
+        assert planner.ancestors({"torch": 1}) == planner._compute_ancestors(frozenset({"torch"}), False)
+        planner.plan({"planks": 1, "coal": 1}, {"shears": 1})
+        with planner.remembering():  # a shared block inside a private one stays private
+            planner.ancestors({"stick": 1})
+    after = planner._ancestors_cached.cache_info()
+    assert (after.hits, after.currsize) == (shared.hits, shared.currsize)
+
+
 def test_task_validation_solves_each_plan_once(minecraft: RuleSet, monkeypatch: pytest.MonkeyPatch) -> None:
     from craft_rules import taskgen
     from craft_rules.tasks import iter_instances, mode_for_players

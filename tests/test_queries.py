@@ -229,6 +229,26 @@ def test_spectators_have_no_hand_and_no_target() -> None:
     assert caught.value.code == "not_a_player"
 
 
+def test_a_query_does_the_same_work_whatever_anyone_planned_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seat 0 planning for its secret target (as a bot does, or its own crafting helper) must not make
+    seat 1's first question about that item faster: queries use no planner cache another caller fills."""
+    game = new()
+    computed: list[object] = []
+    compute = PLANNER._compute_ancestors
+    monkeypatch.setattr(PLANNER, "_compute_ancestors", lambda *a: computed.append(a) or compute(*a))
+    PLANNER.plan({"coal": 1, "stick": 1}, {"torch": 1})  # seat 0's private planning warms the shared cache
+    shared_before = PLANNER._ancestors_cached.cache_info()
+    query = {"type": "craftable", "item": "torch"}
+    counts = []
+    for _ in range(2):
+        computed.clear()
+        run_query(game, 1, query)
+        counts.append(len(computed))
+    assert counts[0] > 0 and counts[0] == counts[1]  # computed afresh, the same each time
+    shared_after = PLANNER._ancestors_cached.cache_info()
+    assert (shared_after.hits, shared_after.currsize) == (shared_before.hits, shared_before.currsize)
+
+
 def test_history_pages_through_the_viewers_own_log() -> None:
     game = new(TRIO, max_turns=6)
     game.apply(0, {"type": "propose", "to": 1, "offer": {"iron_ingot": 1}, "request": {"coal": 1}})

@@ -8,7 +8,9 @@ language tools derive their arguments from them too.
 A query answers only from what its viewer may see (:func:`run_query`): the rule set, the public hands,
 the viewer's own target and own crafting hand, and the viewer's own log. A spectator has no hand and no
 target, so the queries about "my hand" are refused (``not_a_player``); no query ever reads another
-seat's crafting hand, target, ToM report or a proposal the viewer was not party to.
+seat's crafting hand, target, ToM report or a proposal the viewer was not party to. Nor does its time:
+a query's planner work reads and fills no cache that another caller shares, so it takes as long whether
+or not a bot or another player planned for the same item before.
 
 Every query's cost is bounded before the work starts: text and counts have limits in the models, result
 lists are cut at ``limit`` (the answer says how many there were), and the crafting tree stops at a depth
@@ -297,7 +299,9 @@ def run_query(
 def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
     """The answer to ``query`` from the copied context alone."""
     handler = _ANSWERS[query.type]
-    return {"type": query.type, **handler(ctx, query)}
+    # private: the answer takes as long whatever other players or bots asked the planner before
+    with _planner(ctx).remembering(private=True):
+        return {"type": query.type, **handler(ctx, query)}
 
 
 def _planner(ctx: QueryContext) -> Planner:
