@@ -204,7 +204,12 @@ def _assess(rules: RuleSet, instance: TaskInstance, planner: Planner, runs: Craf
             for item, count in hand.items():
                 others_pool[item] = others_pool.get(item, 0) + count
         needed = planner.missing(own, target, available=others_pool)
-        fewest = None if needed is None else planner.fewest_kinds(own, target, others_pool)
+        if needed is None:
+            fewest = None
+        elif len(needed) == 1 and len(others) == 1:
+            fewest = needed  # one kind from the one partner: one trading step, whichever kind it is
+        else:
+            fewest = planner.fewest_kinds(own, target, others_pool)
         if needed is None or fewest is None:
             reasons.append(f"player {seat}: the other players cannot supply what its target needs")
             continue
