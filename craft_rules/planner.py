@@ -275,8 +275,8 @@ HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
 SEED_RUNS = Fraction(1, 64)
 DEFAULT_RULE = ""  # in a split: no explicit option, crafting's default rule picks (whole runs only)
 ROUNDS_MARGIN = 1e-5  # how much of a cooking run a seed craft makes to start a fuel cycle
-# Plans one computation remembers (Planner.remembering): a task validator or a value report asks the
-# same "can this hand craft that" several times (half of a task generator's solves were repeats).
+# Plans one computation remembers (Planner.remembering): a task validator asks the same "can this hand
+# craft that" several times (half of its plan solves were repeats).
 REMEMBERED_PLANS = 1024
 
 
