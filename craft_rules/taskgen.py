@@ -39,7 +39,7 @@ import dataclasses
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -422,16 +422,16 @@ def generate_instances(
                 hands = _deal(
                     rules, expander, targets, distractor_pool, rng, planner, index / max(1, count - 1)
                 )
-                instance = TaskInstance(
-                    id=f"{id_prefix or rules.name}/{mode}/generated#{index}",
-                    ruleset=rules.name,
-                    mode=mode,
-                    hands=tuple(hands),
-                    targets=tuple({t: 1} for t in targets),
-                    crafting_runs=crafting_runs,
-                )
                 if any(t in hand for t in targets for hand in hands):
                     continue  # a target dealt as is makes a trivial game
+                instance = _draft(
+                    rules,
+                    mode,
+                    f"{id_prefix or rules.name}/{mode}/generated#{index}",
+                    targets,
+                    hands,
+                    crafting_runs,
+                )
                 report = assess_instance(rules, instance, planner)
             if report.valid:
                 seen.add(key)
@@ -444,6 +444,25 @@ def generate_instances(
                 f"could not generate a valid instance at depth {depth} after {max_attempts} tries"
             )
     return out
+
+
+def _draft(
+    rules: RuleSet,
+    mode: str,
+    instance_id: str,
+    targets: Sequence[str],
+    hands: Sequence[dict[str, int]],
+    crafting_runs: CraftingRuns,
+) -> TaskInstance:
+    """A generated instance before validation: one unit of each target."""
+    return TaskInstance(
+        id=instance_id,
+        ruleset=rules.name,
+        mode=mode,
+        hands=tuple(hands),
+        targets=tuple({t: 1} for t in targets),
+        crafting_runs=crafting_runs,
+    )
 
 
 def _deal(
@@ -712,13 +731,13 @@ def _generate_from_pool(
             key = tuple(targets)
             if key in seen:
                 continue
-            instance = TaskInstance(
-                id=f"{id_prefix or rules.name}/{mode}/generated#{index}",
-                ruleset=rules.name,
-                mode=mode,
-                hands=tuple(hands),
-                targets=tuple({t: 1} for t in targets),
-                crafting_runs=crafting_runs,
+            instance = _draft(
+                rules,
+                mode,
+                f"{id_prefix or rules.name}/{mode}/generated#{index}",
+                targets,
+                hands,
+                crafting_runs,
             )
             report = assess_instance(rules, instance, planner, crafting_runs=crafting_runs)
             if not report.valid or report.scarce != want_scarce:
@@ -879,13 +898,8 @@ def generate_instance(
         if dealt is None:
             continue
         targets, hands = dealt
-        instance = TaskInstance(
-            id=instance_id or f"{rules.name}/{mode}/generated",
-            ruleset=rules.name,
-            mode=mode,
-            hands=tuple(hands),
-            targets=tuple({t: 1} for t in targets),
-            crafting_runs=crafting_runs,
+        instance = _draft(
+            rules, mode, instance_id or f"{rules.name}/{mode}/generated", targets, hands, crafting_runs
         )
         if reject is not None and reject(instance):
             continue
