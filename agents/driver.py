@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.bots.base import Policy, drain_traces, observe, tell_refused
 from agents.connection import SeatConnection
+from server.game.policy import Policy, drain_traces, observe, tell_refused
 
 log = logging.getLogger(__name__)
 

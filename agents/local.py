@@ -6,7 +6,7 @@ the game ends.
 The order is fixed (awaited seats in seat order, one action each per round), so the same instance,
 settings, seed and policies always give the same event log and the same ``log_sha256``.
 
-A policy is anything with ``act(view, legal) -> dict`` (see :mod:`agents.bots.base`). A policy that also
+A policy is anything with ``act(view, legal) -> dict`` (see :mod:`server.game.policy`). A policy that also
 has ``observe(events: list[dict]) -> None`` is handed, before each of its moves and once at the end, the
 events its seat may see that are new since its last call, as viewer-log records numbered ``n`` in the
 seat's own log (:func:`server.game.events.viewer_log`, what a remote client receives): what an LLM agent
@@ -17,11 +17,12 @@ tests), every event is stamped when it happens and :meth:`LocalResult.game_log` 
 researcher game-log format the server exports (:mod:`server.game.gamelog`), latencies included.
 
 **Traces**: after each ``act`` the runner drains the policy's trace records (``drain_traces``, see
-:mod:`agents.bots.base`) and keeps them with the seat, the first event the move produced (``event_seq``;
+:mod:`server.game.policy`) and keeps them with the seat, the first event the move produced (``event_seq``;
 null when refused) and the time; :meth:`LocalResult.game_log` writes them as ``trace`` records.
-**Refusals**: a policy with a ``refused`` hook whose action the engine refuses is told the engine's typed
-error and asked again, up to ``max_refusals`` times per move; then (and at once for a policy without the
-hook) the game stops with :class:`LocalPlayError`.
+**Refusals**: each move is the one decide step (:func:`server.game.policy.decide`) every runner calls; a
+refused move is handled by the runner's :class:`~server.game.policy.OnRefusal` strategy, here ``RAISE`` by
+default: a policy with a ``refused`` hook is told the engine's typed error and asked again (up to its
+``retries``); then (and at once for a policy without the hook) the game stops with :class:`LocalPlayError`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.bots.base import drain_traces, tell_refused
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
 from craft_rules.tasks import TaskInstance
@@ -47,10 +47,8 @@ from server.game.gamelog import (
     trace_fields,
 )
 from server.game.legal import legal_actions
+from server.game.policy import RAISE, OnRefusal, decide, listens, observe
 from server.game.views import player_view
-
-DEFAULT_MAX_REFUSALS = 5
-"""Refused actions a refusal-aware policy may send for one move before the game stops."""
 
 DEFAULT_MAX_ACTIONS_PER_PHASE = 1000
 """Actions a phase may take before the runner ends it with a system timeout (a stuck policy's guard)."""
@@ -190,16 +188,18 @@ def play_local(
     seed: int = 0,
     *,
     max_actions_per_phase: int = DEFAULT_MAX_ACTIONS_PER_PHASE,
-    max_refusals: int = DEFAULT_MAX_REFUSALS,
+    on_refusal: OnRefusal = RAISE,
     clock: Callable[[], float] | None = None,
 ) -> LocalResult:
     """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
 
     ``seed`` seeds the game's own generator (e.g. a drawn first proposer); policies bring their own
-    seeds. A policy's illegal action raises :class:`LocalPlayError` (the game as it was is
-    ``error.game``); a phase that takes more than ``max_actions_per_phase`` actions is ended
-    by a system timeout with the game's configured policy. ``clock`` (seconds since the epoch) stamps
-    each event as it happens; the times are in ``result.times`` and the game log.
+    seeds. Each move is one :func:`server.game.policy.decide`; a refused move is handled by ``on_refusal``
+    (default :data:`~server.game.policy.RAISE`: a policy that listens is told and asked again, then
+    :class:`LocalPlayError`, whose ``error.game`` is the game as it was; ``FALLBACK`` plays the safe move
+    instead). A phase that takes more than ``max_actions_per_phase`` actions is ended by a system timeout
+    with the game's configured policy. ``clock`` (seconds since the epoch) stamps each event as it happens;
+    the times are in ``result.times`` and the game log.
     """
     if len(policies) != instance.players:
         raise LocalPlayError(
@@ -208,6 +208,8 @@ def play_local(
             "give exactly one policy per seat.",
             details={"seats": instance.players, "policies": len(policies)},
         )
+    if on_refusal.deaf == "reseed":
+        raise ValueError("play_local holds policies, not factories: it cannot reseed one (use RAISE)")
     created_at = clock() if clock is not None else None
     game = Game.new(instance, settings, rules, seed)
     times: list[float | None] = []
@@ -220,54 +222,72 @@ def play_local(
     stamp()
     delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
     numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
+    observing = [getattr(p, "observe", None) is not None for p in policies]
     actions = timeouts = refusals = 0
     traces: list[TraceRecord] = []
 
-    def collect(seat: int, event_seq: int | None) -> None:
+    def keep(seat: int, records: list[dict[str, Any]], event_seq: int | None) -> None:
         now = clock() if clock is not None else None
-        for record in drain_traces(policies[seat]):
-            traces.append(TraceRecord(**trace_fields(record, seat, event_seq, now)))
+        traces.extend(TraceRecord(**trace_fields(record, seat, event_seq, now)) for record in records)
+
+    def news(seat: int) -> list[dict[str, Any]]:
+        if not observing[seat]:
+            return []
+        new = viewer_log(game.events[delivered[seat] :], seat, start=numbered[seat])
+        delivered[seat] = len(game.events)
+        numbered[seat] += len(new)
+        return new
+
+    def move(seat: int) -> None:
+        """One move of ``seat``: decide, apply; on a refusal, what ``on_refusal`` says."""
+        nonlocal refusals
+        policy = policies[seat]
+        events, refusal, failures = news(seat), None, 0
+        while True:
+            view = player_view(game, seat)
+            decision = decide(policy, view, legal_actions(game, seat), events, refusal)
+            events = []
+            if decision.failure is None:
+                try:
+                    first = len(game.events)
+                    game.apply(seat, decision.action)
+                    keep(seat, decision.traces, first)
+                    return
+                except GameError as err:
+                    error = err.to_dict()
+            elif on_refusal.then == "raise":
+                keep(seat, decision.traces, None)
+                raise decision.failure  # a policy that crashes is the caller's bug to see, as it is
+            else:
+                error = {"code": "policy_failed", "message": f"The policy raised {decision.failure!r}."}
+            keep(seat, decision.traces, None)  # the refused move's traces
+            failures += 1
+            if on_refusal.next_try(failures, listens(policy)) == "ask_again":
+                refusals += 1
+                refusal = error
+                continue
+            fallback = on_refusal.final_action(view)
+            if fallback is not None:
+                game.apply(seat, fallback)
+                return
+            raise LocalPlayError(
+                error["code"],
+                f"Seat {seat} ({type(policy).__name__}) sent an illegal action: {error['message']}",
+                seat=seat,
+                action=decision.action,
+                details=error.get("details"),
+                game=game,
+            )
 
     phase_key: tuple[int, str] = (game.turn, game.phase)
     phase_actions = 0
-
-    def feed(seat: int) -> None:
-        observe = getattr(policies[seat], "observe", None)
-        if observe is not None:
-            new = viewer_log(game.events[delivered[seat] :], seat, start=numbered[seat])
-            delivered[seat] = len(game.events)
-            numbered[seat] += len(new)
-            observe(new)
-
     while not game.finished:
         awaited = sorted(game.waiting_for())
         for seat in awaited:
             # an earlier seat's action this round may have ended the phase
             if game.finished or seat not in game.waiting_for():
                 continue
-            feed(seat)
-            for attempt in range(max_refusals + 1):
-                action = policies[seat].act(player_view(game, seat), legal_actions(game, seat))
-                try:
-                    first = len(game.events)
-                    game.apply(seat, action)
-                    collect(seat, first)
-                    break
-                except GameError as err:
-                    told = attempt < max_refusals and tell_refused(policies[seat], err.to_dict())
-                    collect(seat, None)  # the refused move's traces, and the policy's note of the refusal
-                    if told:
-                        refusals += 1
-                        continue
-                    raise LocalPlayError(
-                        err.code,
-                        f"Seat {seat} ({type(policies[seat]).__name__}) sent an illegal action: "
-                        f"{err.message}",
-                        seat=seat,
-                        action=action,
-                        details=err.details,
-                        game=game,
-                    ) from err
+            move(seat)
             stamp()
             actions += 1
             if (game.turn, game.phase) != phase_key:
@@ -280,7 +300,9 @@ def play_local(
                 timeouts += 1
                 phase_key, phase_actions = (game.turn, game.phase), 0
     for seat in range(game.players):
-        feed(seat)
+        end = news(seat)
+        if end:
+            observe(policies[seat], end)
     return LocalResult(
         winners=game.winners,
         turns=game.turn,

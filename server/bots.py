@@ -3,7 +3,7 @@
 Policies (bots, scripted players, LLM agents) are plug-ins. By default the server asks the registry named
 by the ``tradecraft.policy_registry`` entry point (``make_policy(spec, seed)`` and ``policy_names()``);
 ``create_app(policy_factory=...)`` injects another. A policy has ``act(view, legal) -> dict`` and
-optionally ``observe(events)`` and ``drain_traces()`` (the contract: ``agents/bots/base.py``; how the server
+optionally ``observe(events)`` and ``drain_traces()`` (the contract: ``server/game/policy.py``; how the server
 runs them: docs/protocol.md, "Bots"); whatever it answers is validated like a client's action.
 
 Seeds: one live policy per (game, seat), built with :func:`policy_seed` (the game seed and the seat), kept

@@ -11,11 +11,12 @@ import pytest
 from agent_support import SMALL_INSTANCES
 from suite_support import shipped_rule_set
 
-from agents.bots import Policy, RandomBot, make_policy
+from agents.bots import RandomBot, make_policy
 from agents.local import derive_seed, play_local
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import GameSettings
+from server.game.policy import Policy
 
 
 def own_instances(ruleset: str) -> list[TaskInstance]:
@@ -191,15 +192,22 @@ def test_the_random_policy_reseeds_each_move_from_its_seed_and_its_place_in_play
     }
     used = make_policy("random", 7)
     for _ in range(5):  # moves at other turns do not change what it does at this one
-        used.act({**view, "turn": 1, "log_size": 3}, ["propose", "pass", "resign"])
+        used.act(
+            {**view, "turn": 1, "move_key": "1:trade_propose:0", "log_size": 3}, ["propose", "pass", "resign"]
+        )
     fresh = make_policy("random", 7)
     for turn in (2, 3, 4):
-        moment = {**view, "turn": turn, "log_size": 4 * turn}
+        moment = {**view, "turn": turn, "move_key": f"{turn}:trade_propose:0", "log_size": 4 * turn}
         expected = fresh.act(moment, ["propose", "pass", "resign"])
         assert used.act(moment, ["propose", "pass", "resign"]) == expected
         # another seat finishing its crafting earlier or later shifts log_size, not the move
         assert used.act({**moment, "log_size": 4 * turn + 1}, ["propose", "pass", "resign"]) == expected
-    moves = {json.dumps(fresh.act({**view, "turn": t}, ["propose", "pass", "resign"])) for t in range(1, 9)}
+    moves = {
+        json.dumps(
+            fresh.act({**view, "turn": t, "move_key": f"{t}:trade_propose:0"}, ["propose", "pass", "resign"])
+        )
+        for t in range(1, 9)
+    }
     assert len(moves) > 1  # but it does reseed per move
 
 

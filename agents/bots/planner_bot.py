@@ -37,7 +37,6 @@ from agents.bots.oracle import (
     offer_json,
     tom_report,
 )
-from agents.bots.random_bot import own_move_key
 from craft_rules.model import RuleSet
 
 TRACE_LIMIT = 400
@@ -82,7 +81,7 @@ class OracleBot:
 
     def act(self, view: dict[str, Any], legal: Sequence[str]) -> dict[str, Any]:
         options = [kind for kind in legal if kind != "resign"]
-        rng = random.Random(f"{self.seed}:{own_move_key(view)}")
+        rng = random.Random(f"{self.seed}:{view['move_key']}")
         oracle = CraftingOracle.for_view(view, self._rules.for_view(view))
         if "report_tom" in options:
             report = self.report(view, oracle)

@@ -7,7 +7,7 @@ crafting hand affords (:func:`craft_rules.crafting.runnable_recipes`, the same a
 legal moves give), each run a random fraction of its largest amount.
 
 Deterministic for a seed: each move draws from a generator seeded with the seed and where the seat is in
-its own play (turn, phase, its crafts so far this phase: :func:`own_move_key`), so the same seed and the
+its own play (turn, phase, its crafts so far this phase: the view's ``move_key``), so the same seed and the
 same view give the same action whichever bot object is asked. Not ``view["log_size"]``: in the craft phase
 all seats act at once and the others' ``craft_finished`` events reach the seat's log in whatever order the
 server's threads ran, so the same game seed would play different moves. The bot keeps no game state
@@ -42,13 +42,6 @@ MESSAGES: tuple[str, ...] = (
     "Fair trade?",
 )
 
-
-def own_move_key(view: dict[str, Any]) -> str:
-    """Where the viewing seat is in its own play: turn, phase and its crafts so far in this phase.
-
-    Unlike ``log_size`` it does not depend on how other seats' simultaneous moves interleaved with its own.
-    """
-    return f"{view.get('turn')}:{view.get('phase')}:{len(view.get('crafts_this_phase') or [])}"
 
 
 class RandomBot:
@@ -103,8 +96,8 @@ class RandomBot:
         (:func:`server.game.legal.legal_actions`). Raises ``ValueError`` when nothing but resigning
         is legal: a policy is only asked to act when its action is awaited.
         """
-        if "turn" in view:  # per-move randomness: a rebuilt bot repeats exactly what this one would do
-            self.rng = random.Random(f"{self.seed}:{own_move_key(view)}")
+        if "move_key" in view:  # per-move randomness: a rebuilt bot repeats exactly what this one would do
+            self.rng = random.Random(f"{self.seed}:{view['move_key']}")
         options = [kind for kind in legal if kind != "resign"]
         if "report_tom" in options:
             return self._report_tom(view)

@@ -6,7 +6,7 @@ A package offers a policy by naming a factory in its ``pyproject.toml``::
     random = "agents.bots.random_bot:RandomBot"
 
 A factory is called ``factory(seed, **options)`` with every option as a string and returns a
-:class:`~agents.bots.base.Policy`. Nothing here imports a policy's module until that policy is made or
+:class:`~server.game.policy.Policy`. Nothing here imports a policy's module until that policy is made or
 described, so listing the names stays cheap and a broken plug-in breaks only itself.
 
 **Policy specs** (what ``tradecraft play --players``, seat settings and the lobby name)::
@@ -30,7 +30,7 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from agents.bots.base import Policy, PolicyFactory
+from server.game.policy import Policy, PolicyFactory
 
 ENTRY_POINT_GROUP = "tradecraft.policies"
 MAX_SPEC_LENGTH = 300

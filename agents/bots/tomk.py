@@ -295,7 +295,7 @@ class ToMBot:
         return list(self._trace)
 
     def drain_traces(self) -> list[dict[str, Any]]:
-        """The trace records made since the last call (the policy trace contract, :mod:`agents.bots.base`);
+        """The trace records made since the last call (the policy trace contract, :mod:`server.game.policy`);
         whoever runs the bot stores them in the game log."""
         out, self._undrained = self._undrained, []
         return out

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from agents.bots.base import Policy
 from agents.bots.registry import PolicySpecError, make_policy
 from agents.connection import MAX_ACTION_BYTES, oversized
 from agents.driver import SeatOutcome, take_turn
@@ -53,6 +52,7 @@ from craft_rules.tasks import TaskInstance, get_instance, iter_instances, mode_f
 from server.game import GameError, GameSettings, Timeout, viewer_log, visible_to
 from server.game.actions import PLAYER_ACTION_TYPES
 from server.game.gamelog import GameLog, TraceRecord, trace_fields
+from server.game.policy import Policy
 from server.game.queries import QUERY_MODELS
 
 TOOLS: tuple[str, ...] = (*PLAYER_ACTION_TYPES, *QUERY_MODELS)

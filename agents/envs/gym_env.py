@@ -30,7 +30,6 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from agents.bots.base import Policy
 from agents.envs.core import (
     DEFAULT_MAX_STEPS,
     DEFAULT_RULESET,
@@ -47,6 +46,7 @@ from agents.envs.core import (
 from craft_rules.tasks import TaskInstance
 from server.game import GameSettings
 from server.game.gamelog import GameLog
+from server.game.policy import Policy
 
 
 class TradeCraftEnv(gym.Env[dict[str, Any], Any]):

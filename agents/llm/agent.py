@@ -46,8 +46,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from agents.bots.random_bot import own_move_key
-from agents.driver import fallback_action
 from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
 from agents.llm.tools import SeatTools, strip_reasoning
@@ -63,6 +61,7 @@ from agents.llm.tracing import (
 from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
+from server.game.legal import fallback_action
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
 """The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
@@ -205,7 +204,7 @@ class LLMAgent:
     def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
         """The seat's next action: decided by the model through the tools, else the fallback."""
         self._start(view)
-        key = own_move_key(view)
+        key = view["move_key"]
         if self._decision is None or self._decision.key != key:
             self._decision = _Decision(key, deadline=time.monotonic() + self.settings.move_seconds)
             self._pending_note = None
@@ -504,8 +503,8 @@ class LLMAgent:
 
     # --- the fallback -----------------------------------------------------------------------------------
     def _fallback(self, view: Mapping[str, Any], legal: Sequence[str], reason: str) -> dict[str, Any]:
-        """The driver's safe legal move (:func:`agents.driver.fallback_action`: a ToM report of 5 for every
-        item, reject, finish crafting, pass, else the smallest ask), logged with the reason."""
+        """The safe legal move (:func:`server.game.legal.fallback_action`: a ToM report of 5 for every item,
+        reject, finish crafting, pass, else the smallest ask), logged with the reason."""
         action = fallback_action({**view, "legal_actions": list(legal)})
         if action is None:  # not awaited after all: nothing safe to send, the runner will see it refused
             action = {"type": "finish_crafting"}
@@ -513,7 +512,7 @@ class LLMAgent:
         decision = self._decision
         self._trace(
             "fallback",
-            decision=decision.key if decision else own_move_key(dict(view)),
+            decision=decision.key if decision else str(view["move_key"]),
             reason=reason,
             action=action,
             errors=list(decision.errors) if decision else [],

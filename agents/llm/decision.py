@@ -12,7 +12,7 @@ environment) validates and applies what ``act`` returns. So during a decision th
   view declares (a ToM report's items and seats, a proposal's items in the public hands), and on success
   holds it as the decision (``submitted``) instead of applying it. The runner applies it; if the engine
   refuses it after all (an item not held, a bad ToM report), the runner passes the engine's typed error to
-  the policy's ``refused`` hook and asks again (:mod:`agents.bots.base`).
+  the policy's ``refused`` hook and asks again (:mod:`server.game.policy`).
 """
 
 from __future__ import annotations

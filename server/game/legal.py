@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from craft_rules.crafting import fmt_qty, iter_runnable_recipes, runnable_recipes
@@ -161,3 +161,43 @@ def _any_craft(game: Game, seat: int) -> bool:
     hand = game.crafting_hand(seat) or {}
     whole = game.settings.whole_runs
     return next(iter_runnable_recipes(game.rules, hand, whole_runs=whole), None) is not None
+
+
+# --- the safe move -------------------------------------------------------------------------------
+def fallback_action(view: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A safe legal action for the seat whose player ``view`` this is, or None when it need not act.
+
+    Safe means it gives nothing away and never ends the seat's game: a ToM report of 5 everywhere (only
+    the orders asked), passing (else asking the next player for one unit of something), rejecting a
+    proposal, finishing crafting. Never ``resign``. What a runner plays when a policy gives up
+    (:class:`server.game.policy.OnRefusal`).
+    """
+    legal = view.get("legal_actions") or []
+    if "report_tom" in legal:
+        tom = view.get("tom") or {}
+        items = tom.get("items") or []
+        report: dict[str, Any] = {"type": "report_tom", "v0": dict.fromkeys(items, 5)}
+        for order in tom.get("orders") or []:
+            if order in (1, 2):
+                report[f"v{order}"] = {str(s): dict.fromkeys(items, 5) for s in tom.get("opponents") or []}
+        return report
+    if "decide" in legal:
+        return {"type": "decide", "accept": False, "message": ""}
+    if "finish_crafting" in legal:
+        return {"type": "finish_crafting"}
+    if "pass" in legal:
+        return {"type": "pass"}
+    if "propose" in legal:
+        seat, hands = view["seat"], view["hands"]
+        active = view.get("active") or [True] * view["players"]
+        for step in range(1, view["players"]):
+            other = (seat + step) % view["players"]
+            if not active[other]:  # a seat that resigned takes no proposals
+                continue
+            if hands[other]:
+                item = sorted(hands[other])[0]
+                return {"type": "propose", "to": other, "offer": {}, "request": {item: 1}, "message": ""}
+            if hands[seat]:
+                item = sorted(hands[seat])[0]
+                return {"type": "propose", "to": other, "offer": {item: 1}, "request": {}, "message": ""}
+    return None

@@ -410,6 +410,10 @@ class PlayerView(_Model):
         )
     )
     proposer: Seat = Field(description="the seat that proposes this turn")
+    move_key: str = Field(
+        description="names the viewer's current move: turn, phase as the viewer sees it, and its crafts so "
+        "far this phase (seeds per-move randomness; the same across restarts)"
+    )
     finished: bool
     winners: list[Seat]
     end_reason: EndReason | None

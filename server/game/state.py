@@ -242,6 +242,10 @@ class Game:
         """Payloads of the crafts ``seat`` made in the current craft phase (private to it); fresh copies."""
         return [_fresh(c) for c in self._craft_log[seat]] if self._crafting is not None else []
 
+    def craft_count(self, seat: int) -> int:
+        """How many crafts ``seat`` made in the current craft phase (0 outside one)."""
+        return len(self._craft_log[seat]) if self._crafting is not None else 0
+
     def crafting_finished(self) -> list[int]:
         """Seats done crafting in the current craft phase (public knowledge)."""
         return sorted(self._crafting_done) if self._crafting is not None else []

@@ -165,6 +165,19 @@ def _outsider_of_trade(game: Game, viewer: int | None) -> bool:
     return not _party(game.pending_parties, viewer)
 
 
+def move_key(game: Game, seat: int | None) -> str:
+    """Where ``seat`` is in its own play: the turn, the phase it sees and its crafts so far this phase.
+
+    It names one move of the seat, whoever computes it (the view's ``move_key``; the server's bot seats key
+    their retry seeds and client action ids by it; policies seed per-move randomness with it). Unlike the log
+    position it does not depend on how simultaneous moves of other seats interleaved with the seat's own, and
+    a seat outside a trade sees ``trade`` as the phase, so the key tells it no more than its view does.
+    """
+    phase = "trade" if _outsider_of_trade(game, seat) else game.phase
+    crafts = game.craft_count(seat) if seat is not None else 0
+    return f"{game.turn}:{phase}:{crafts}"
+
+
 def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
     shared = _shared(game)
     n = game.players
@@ -178,6 +191,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "turn": game.turn,
         "max_turns": game.max_turns,
         "phase": "trade" if outsider else game.phase,
+        "move_key": move_key(game, viewer),
         "proposer": game.proposer,
         "finished": game.finished,
         "winners": game.winners,
