@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def run_bot(
     from agents.connection import ConnectionFailed
     from agents.driver import run_seat
     from agents.remote import RemoteConnection
+    from server.game.policy import FALLBACK
 
     try:
         policy = make_policy(policy_spec, seed)
@@ -56,7 +58,7 @@ def run_bot(
         outcome = run_seat(
             policy,
             conn,
-            retries=retries,
+            on_refusal=replace(FALLBACK, retries=retries),
             on_move=(lambda o: click.echo(f"  action {o.actions}", err=True)) if progress else None,
         )
         status = conn.status

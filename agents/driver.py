@@ -1,13 +1,14 @@
 """Run any policy over any seat connection until the game ends: the one loop every player runs.
 
-:func:`run_seat` waits for the seat's turn, hands the policy the seat's new events (``observe``, when it
-has one), asks it for an action (``act(view, legal)``) and sends it. A refused action (a typed error; the
-game did not change) is told to the policy (``refused(error)``, when it has that hook) and the policy is asked
-again up to ``retries`` more times, with the fresh view;
-then the driver sends a **fallback**: a safe legal action (:func:`fallback_action`) and logs it, so a
-confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the policy
-keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first event
-the move produced in the seat's log (null if refused) and the time; a connection with ``record_traces``
+:func:`run_seat` waits for the seat's turn, then asks the policy for a move with the one decide step every
+runner calls (:func:`server.game.policy.decide`: the seat's new events, ``act(view, legal)``, its traces) and
+sends it. A refused action (a typed error; the game did not change) is handled by the runner's
+:class:`~server.game.policy.OnRefusal` strategy, here ``FALLBACK`` by default: the policy is told why
+(``refused(error)``, when it has that hook) and asked again up to ``retries`` more times with the fresh view;
+then the driver sends a **fallback**: a safe legal action (:func:`server.game.legal.fallback_action`) and logs
+it, so a confused policy can never hang a game. A policy that raises counts as a refusal too. Traces the
+policy keeps (``drain_traces``) are collected after each move with the seat, the number ``n`` of the first
+event the move produced in the seat's log (null if refused) and the time; a connection with ``record_traces``
 (a remote agent's) also hands them to the server, which keeps them with the game for researchers.
 
 :func:`take_turn` is one such decision; the environments use it to move the seats their learner does not
@@ -23,12 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.connection import SeatConnection
-from server.game.policy import Policy, drain_traces, observe, tell_refused
+from server.game.policy import FALLBACK, OnRefusal, Policy, decide, drain_traces, listens, observe
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RETRIES = 2
-"""How many times a refused policy may try again before the fallback action goes out."""
 MAX_STALE_ROUNDS = 20
 """Refusals that say the view was stale (the turn moved on meanwhile) are not the policy's fault; after
 this many in a row the driver gives up on the move rather than spin."""
@@ -77,44 +76,6 @@ class SeatOutcome:
         }
 
 
-def fallback_action(view: dict[str, Any]) -> dict[str, Any] | None:
-    """A safe legal action for the seat whose ``view`` this is, or None when it need not act.
-
-    Safe means it gives nothing away and never ends the seat's game: a ToM report of 5 everywhere (only
-    the orders asked), passing (else asking the next player for one unit of something), rejecting a
-    proposal, finishing crafting. Never ``resign``.
-    """
-    legal = view.get("legal_actions") or []
-    if "report_tom" in legal:
-        tom = view.get("tom") or {}
-        items = tom.get("items") or []
-        report: dict[str, Any] = {"type": "report_tom", "v0": dict.fromkeys(items, 5)}
-        for order in tom.get("orders") or []:
-            if order in (1, 2):
-                report[f"v{order}"] = {str(s): dict.fromkeys(items, 5) for s in tom.get("opponents") or []}
-        return report
-    if "decide" in legal:
-        return {"type": "decide", "accept": False, "message": ""}
-    if "finish_crafting" in legal:
-        return {"type": "finish_crafting"}
-    if "pass" in legal:
-        return {"type": "pass"}
-    if "propose" in legal:
-        seat, hands = view["seat"], view["hands"]
-        active = view.get("active") or [True] * view["players"]
-        for step in range(1, view["players"]):
-            other = (seat + step) % view["players"]
-            if not active[other]:  # a seat that resigned takes no proposals
-                continue
-            if hands[other]:
-                item = sorted(hands[other])[0]
-                return {"type": "propose", "to": other, "offer": {}, "request": {item: 1}, "message": ""}
-            if hands[seat]:
-                item = sorted(hands[seat])[0]
-                return {"type": "propose", "to": other, "offer": {item: 1}, "request": {}, "message": ""}
-    return None
-
-
 def _seat_lost(error: dict[str, Any], seat: int) -> bool:
     """Whether a refusal means this seat is no longer ours to play. ``player_left`` counts only when it
     names this seat: a proposal to a seat that resigned is refused with the same code (just a bad move)."""
@@ -134,64 +95,75 @@ def take_turn(
     conn: SeatConnection,
     outcome: SeatOutcome,
     *,
-    retries: int = DEFAULT_RETRIES,
+    on_refusal: OnRefusal = FALLBACK,
     clock: Callable[[], float] = time.time,
 ) -> bool:
-    """One decision for ``conn``'s seat, which must be awaited now: observe, act, retry, fall back.
+    """One decision for ``conn``'s seat, which must be awaited now: the one decide step
+    (:func:`server.game.policy.decide`), sent over the connection; a refusal handled by ``on_refusal``
+    (default :data:`~server.game.policy.FALLBACK`: asked again, then the safe move).
 
     Returns True when an action was applied (the policy's or the fallback), False when the seat turned
     out not to be awaited (the game moved on) or nothing could be applied.
     """
-    observe(policy, conn.events())
+    events, refusal = conn.events(), None
     failures: list[dict[str, Any]] = []
     stale = 0
     while True:
         view = conn.view()
         if view.get("finished") or not view.get("your_turn"):
             return False
-        if len(failures) > retries:
-            break
-        try:
-            action = policy.act(view, list(view.get("legal_actions") or []))
-        except Exception as err:  # a broken policy must not hang the game: fall back below
+        decision = decide(policy, view, view.get("legal_actions") or [], events, refusal)
+        events, refusal = [], None
+        if decision.failure is not None:  # a broken policy must not hang the game: a failed answer
+            err = decision.failure
             log.warning("seat %s: the policy raised %s: %s", conn.seat, type(err).__name__, err)
-            failures.append({"action": None, "error": {"code": "policy_failed", "message": str(err)}})
-            _keep_traces(policy, conn, outcome, None, clock)
-            continue
-        answer = conn.act(action)
-        _keep_traces(policy, conn, outcome, _first_n(answer) if answer.get("ok") else None, clock)
-        if answer.get("ok"):
-            outcome.actions += 1
-            return True
-        error = answer.get("error") or {}
-        outcome.refusals.append({"action": action, "error": error})
-        if _seat_lost(error, conn.seat):
-            log.warning(
-                "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
+            _keep_traces(decision.traces, conn, outcome, None, clock)
+            error: dict[str, Any] = {"code": "policy_failed", "message": str(err)}
+            action = None
+        else:
+            action = decision.action
+            answer = conn.act(action)
+            _keep_traces(
+                decision.traces, conn, outcome, _first_n(answer) if answer.get("ok") else None, clock
             )
-            outcome.seat_lost = error
-            return False
-        tell_refused(policy, error)  # a policy that can learn from it (an LLM agent) hears why first
-        if error.get("code") in STALE_CODES:
-            stale += 1
-            if stale > MAX_STALE_ROUNDS:
+            if answer.get("ok"):
+                outcome.actions += 1
+                return True
+            error = answer.get("error") or {}
+            outcome.refusals.append({"action": action, "error": error})
+            if _seat_lost(error, conn.seat):
+                log.warning(
+                    "seat %s: no longer ours to play (%s): %s", conn.seat, error["code"], error.get("message")
+                )
+                outcome.seat_lost = error
                 return False
-            refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
-            if refresh is not None:
-                refresh()
-            else:
-                conn.wait_for_turn(timeout=0.2)
-            continue
-        log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
+            refusal = error  # a policy that can learn from it (an LLM agent) hears why first
+            if error.get("code") in STALE_CODES:
+                stale += 1
+                if stale > MAX_STALE_ROUNDS:
+                    return False
+                refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
+                if refresh is not None:
+                    refresh()
+                else:
+                    conn.wait_for_turn(timeout=0.2)
+                continue
+            log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
         failures.append({"action": action, "error": error})
-        observe(policy, conn.events())
-    action = fallback_action(view)
+        events = conn.events()
+        if on_refusal.next_try(len(failures), listens(policy)) != "ask_again":
+            break  # a connection holds no factory to reseed from: reseeding gives up too
+    view = conn.view()
+    if view.get("finished") or not view.get("your_turn"):
+        return False
+    action = on_refusal.final_action(view)
     if action is None:
         return False
     answer = conn.act(action)
     log.warning(
-        "seat %s: fallback %s after %d failed attempt(s): %s",
+        "seat %s: %s %s after %d failed attempt(s): %s",
         conn.seat,
+        on_refusal.then,
         action["type"],
         len(failures),
         "; ".join(f"{f['error'].get('code')}" for f in failures),
@@ -205,14 +177,13 @@ def take_turn(
 
 
 def _keep_traces(
-    policy: Policy,
+    records: list[dict[str, Any]],
     conn: SeatConnection,
     outcome: SeatOutcome,
     first_n: int | None,
     clock: Callable[[], float],
 ) -> None:
     now = clock()
-    records = drain_traces(policy)
     for record in records:
         outcome.traces.append({**record, "seat": conn.seat, "event_n": first_n, "time": now})
     keep = getattr(conn, "record_traces", None)  # a remote agent's records go to the server's game log
@@ -229,7 +200,7 @@ def run_seat(
     policy: Policy,
     conn: SeatConnection,
     *,
-    retries: int = DEFAULT_RETRIES,
+    on_refusal: OnRefusal = FALLBACK,
     turn_timeout: float | None = None,
     on_move: Callable[[SeatOutcome], None] | None = None,
 ) -> SeatOutcome:
@@ -246,12 +217,12 @@ def run_seat(
             raise TimeoutError(f"seat {conn.seat} waited more than {turn_timeout} s for its turn")
         if conn.finished:
             break
-        if take_turn(policy, conn, outcome, retries=retries):
+        if take_turn(policy, conn, outcome, on_refusal=on_refusal):
             if on_move is not None:
                 on_move(outcome)
         else:
             time.sleep(0.05)  # the game moved on under us: let the connection catch up
     observe(policy, conn.events())  # the end: targets revealed, game ended
-    _keep_traces(policy, conn, outcome, None, time.time)
+    _keep_traces(drain_traces(policy), conn, outcome, None, time.time)
     outcome.final_view = conn.view()
     return outcome

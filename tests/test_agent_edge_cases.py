@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agents.bots.random_bot import RandomBot
-from agents.driver import SeatOutcome, fallback_action, take_turn
+from agents.driver import SeatOutcome, take_turn
 from agents.envs.core import make_policies
 from agents.llm.tools import SeatTools
 from agents.local import play_local
@@ -16,6 +16,7 @@ from agents.local_connection import LocalTable
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import iter_instances
 from server.game import GameSettings
+from server.game.legal import fallback_action
 
 
 @pytest.fixture(scope="module")

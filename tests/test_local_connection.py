@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from agents.bots.registry import make_policy
 from agents.connection import MAX_ACTION_BYTES, SeatConnection
-from agents.driver import SeatOutcome, fallback_action, run_seat, take_turn
+from agents.driver import SeatOutcome, run_seat, take_turn
 from agents.local_connection import LocalConnection, LocalTable
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import iter_instances
 from server.game import GameSettings, viewer_log
+from server.game.legal import fallback_action
+from server.game.policy import FALLBACK
 from server.game.queries import run_query
 
 ENVELOPE_KEYS = {"game_id", "hall", "status", "seat", "log_size", "deadline", "seats", "view"}
@@ -183,7 +186,7 @@ def test_refusals_are_retried_then_a_logged_fallback_goes_out(instance, rules, c
     policy = Stubborn()
     outcome = SeatOutcome(seat=0)
     before = table.game.state_digest()
-    assert take_turn(policy, conn, outcome, retries=2)
+    assert take_turn(policy, conn, outcome, on_refusal=replace(FALLBACK, retries=2))
     assert policy.tries == 3 and len(outcome.refusals) == 3
     assert {r["error"]["code"] for r in outcome.refusals} == {"item_not_held"}
     assert [f["action"] for f in outcome.fallbacks] == [{"type": "pass"}]
@@ -205,7 +208,7 @@ def test_a_policy_that_raises_gets_the_fallback(instance, rules) -> None:
         target=lambda: results.__setitem__(1, run_seat(make_policy("random", 3), table.connection(1)))
     )
     thread.start()
-    outcome = run_seat(Broken(), table.connection(0), retries=1)
+    outcome = run_seat(Broken(), table.connection(0), on_refusal=replace(FALLBACK, retries=1))
     thread.join(timeout=30)
     assert table.game.finished and outcome.final_view["finished"]
     assert outcome.fallbacks and all(len(f["after"]) == 2 for f in outcome.fallbacks)
