@@ -1,5 +1,5 @@
-"""One contract suite for every store backend: SQLite (memory and file), the MongoDB backend's own code under
-mongomock, and a real MongoDB when TRADECRAFT_TEST_MONGO_URI is set (e.g. mongodb://127.0.0.1:27017)."""
+"""One contract suite for every store backend: the in-process memory store, SQLite (memory and file), the
+MongoDB backend's own code under mongomock, and a real MongoDB when TRADECRAFT_TEST_MONGO_URI is set (e.g. mongodb://127.0.0.1:27017)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from server.store import SequenceConflict, Store, StoreError, open_store
 from server.store.base import MAX_TRACE_BYTES, MAX_TRACES_PER_GAME, check_trace_limit
 
 MONGO_URI = os.environ.get("TRADECRAFT_TEST_MONGO_URI", "")
-BACKENDS = ["sqlite-memory", "sqlite-file", "mongomock", "mongodb"]
+BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "mongomock", "mongodb"]
 
 
 def _mongo_url(database: str) -> str:
@@ -37,7 +37,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL naming a fresh, empty database of one backend."""
     backend = request.param
     database = f"tc_test_{uuid.uuid4().hex[:12]}"
-    if backend == "sqlite-memory":
+    if backend == "memory":
+        yield "memory://"
+    elif backend == "sqlite-memory":
         yield "sqlite:///:memory:"
     elif backend == "sqlite-file":
         yield f"sqlite:///{tmp_path}/data/tradecraft.db"
@@ -373,8 +375,8 @@ def test_concurrent_remember_action_and_set_value(store: Store) -> None:
 
 
 def test_two_store_objects_share_one_database(store_url: str) -> None:
-    if store_url == "sqlite:///:memory:":
-        pytest.skip("an in-memory SQLite database is private to its store object")
+    if store_url in ("sqlite:///:memory:", "memory://"):
+        pytest.skip("an in-memory database is private to its store object")
     first, second = open_store(store_url), open_store(store_url)  # e.g. two gunicorn workers
     try:
         game_id = new_game(first)
@@ -496,13 +498,13 @@ def test_values(store: Store) -> None:
 
 
 def test_describe_names_backend_without_credentials(store: Store) -> None:
-    assert store.backend in ("sqlite", "mongodb")
+    assert store.backend in ("memory", "sqlite", "mongodb")
     assert "@" not in store.describe()
 
 
 def test_reopening_keeps_everything(store_url: str) -> None:
-    if store_url == "sqlite:///:memory:":
-        pytest.skip("an in-memory SQLite database ends with its store object")
+    if store_url in ("sqlite:///:memory:", "memory://"):
+        pytest.skip("an in-memory database ends with its store object")
     store = open_store(store_url)
     game_id = new_game(store)
     store.append_events(game_id, [event(0), event(1)])

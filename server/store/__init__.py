@@ -7,6 +7,7 @@
   ``&busy_timeout_ms=N``. ``sqlite:///:memory:`` is a private in-memory database (tests).
 - ``mongodb://[user:pass@]host:port/dbname[?options]`` (or ``mongodb+srv://``) — pymongo; indexes are
   created on open; the database name defaults to ``tradecraft``.
+- ``memory://`` — this process's memory, nothing persisted (in-process local play and the environments).
 - ``mongomock://localhost/dbname`` — the MongoDB backend over an in-process mongomock client (tests only).
 """
 
@@ -45,6 +46,10 @@ __all__ = [
 def open_store(url: str) -> Store:
     """Open the store named by ``url`` (see the module docstring). Raises StoreError ``invalid_store_url``."""
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme == "memory":
+        from server.store.memory import MemoryStore
+
+        return MemoryStore()
     if scheme == "sqlite":
         from server.store.sqlite import SQLiteStore
 
