@@ -1,14 +1,14 @@
-"""The server's typed messages: the game envelope, and the catalogue of JSON schemas at ``GET /api/schemas``.
+"""The catalogue of JSON schemas at ``GET /api/schemas``: every typed message of the protocol, together.
 
-The engine's own models (views, events, actions, queries) live in ``server/game``; this module adds what
-only the server knows about a game (its id, hall, status, seats, deadline) and serves everything together.
+The engine's own models (views, events, actions, queries) live in ``server/game``; the game envelope (what
+only the server knows about a game: its id, hall, status, seats, deadline) in ``server/table/envelope.py``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import TypeAdapter
 
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
 from server.game.queries import QUERY_MODELS
@@ -20,43 +20,9 @@ from server.game.schemas import (
     strict_args_schema,
 )
 from server.game.views import VIEW_HISTORY_TURNS
-from server.item_catalog import ItemCatalogue
-from server.replay import ReplayStep
-
-
-class SeatInfo(BaseModel):
-    """A seat as everyone may see it (no user ids)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    seat: Annotated[int, Field(ge=0)]
-    accepts: Literal["open", "human", "agent", "bot"] = Field(description="what the seat was created for")
-    kind: Literal["human", "agent", "bot"] | None = Field(description="who took it; null while it is free")
-    name: str | None = Field(description="the holder's display name or the bot's name")
-    bot: str | None = Field(description="the built-in bot playing the seat, if any")
-    taken: bool
-    online: bool | None = Field(None, description="whether the holder is connected (to this server process)")
-
-
-class Envelope(BaseModel):
-    """What a seat (or a spectator) is told about a game: the ack of join/watch/view/actions and every
-    ``update`` push."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    ok: Literal[True] | None = Field(None, description="present in acknowledgements and REST answers")
-    game_id: str
-    hall: str | None = Field(description="the hall (game mode) the game was created in")
-    status: Literal["waiting", "running", "finished", "aborted"]
-    seat: Annotated[int, Field(ge=0)] | None = Field(description="your seat, or null for a spectator")
-    log_size: Annotated[int, Field(ge=0)] = Field(description="how many events your log holds")
-    deadline: float | None = Field(description="unix time at which the current phase times out, or null")
-    seats: list[SeatInfo]
-    view: PlayerView | SpectatorView | None = Field(description="your view; null before the game starts")
-    events: list[ViewerEvent] | None = Field(None, description="events you may see, numbered n in your log")
-
-
-ENVELOPE = TypeAdapter(Envelope)
+from server.table.envelope import Envelope
+from server.table.replay import ReplayStep
+from server.web.item_catalog import ItemCatalogue
 
 
 def schema_catalogue() -> dict[str, Any]:
