@@ -13,8 +13,8 @@ from typing import Any
 
 from werkzeug.serving import WSGIRequestHandler
 
-from server.app import create_app
-from server.settings import SettingsError, load_settings
+from server.table.config import SettingsError, load_settings
+from server.web.app import create_app
 
 
 class NoDelayRequestHandler(WSGIRequestHandler):

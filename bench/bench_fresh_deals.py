@@ -30,8 +30,8 @@ from e2e_helpers import ServerProcess, write_config  # noqa: E402
 
 from craft_rules.loader import load_rule_set  # noqa: E402
 from craft_rules.taskgen import GenerationError, generate_instance  # noqa: E402
-from server.lobby import DIFFICULTY_BANDS, repeats_published  # noqa: E402
-from server.settings import DEFAULT_CONFIG_PATH, load_settings  # noqa: E402
+from server.table.config import DEFAULT_CONFIG_PATH, load_settings  # noqa: E402
+from server.web.lobby import DIFFICULTY_BANDS, repeats_published  # noqa: E402
 
 
 def row(label: str, seconds: list[float], extra: str = "") -> str:

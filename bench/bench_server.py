@@ -334,7 +334,7 @@ def run_tradecraft(games: int, think: float, max_turns: int, sync: str, server: 
         settings_path.write_text(yaml.safe_dump(config), encoding="utf-8")
         env = {**os.environ, "TRADECRAFT_CONFIG": str(settings_path)}
         if server == "gunicorn":
-            command = gunicorn_command("server.app:create_app()", port, 2 * games + 20)
+            command = gunicorn_command("server.web.app:create_app()", port, 2 * games + 20)
         else:
             command = [sys.executable, str(ROOT / "run_server.py"), "--config", str(settings_path)]
         proc = start_server(command, env, ROOT, url)

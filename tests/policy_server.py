@@ -14,7 +14,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 import bot_policies  # noqa: E402
 
 import run_server  # noqa: E402
-from server.app import create_app  # noqa: E402
+from server.web.app import create_app  # noqa: E402
 
 
 def create_app_with_test_policies(settings: Any = None, **options: Any) -> Any:

@@ -21,17 +21,17 @@ from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rul
 
 from analysis.tables import COLUMNS as CSV_COLUMNS
 from craft_rules.tasks import TaskInstance
-from server.export import (
+from server.game import Game, GameSettings
+from server.game.gamelog import GAME_LOG_SCHEMA_VERSION, decode_log
+from server.game.views import player_view
+from server.store import Store, open_store
+from server.web.export import (
     PARTICIPANT_SCHEMA_VERSION,
     ExportError,
     export_csv_tables,
     export_game_jsonl,
     export_participant,
 )
-from server.game import Game, GameSettings
-from server.game.gamelog import GAME_LOG_SCHEMA_VERSION, decode_log
-from server.game.views import player_view
-from server.store import Store, open_store
 from tradecraft.cli import main as cli
 
 RULES = small_rules()
@@ -334,7 +334,7 @@ def test_cli_writes_jsonl_csv_and_participant_files(tmp_path: Path, monkeypatch:
     scripted_two_player(store, "game/one")  # an id that is not a safe file name
     random_game(store, "g2", TWO_PLAYER, 5)
     store.close()
-    monkeypatch.setattr("server.export.load_rule_set", lambda name: RULES)
+    monkeypatch.setattr("server.web.export.load_rule_set", lambda name: RULES)
     runner = CliRunner()
 
     result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "jsonl")])

@@ -22,9 +22,9 @@ import yaml
 from e2e_helpers import DUEL_ID, Client, ServerProcess, write_config
 
 from craft_rules.tasks import iter_instances
-from server.app import create_app
-from server.lobby import DEAL_SECRET_NAME, DIFFICULTY_BANDS, repeats_published
-from server.settings import DEFAULT_CONFIG_PATH, SettingsError, load_settings
+from server.table.config import DEFAULT_CONFIG_PATH, SettingsError, load_settings
+from server.web.app import create_app
+from server.web.lobby import DEAL_SECRET_NAME, DIFFICULTY_BANDS, repeats_published
 
 ADMIN = ("admin", "test-admin-password")
 REAL_HALLS = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))["halls"]

@@ -179,7 +179,7 @@ def test_same_game_seed_gives_the_same_bot_moves_over_a_live_server(server: Serv
 
 # ------------------------------------------------------------------------------------------- old exports
 def test_an_export_made_before_the_log_format_still_reads_and_replays() -> None:
-    """The fixture is a researcher export written by server/export.py before gamelog.py (schema 1)."""
+    """The fixture is a researcher export written by server/web/export.py before gamelog.py (schema 1)."""
     with (FIXTURES / "researcher_export_v1.jsonl").open(encoding="utf-8") as handle:
         log = decode_log(handle)
     assert log.header.schema_version == LEGACY_SCHEMA_VERSION

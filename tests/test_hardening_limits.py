@@ -24,8 +24,8 @@ import yaml
 from click.testing import CliRunner
 from e2e_helpers import Client, ServerProcess, free_port, write_config
 
-from server.limits import RateLimiter
-from server.settings import LimitsSection, SettingsError, load_settings
+from server.table.config import LimitsSection, SettingsError, load_settings
+from server.web.limits import RateLimiter
 
 ADMIN_PASSWORD = "test-admin-password"
 LIMITS = {
@@ -259,7 +259,7 @@ def test_names_in_settings_and_the_cli_follow_the_same_rule(tmp_path: Path, name
     with pytest.raises(SettingsError, match="bot seat name"):
         load_settings(config, environ={})
 
-    from server.admin_cli import admin_group
+    from server.web.admin_cli import admin_group
 
     config.write_text(yaml.safe_dump({"server": {"data_dir": str(tmp_path / "data")}}), encoding="utf-8")
     result = CliRunner().invoke(admin_group, ["--config", str(config), "create-token", name])

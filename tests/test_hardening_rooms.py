@@ -18,11 +18,11 @@ import pytest
 from e2e_helpers import DUEL_TRADE, write_config
 from test_server_rooms import ADA, BOB, Worker
 
-from server.auth import ServerError
-from server.rooms import Rooms
-from server.settings import load_settings
 from server.store import open_store
 from server.store.sqlite import MIGRATIONS
+from server.table.config import load_settings
+from server.table.errors import ServerError
+from server.table.rooms import Rooms
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_a_failing_push_after_a_stored_action_still_answers_ok(
         worker.pushes.append((event, data, room))
 
     worker.rooms.push = broken_push
-    with caplog.at_level(logging.ERROR, logger="server.rooms"):
+    with caplog.at_level(logging.ERROR, logger="server.table.rooms"):
         ack = worker.rooms.act(game_id, ADA, {"type": "pass"})
     assert ack["ok"] and ack["view"]["phase"] == "craft"
     assert "pushing a stored action failed" in caplog.text

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from craft_rules.loader import load_rule_set
-from server.item_catalog import (
+from server.web.item_catalog import (
     ACCENTS,
     CATEGORY_STYLES,
     build_catalogue,

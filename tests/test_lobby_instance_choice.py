@@ -18,7 +18,7 @@ import yaml
 from e2e_helpers import Client, ServerProcess, write_config
 
 from craft_rules.tasks import TC_GAMES_DIR
-from server.lobby import MIN_BAND_INSTANCES
+from server.web.lobby import MIN_BAND_INSTANCES
 
 ADMIN = ("admin", "test-admin-password")
 STANDARD = TC_GAMES_DIR / "minecraft" / "1p_v_1p" / "standard.json"

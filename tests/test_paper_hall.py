@@ -20,16 +20,16 @@ from agents.bots.random_bot import RandomBot
 from agents.narrator import narrate_events, observation
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import get_instance, instance_set_ids
-from server.auth import Principal
-from server.bots import BotRegistry
 from server.game import Game
 from server.game.legal import legal_actions
 from server.game.views import player_view
-from server.lobby import Lobby
-from server.rooms import Rooms
-from server.settings import DEFAULT_CONFIG_PATH, HallSettings, load_settings
 from server.store import open_store
-from server.timers import DeadlineScheduler
+from server.table.bot_seats import BotRegistry
+from server.table.config import DEFAULT_CONFIG_PATH, HallSettings, load_settings
+from server.table.principal import Principal
+from server.table.rooms import Rooms
+from server.table.timers import DeadlineScheduler
+from server.web.lobby import Lobby
 
 ADA = Principal(id="user-ada", name="Ada", kind="human")
 

@@ -20,8 +20,8 @@ from agents.bots.registry import (
     policy_names,
 )
 from agents.cli import split_players
-from server.auth import ServerError
-from server.bots import BotRegistry
+from server.table.bot_seats import BotRegistry
+from server.table.errors import ServerError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,7 +175,7 @@ def test_commands_that_need_no_server_import_neither_flask_nor_the_solver() -> N
     assert not {
         m for m in play if m.split(".")[0] in ("flask", "flask_socketio", "socketio", "scipy", "pymongo")
     }
-    assert "server.game" in play and "server.app" not in play  # the engine, not the web layer
+    assert "server.game" in play and "server.web.app" not in play  # the engine, not the web layer
     helped = _imported_by(["--help"])
     assert not {m for m in helped if m.split(".")[0] in ("flask", "scipy", "server")}
     for store_command in (["admin", "list-tokens", "--help"], ["export", "--help"]):  # the store, no server
@@ -214,7 +214,7 @@ def test_the_server_package_never_imports_agents() -> None:
     ]
     assert offenders == []
     script = (
-        "import sys, server.app, server.rooms, server.bots\n"
+        "import sys, server.web.app, server.table.rooms, server.table.bot_seats\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'agents'))"
     )
     done = subprocess.run(

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, write_config
 from flask import Flask
 
-from server.app import create_app
-from server.settings import load_settings
 from server.store import open_store
+from server.table.config import load_settings
+from server.web.app import create_app
 from tradecraft.cli import main as cli
 
 PASSWORD = "test-admin-password"

@@ -32,15 +32,16 @@ from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_co
 from agents.bots.registry import make_policy
 from agents.testing.openai_server import OpenAITestServer
 from agents.testing.scripted_player import ScriptedPlayer
-from server.auth import Principal, ServerError
-from server.bots import BotRegistry, bot_action_id, bot_seed, bound_trace, policy_seed
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
-from server.lobby import Lobby
-from server.rooms import Rooms
-from server.settings import SettingsError, load_settings
 from server.store import open_store
-from server.timers import DeadlineScheduler
+from server.table.bot_seats import BotRegistry, bot_action_id, bot_seed, bound_trace, policy_seed
+from server.table.config import SettingsError, load_settings
+from server.table.errors import ServerError
+from server.table.principal import Principal
+from server.table.rooms import Rooms
+from server.table.timers import DeadlineScheduler
+from server.web.lobby import Lobby
 
 ADMIN = ("admin", "test-admin-password")
 POLICY_SERVER = Path(__file__).parent / "policy_server.py"

@@ -589,11 +589,11 @@ def test_documented_example_client_plays_a_whole_game(server: ServerProcess) -> 
 
 
 def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerProcess) -> None:
-    from server.auth import SERVER_ERROR_CODES
     from server.game.actions import ACTION_MODELS
     from server.game.errors import ERROR_CODES
     from server.game.queries import QUERY_MODELS
     from server.game.views import VIEW_HISTORY_TURNS
+    from server.table.errors import SERVER_ERROR_CODES
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text(encoding="utf-8")
     for action_type, model in ACTION_MODELS.items():

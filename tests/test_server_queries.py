@@ -18,7 +18,7 @@ from craft_rules.planner import planner_for
 from server.game.actions import PLAYER_ACTION_TYPES
 from server.game.events import EVENT_TYPES
 from server.game.queries import QUERY_MODELS
-from server.schemas import Envelope
+from server.table.envelope import Envelope
 
 QUERIES: list[dict[str, Any]] = [
     {"type": "item_info", "item": "shears"},

@@ -14,9 +14,15 @@ import pytest
 from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, write_config
 
 from agents.bots import RandomBot
-from server.auth import (
-    Principal,
-    ServerError,
+from server.game.errors import GameError
+from server.store import open_store
+from server.table.bot_seats import BotRegistry, bot_seed
+from server.table.config import Settings, load_settings
+from server.table.errors import ServerError
+from server.table.principal import Principal
+from server.table.rooms import Rooms, seat_claim_key
+from server.table.timers import DeadlineScheduler
+from server.web.auth import (
     basic_password,
     bearer_token,
     check_admin_password,
@@ -24,13 +30,7 @@ from server.auth import (
     principal_for_token,
     secret_key,
 )
-from server.bots import BotRegistry, bot_seed
-from server.game.errors import GameError
-from server.lobby import Lobby
-from server.rooms import Rooms, seat_claim_key
-from server.settings import Settings, load_settings
-from server.store import open_store
-from server.timers import DeadlineScheduler
+from server.web.lobby import Lobby
 
 ADA = Principal(id="user-ada", name="Ada", kind="human")
 BOB = Principal(id="user-bob", name="Bob", kind="human")
@@ -157,7 +157,7 @@ def test_an_action_losing_a_burst_of_append_races_still_lands(workers: list[Work
 def test_an_action_that_never_wins_a_race_is_refused_typed_and_changes_nothing(
     workers: list[Worker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("server.rooms.APPLY_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr("server.table.rooms.APPLY_RETRY_SECONDS", 0.3)
     a, b = workers
     game_id = duel_on_two_workers(a, b)
     assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from server.settings import (
+from server.table.config import (
     DEFAULT_CONFIG_PATH,
     BotsSection,
     DatabaseSection,
@@ -46,7 +46,7 @@ def test_shipped_settings_validate_and_every_key_is_commented() -> None:
             assert line and "#" in line.group(0), f"{section}.{key} needs a comment in settings.yaml"
     # the hall keys and the game keys are documented in the comment block above `halls:`
     from server.game.settings import GameSettings
-    from server.settings import HallSettings, InstanceSection
+    from server.table.config import HallSettings, InstanceSection
 
     block = text[: text.index("\nhalls:")]
     for key in [*HallSettings.model_fields, *InstanceSection.model_fields, *GameSettings.model_fields]:

@@ -28,9 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",
     ),
-    "export": ("server.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
+    "export": ("server.web.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
     "admin": (
-        "server.admin_cli:admin_group",
+        "server.web.admin_cli:admin_group",
         "Administer a TradeCraft store: API tokens for bots and agents.",
     ),
 }

@@ -25,9 +25,9 @@ Records (one JSON object per line; ``kind`` says which)
   ``state_digest`` and ``final_state`` (the engine's researcher view).
 
 A log carries the whole game, targets included: it is for researchers. One seat's participant-safe
-export is built from a replayed game elsewhere (``server.export.export_participant``).
+export is built from a replayed game elsewhere (``server.web.export.export_participant``).
 
-Old exports (schema version 1, records keyed by ``record``, written by ``server/export.py`` before this
+Old exports (schema version 1, records keyed by ``record``, written by ``server/web/export.py`` before this
 module) are read too: :func:`decode_log` converts them into the same :class:`GameLog`.
 """
 

@@ -33,7 +33,8 @@ SeatKind = Literal["human", "bot", "agent"]
 
 #: Hard bounds on a game's trace records (what bots and LLM agents did on the way to their moves), so a
 #: chatty agent cannot fill the disk: one record's JSON (bytes, UTF-8) and the records one game may hold.
-#: The server truncates records to its own, smaller setting before they get here (server.bots.bound_trace).
+#: The server truncates records to its own, smaller setting before they get here
+#: (server.table.bot_seats.bound_trace).
 MAX_TRACE_BYTES = 1_000_000
 MAX_TRACES_PER_GAME = 100_000
 

@@ -1,5 +1,5 @@
 // The replay viewer (/games/<id>/replay): steps through a finished game's events as the spectator or a
-// seat saw them (GET /api/games/<id>/replay, server/replay.py). First / previous / play / next / last,
+// seat saw them (GET /api/games/<id>/replay, server/web/replay.py). First / previous / play / next / last,
 // a speed, jump to a turn, and the view to follow. The URL keeps the position, so a reload returns to it.
 import { loadIcons } from "./icons.js";
 import { describeEvent, seatName } from "./narrate.js";

@@ -29,17 +29,16 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from flask import Blueprint, Response, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RecipeType, RuleSet
-
-if TYPE_CHECKING:
-    from flask import Blueprint
-
-    from server.app import Services
+from server.table.errors import ServerError
+from server.web.errors import error_body, http_status
+from server.web.services import Services
 
 #: Category -> (label, background colour). Text on it is black or white, whichever contrasts more.
 CATEGORY_STYLES: dict[str, tuple[str, str]] = {
@@ -847,11 +846,6 @@ def served_rulesets(halls: Mapping[str, Any]) -> frozenset[str]:
 
 def catalog_blueprint(services: Services) -> Blueprint:
     """``GET /api/rulesets/<name>/items``: the item catalogue of one of the halls' rule sets."""
-    from flask import Blueprint, Response, jsonify, request
-
-    from server.auth import ServerError
-    from server.protocol import error_body, http_status
-
     blueprint = Blueprint("item_catalog", __name__, url_prefix="/api/rulesets")
     allowed = served_rulesets(services.settings.halls)
 

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from server.auth import ServerError
-from server.settings import LimitsSection, RateRule
+from server.table.config import LimitsSection, RateRule
+from server.table.errors import ServerError
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class RedisCounters:
 
 
 class RateLimiter:
-    """Checks the rules of ``limits`` (server/settings.py ``LimitsSection``) for one key at a time."""
+    """Checks the rules of ``limits`` (server/table/config.py ``LimitsSection``) for one key at a time."""
 
     def __init__(self, settings: LimitsSection, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings

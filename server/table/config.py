@@ -29,8 +29,8 @@ from pydantic import (
 )
 
 from server.game.settings import GameSettings
-from server.names import normalise_name
-from server.policy_specs import SpecError, check_no_credentials, policy_name
+from server.table.names import normalise_name
+from server.table.policy_specs import SpecError, check_no_credentials, policy_name
 
 ENV_PREFIX = "TRADECRAFT__"
 CONFIG_ENV_VAR = "TRADECRAFT_CONFIG"
@@ -104,7 +104,7 @@ class SocketIOSection(_Section):
 
 
 class BotsSection(_Section):
-    """Bot and LLM-agent seats the server plays itself (server/rooms.py, server/bots.py)."""
+    """Bot and LLM-agent seats the server plays itself (server/table/rooms.py, server/table/bot_seats.py)."""
 
     default: str = Field("random", description="built-in bot used for bot seats that name none")
     move_delay_seconds: float = Field(
@@ -193,14 +193,14 @@ class RoomsSection(_Section):
 
 
 class RateRule(_Section):
-    """At most ``count`` events per ``seconds`` (a fixed window; see server/limits.py)."""
+    """At most ``count`` events per ``seconds`` (a fixed window; see server/web/limits.py)."""
 
     count: int = Field(..., ge=1, description="events allowed per window")
     seconds: float = Field(..., gt=0, le=86_400, description="window length in seconds")
 
 
 class LimitsSection(_Section):
-    """Abuse limits (server/limits.py). A rule set to null is not enforced."""
+    """Abuse limits (server/web/limits.py). A rule set to null is not enforced."""
 
     storage: str | None = Field(
         None,

@@ -14,23 +14,21 @@ import io
 import logging
 import zipfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, session, stream_with_context
 
-from server.auth import (
+from server.table.errors import ServerError, parse_count
+from server.web.auth import (
     SCOPES,
-    ServerError,
     basic_password,
     check_admin_password,
     clean_display_name,
-    parse_count,
     require_admin_configured,
     resolve_principal,
 )
-
-if TYPE_CHECKING:
-    from server.app import Services
+from server.web.errors import request_object, rest_error
+from server.web.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +50,6 @@ def _whole_number(raw: str, name: str) -> int:
 
 
 def admin_blueprint(services: Services) -> Blueprint:
-    from server.protocol import request_object, rest_error  # the web layer, only when serving
-
     admin = Blueprint("admin", __name__, url_prefix="/api/admin")
     settings = services.settings
 
@@ -162,7 +158,7 @@ def admin_blueprint(services: Services) -> Blueprint:
     @admin.get("/games/<game_id>/export")
     def export_game(game_id: str) -> Response:
         """Researcher JSONL of one game, or with ``?seat=N`` the participant-safe export of that seat."""
-        from server import export
+        from server.web import export  # click and analysis load when an admin first exports
 
         seat = request.args.get("seat")
         try:
@@ -183,7 +179,7 @@ def admin_blueprint(services: Services) -> Blueprint:
 
     @admin.get("/export.zip")
     def export_tables() -> Response:
-        from server import export
+        from server.web import export
 
         game_ids = request.args.getlist("game_id")
         if not game_ids:

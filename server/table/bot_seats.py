@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from server.auth import ServerError
 from server.game import Game
-from server.policy_specs import SpecError, check_no_credentials, policy_name
-from server.settings import Settings
+from server.table.config import Settings
+from server.table.errors import ServerError
+from server.table.policy_specs import SpecError, check_no_credentials, policy_name
 
 log = logging.getLogger(__name__)
 

@@ -23,30 +23,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
-from server.auth import (
-    Principal,
-    ServerError,
-    basic_password,
-    check_admin_password,
-    parse_count,
-    resolve_principal,
-)
 from server.game.events import Event, as_events, record_for_viewer, visible_to
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
-
-if TYPE_CHECKING:
-    from flask import Blueprint
-
-    from server.app import Services
-    from server.rooms import LiveGame
+from server.table.errors import ServerError, parse_count
+from server.table.principal import Principal
+from server.table.rooms import LiveGame, Rooms
 
 #: Games whose replays are kept in memory, and answers kept per game.
 CACHED_GAMES = 8
@@ -199,8 +188,8 @@ def parse_viewer(raw: str | None, players: int) -> tuple[Viewer, int | None]:
 class Replays:
     """Answers replay steps for the web layer; see the module's docstring for who may see what."""
 
-    def __init__(self, services: Services, cache: ReplayCache | None = None) -> None:
-        self.services = services
+    def __init__(self, rooms: Rooms, cache: ReplayCache | None = None) -> None:
+        self.rooms = rooms
         self.cache = cache or ReplayCache()
 
     def allowed_viewers(self, live: LiveGame, principal: Principal | None, admin: bool) -> list[str]:
@@ -216,9 +205,9 @@ class Replays:
         step: int | None,
         turn: int | None,
     ) -> dict[str, Any]:
-        live = self.services.rooms.get(game_id)
+        live = self.rooms.get(game_id)
         with live.lock:
-            self.services.rooms.catch_up(live)
+            self.rooms.catch_up(live)
             status = live.status
             viewers = self.allowed_viewers(live, principal, admin)
             seats = live.public_seats()
@@ -331,49 +320,3 @@ class Replays:
             "recent": [numbered(k) for k in range(max(0, step - RECENT_EVENTS), step)],
             "revealed": revealed,
         }
-
-
-def replay_blueprint(services: Services) -> Blueprint:
-    """``GET /api/games/<id>/replay``: one step of a finished game's replay (:class:`ReplayStep`)."""
-    from flask import Blueprint, Response, jsonify, request, session
-
-    from server.protocol import error_body, http_status
-
-    blueprint = Blueprint("replay", __name__, url_prefix="/api/games")
-    replays = Replays(services)
-
-    def is_admin(principal: Principal | None) -> bool:
-        if session.get("admin") is True:
-            return True
-        if principal is not None and principal.is_admin:
-            return True
-        password = basic_password(request.headers)
-        return password is not None and check_admin_password(services.settings, password)
-
-    @blueprint.errorhandler(Exception)
-    def _error(err: Exception) -> tuple[Response, int]:
-        return jsonify({"ok": False, "error": error_body(err)}), http_status(err)
-
-    def int_arg(name: str) -> int | None:
-        raw = request.args.get(name)
-        return None if raw is None or raw == "" else parse_count(raw, name)
-
-    @blueprint.get("/<game_id>/replay")
-    def replay_step(game_id: str) -> tuple[Response, int]:
-        principal = (
-            None
-            if basic_password(request.headers)
-            else resolve_principal(services.store, request.headers, session)
-        )
-        view = request.args.get("view")
-        answer = replays.step(
-            game_id,
-            principal,
-            is_admin(principal),
-            view[:32] if view else None,
-            int_arg("step"),
-            int_arg("turn"),
-        )
-        return jsonify(answer), 200
-
-    return blueprint

@@ -1,6 +1,6 @@
 """The Flask application factory: settings -> store -> live rooms -> Socket.IO + REST + admin.
 
-    gunicorn -k gthread -w 1 --threads 100 -b 0.0.0.0:5000 'server.app:create_app()'
+    gunicorn -k gthread -w 1 --threads 100 -b 0.0.0.0:5000 'server.web.app:create_app()'
     python run_server.py [--config FILE] [--host H] [--port P]
 
 ``create_app()`` reads the settings (``TRADECRAFT_CONFIG`` or settings.yaml, plus ``TRADECRAFT__*``
@@ -16,7 +16,6 @@ import gc
 import logging
 import sys
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -25,18 +24,21 @@ from flask import Flask, Response, jsonify
 from flask_socketio import SocketIO
 
 from craft_rules.loader import load_rule_set
-from server.admin import admin_blueprint
-from server.auth import secret_key
-from server.bots import BotRegistry, PolicyFactory
-from server.item_catalog import catalog_blueprint
-from server.lobby import Lobby
-from server.protocol import SocketProtocol, api_blueprint
-from server.replay import replay_blueprint
-from server.rooms import Rooms
-from server.settings import Settings, load_settings
 from server.store import Store, open_store
-from server.timers import DeadlineScheduler
-from server.viewer_pages import viewer_pages_blueprint
+from server.table.bot_seats import BotRegistry, PolicyFactory
+from server.table.config import Settings, load_settings
+from server.table.rooms import Rooms
+from server.table.timers import DeadlineScheduler
+from server.web.admin import admin_blueprint
+from server.web.auth import secret_key
+from server.web.item_catalog import catalog_blueprint
+from server.web.lobby import Lobby
+from server.web.pages import viewer_pages_blueprint
+from server.web.replay import replay_blueprint
+from server.web.rest import api_blueprint
+from server.web.services import Services
+from server.web.sockets import SocketProtocol
+from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
 
@@ -59,25 +61,6 @@ def tradecraft_version() -> str:
         return version("tradecraft")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-@dataclass
-class Services:
-    """Everything a request handler needs; one per app (``app.extensions["tradecraft"]``)."""
-
-    settings: Settings
-    store: Store
-    rooms: Rooms
-    lobby: Lobby
-    bots: BotRegistry
-    socketio: SocketIO
-    scheduler: DeadlineScheduler
-    version: str
-    protocol: SocketProtocol | None = None
-
-    def close(self) -> None:
-        self.rooms.close()  # the deadline timers and the bot threads
-        self.store.close()
 
 
 def _open_store(settings: Settings) -> Store:
@@ -148,14 +131,14 @@ def create_app(
     services = Services(settings, store, rooms, lobby, bots, socketio, scheduler, tradecraft_version())
     app.extensions["tradecraft"] = services
 
-    services.protocol = SocketProtocol(services, socketio)
-    services.protocol.register()
+    SocketProtocol(services, socketio).register()
     app.register_blueprint(api_blueprint(services))
     app.register_blueprint(admin_blueprint(services))
     app.register_blueprint(replay_blueprint(services))
     app.register_blueprint(catalog_blueprint(services))
     app.register_blueprint(viewer_pages_blueprint(services))
-    _register_pages(app, services)
+    route_socketio_paths(app)
+    _register_health_check(app, services)
     _register_security_headers(app)
 
     _warm_up(services)
@@ -196,18 +179,7 @@ def _register_security_headers(app: Flask) -> None:
         return response
 
 
-def _register_pages(app: Flask, services: Services) -> None:
-    def socketio_path() -> tuple[Response, int]:
-        # Never reached: the Socket.IO middleware answers /socket.io/ first. The rules exist because
-        # Flask-SocketIO builds a request context from the connection's URL for every event; without a
-        # matching rule each event raised and stored a routing error whose traceback formed reference
-        # cycles: garbage that cost 20-90 ms collector pauses under load.
-        error = {"code": "invalid_request", "message": "Connect with a Socket.IO client."}
-        return jsonify({"ok": False, "error": error}), 400
-
-    app.add_url_rule("/socket.io/", "socketio_polling", socketio_path, methods=["GET", "POST"])
-    app.add_url_rule("/socket.io/", "socketio_websocket", socketio_path, websocket=True)
-
+def _register_health_check(app: Flask, services: Services) -> None:
     @app.get("/healthz")
     def healthz() -> tuple[Response, int]:
         try:

@@ -50,12 +50,14 @@ from typing import Any
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import GenerationError, generate_instance
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances
-from server.auth import Principal, ServerError, clean_display_name, parse_count
-from server.bots import BotRegistry
-from server.limits import RateLimiter, open_games_limited
-from server.rooms import Rooms, SeatState, load_instance, seat_claim_key
-from server.settings import HallSettings, SeatSpec, Settings
 from server.store import Store
+from server.table.bot_seats import BotRegistry
+from server.table.config import HallSettings, SeatSpec, Settings
+from server.table.errors import ServerError, parse_count
+from server.table.principal import Principal
+from server.table.rooms import Rooms, SeatState, load_instance, seat_claim_key
+from server.web.auth import clean_display_name
+from server.web.limits import RateLimiter, open_games_limited
 
 GAME_ID_BYTES = 9
 #: Waiting games read to count a creator's open ones (the per-user bound keeps the real number far lower).
@@ -212,7 +214,7 @@ class Lobby:
         ``generated`` halls) asks for a band, drawn or dealt secretly; neither = the hall's own choice.
 
         ``address`` is the network address of a client's request: then, unless the creator is an admin, the
-        abuse limits (server/limits.py) apply before any work: games per user and per address, open games
+        abuse limits (server/web/limits.py) apply before any work: games per user and per address, open games
         per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies."""
         hall = self.hall(hall_name)
         specs = self._seat_specs(hall, seats)

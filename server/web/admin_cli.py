@@ -1,7 +1,7 @@
 """The `tradecraft admin` command: API tokens for bots and agents, straight on the store.
 
-Kept apart from :mod:`server.admin` (the admin's REST routes) so the command needs no server and imports no
-Flask: it opens the store named by the settings and nothing else.
+Kept apart from :mod:`server.web.admin` (the admin's REST routes) so the command needs no server and imports
+no Flask: it opens the store named by the settings and nothing else.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from server.auth import SCOPES
-from server.names import InvalidName, normalise_name
-from server.settings import load_settings
 from server.store import open_store
+from server.table.config import load_settings
+from server.table.names import InvalidName, normalise_name
+from server.web.auth import SCOPES
 
 
 @click.group("admin")

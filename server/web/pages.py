@@ -6,7 +6,7 @@
 - ``/games/<id>``: the game room of a seat (Socket.IO ``join``: trade, craft, the end screen);
 - ``/how-to-play``: the rules for a first-time player;
 - ``/games/<id>/watch``: a live game as a spectator sees it (Socket.IO ``watch``);
-- ``/games/<id>/replay``: a finished game step by step (``GET /api/games/<id>/replay``, server/replay.py);
+- ``/games/<id>/replay``: a finished game step by step (``GET /api/games/<id>/replay``, server/web/replay.py);
 - ``/rulesets/<name>/icons``: every item's icon (``GET /api/rulesets/<name>/items``), to check them by eye;
 - ``/static/...`` (``static/``) and ``/vendor/<package>/<file>``: the front-end packages of ``package.json``,
   served from ``node_modules/`` (installed by ``make setup``; never copied into the repository), limited
@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from flask import Blueprint, Response, abort, render_template, request, send_from_directory, session
 
-from server.auth import ServerError, resolve_principal
-from server.item_catalog import served_rulesets
-
-if TYPE_CHECKING:
-    from server.app import Services
+from server.table.errors import ServerError
+from server.web.auth import resolve_principal
+from server.web.item_catalog import served_rulesets
+from server.web.services import Services
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The repository: templates/, static/ and node_modules/ are served from it.
+ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / "node_modules"
 
 #: The only files served from node_modules: package -> files (relative to the package).

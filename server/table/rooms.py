@@ -12,8 +12,8 @@ The path of every action (a player's, a bot's or a deadline's timeout):
 
 Bot seats take the same path without holding the lock while their policy thinks: the seat's view, legal
 actions and new events are copied under the lock, the policy decides on the bot executor
-(:class:`server.bots.BotExecutor`), and its answer is submitted through step 1-5 with a client action id
-derived from the move (see "Bot seats" below and docs/protocol.md §6a).
+(:class:`server.table.bot_seats.BotExecutor`), and its answer is submitted through step 1-5 with a client
+action id derived from the move (see "Bot seats" below and docs/protocol.md §6a).
 
 The store is the truth: the in-memory game is a cache rebuilt by replay whenever it may be stale, so several
 server processes sharing one store never fork a game. Seat ownership lives in the store too, as
@@ -41,8 +41,17 @@ from pydantic import BaseModel
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
-from server.auth import Principal, ServerError
-from server.bots import (
+from server.game.actions import parse_action
+from server.game.errors import GameError
+from server.game.events import Event, record_for_viewer, visible_to
+from server.game.gamelog import trace_fields
+from server.game.legal import legal_actions
+from server.game.queries import answer_query, parse_query, query_context
+from server.game.settings import GameSettings
+from server.game.state import Game
+from server.game.views import player_view, researcher_view, spectator_view
+from server.store import SequenceConflict, Store, StoreError
+from server.table.bot_seats import (
     BotExecutor,
     BotMove,
     BotRegistry,
@@ -54,20 +63,12 @@ from server.bots import (
     environment_secrets,
     policy_seed,
 )
-from server.export import game_instance
-from server.game.actions import parse_action
-from server.game.errors import GameError
-from server.game.events import Event, record_for_viewer, visible_to
-from server.game.gamelog import trace_fields
-from server.game.legal import legal_actions
-from server.game.queries import answer_query, parse_query, query_context
-from server.game.settings import GameSettings
-from server.game.state import Game
-from server.game.views import player_view, researcher_view, spectator_view
-from server.policy_specs import model_of, policy_name
-from server.settings import Settings
-from server.store import SequenceConflict, Store, StoreError
-from server.timers import DeadlineScheduler
+from server.table.config import Settings
+from server.table.errors import ServerError
+from server.table.instances import game_instance
+from server.table.policy_specs import model_of, policy_name
+from server.table.principal import Principal
+from server.table.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
 

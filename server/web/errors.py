@@ -1,0 +1,130 @@
+"""The typed error answers of the web layer: every refusal or failure becomes ``{"ok": false, "error":
+{"code", "message", "details"}}`` with an HTTP status, whether it came from the engine (``GameError``), the
+table (``ServerError``), the store or a bug; and the reading of a request body as a bounded JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from flask import Response, jsonify, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from server.game.errors import GameError
+from server.store import StoreError
+from server.table.errors import ServerError
+from server.table.principal import Principal
+from server.web.limits import retry_after_of
+
+log = logging.getLogger(__name__)
+
+#: Engine error codes that mean the request itself is malformed (HTTP 400); the others conflict with the
+#: game's state (409).
+BAD_INPUT_CODES = frozenset({"invalid_action", "invalid_query"})
+
+
+def error_body(err: BaseException) -> dict[str, Any]:
+    if isinstance(err, GameError | ServerError):
+        return err.to_dict()
+    if isinstance(err, StoreError):
+        log.error("store error: %s", err.message)
+        return ServerError(
+            "internal_error", "The game store failed; try again shortly.", {"store": err.code}
+        ).to_dict()
+    # no claim that nothing changed: a failure after a stored change is answered answer_failed by Rooms,
+    # but only the caller's view can tell what this request did
+    return ServerError(
+        "internal_error", "The server failed and logged the error; read the game's view before retrying."
+    ).to_dict()
+
+
+def http_status(err: BaseException) -> int:
+    if isinstance(err, ServerError):
+        return err.status
+    if isinstance(err, GameError):
+        return 400 if err.code in BAD_INPUT_CODES else 409
+    return 500
+
+
+def log_refusal(where: str, principal: Principal | None, err: BaseException) -> None:
+    who = principal.id if principal else "anonymous"
+    if isinstance(err, GameError | ServerError):
+        log.info("refused %s from %s: %s", where, who, err.code)
+    else:
+        log.exception("failed %s from %s", where, who)
+
+
+def as_object(data: Any, limit: int) -> dict[str, Any]:
+    """The request payload as a dict: a JSON object, or a string holding one, within the size limit."""
+    if isinstance(data, str | bytes):
+        if len(data) > limit:
+            raise _too_large(len(data), limit)
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise ServerError(
+                "invalid_request",
+                f"The message is not valid JSON ({exc.msg} at position {exc.pos}).",
+            ) from None
+        except (ValueError, RecursionError):
+            # undecodable bytes, a number beyond Python's int digit limit, nesting deeper than the parser goes
+            raise ServerError(
+                "invalid_request",
+                "The message is not readable JSON: send UTF-8 text, numbers of at most a few digits and "
+                "objects nested a few levels deep.",
+            ) from None
+    if data is None:
+        return {}
+    # one pass over the object: its size, and text that is not Unicode (a lone surrogate such as "\ud800",
+    # which JSON can spell but no store, log or UTF-8 answer can hold)
+    try:
+        size = len(json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ServerError(
+            "invalid_request", "The message holds text that is not Unicode (a lone surrogate); send UTF-8."
+        ) from None
+    except (TypeError, ValueError, RecursionError):
+        raise ServerError("invalid_request", "The message is not JSON.") from None
+    if size > limit:
+        raise _too_large(size, limit)
+    if not isinstance(data, dict):
+        raise ServerError("invalid_request", f"Send a JSON object, not a {type(data).__name__}.")
+    return data
+
+
+def _too_large(size: int, limit: int) -> ServerError:
+    return ServerError(
+        "payload_too_large",
+        f"The message has {size} bytes; the server accepts at most {limit}. Send a shorter one.",
+        {"size": size, "limit": limit},
+        status=413,
+    )
+
+
+def request_object(limit: int) -> dict[str, Any]:
+    """The body of the current HTTP request as a JSON object (empty body: ``{}``), read under ``limit``
+    bytes; anything the JSON parser refuses (bad UTF-8, deep nesting, huge numbers) is ``invalid_request``."""
+    if request.content_length and request.content_length > limit:
+        raise _too_large(request.content_length, limit)
+    raw = request.get_data(cache=True)
+    if not raw:
+        return {}
+    return as_object(raw, limit)
+
+
+def rest_error(err: BaseException, max_payload_bytes: int) -> tuple[Response, int]:
+    """The typed JSON answer of a failed REST request (``Retry-After`` on ``rate_limited``); HTTP errors
+    of the routing layer (404, 405, ...) become ``invalid_request``; only unexpected failures log a trace."""
+    if isinstance(err, HTTPException) and not isinstance(err, RequestEntityTooLarge):
+        typed = ServerError("invalid_request", err.description or err.name, status=err.code or 400)
+        return jsonify({"ok": False, "error": typed.to_dict()}), typed.status
+    if isinstance(err, RequestEntityTooLarge):
+        err = _too_large(request.content_length or 0, max_payload_bytes)
+    log_refusal(f"{request.method} {request.path}", None, err)
+    response = jsonify({"ok": False, "error": error_body(err)})
+    retry_after = retry_after_of(err)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response, http_status(err)

@@ -1,0 +1,67 @@
+"""The fields of a client's request, read alike from a Socket.IO event and a REST call: an action and its
+envelope, a ``create_game`` request."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from flask import request, session
+
+from server.game.actions import ACTION_MODELS
+from server.table.errors import ServerError
+from server.table.principal import Principal
+from server.web.auth import require_principal
+from server.web.services import Services
+
+#: Envelope fields a client sends next to an action's own fields.
+ENVELOPE_FIELDS = ("game_id", "seat", "client_action_id")
+for _model in ACTION_MODELS.values():
+    assert not set(_model.model_fields) & set(ENVELOPE_FIELDS), f"{_model.__name__} shadows an envelope field"
+
+
+def flag(data: dict[str, Any], name: str) -> bool:
+    """A true/false field (absent or null: false). Text such as "false" is refused rather than read as
+    true, as ``bool("false")`` would."""
+    value = data.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ServerError("invalid_request", f"{name} must be true or false (JSON booleans).", {name: value})
+    return value
+
+
+def split_action(data: dict[str, Any], action_type: str | None) -> tuple[dict[str, Any], Any]:
+    """(envelope fields, action) from a request: ``{"action": {...}}`` or a per-type event's flat fields."""
+    envelope = {key: data.get(key) for key in ENVELOPE_FIELDS}
+    if action_type is None:
+        if "action" not in data:
+            raise ServerError("invalid_request", 'Send {"game_id": ..., "action": {"type": ...}}.')
+        return envelope, data["action"]
+    action = {k: v for k, v in data.items() if k not in ENVELOPE_FIELDS}
+    action["type"] = action_type
+    return envelope, action
+
+
+def create_game_request(
+    services: Services, data: dict[str, Any], principal: Principal | None
+) -> dict[str, Any]:
+    """A ``create_game`` request, read alike from Socket.IO and REST (fields in docs/protocol.md §3)."""
+    return services.lobby.create_game(
+        data.get("hall"),
+        with_admin_session(require_principal(principal), session),
+        data.get("seats"),
+        data.get("instance_id"),
+        data.get("seed"),
+        flag(data, "join"),
+        address=request.remote_addr or "unknown",
+        difficulty=data.get("difficulty"),
+    )
+
+
+def with_admin_session(principal: Principal, browser_session: Any) -> Principal:
+    """``principal`` with the admin scope when its browser session logged in to the admin area (a person
+    who is also the operator may then create games with an exact instance)."""
+    if browser_session.get("admin") is True and not principal.is_admin:
+        return replace(principal, scopes=principal.scopes | {"admin"})
+    return principal

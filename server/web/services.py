@@ -1,0 +1,36 @@
+"""What every request handler needs, one per app: ``app.extensions["tradecraft"]``.
+
+The app factory (``server/web/app.py``) builds it and hands it to each blueprint and to the Socket.IO
+handlers; they import this module, never the factory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask_socketio import SocketIO
+
+from server.store import Store
+from server.table.bot_seats import BotRegistry
+from server.table.config import Settings
+from server.table.rooms import Rooms
+from server.table.timers import DeadlineScheduler
+from server.web.lobby import Lobby
+
+
+@dataclass
+class Services:
+    """Everything a request handler needs; one per app (``app.extensions["tradecraft"]``)."""
+
+    settings: Settings
+    store: Store
+    rooms: Rooms
+    lobby: Lobby
+    bots: BotRegistry
+    socketio: SocketIO
+    scheduler: DeadlineScheduler
+    version: str
+
+    def close(self) -> None:
+        self.rooms.close()  # the deadline timers and the bot threads
+        self.store.close()

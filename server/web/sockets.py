@@ -1,0 +1,221 @@
+"""One protocol for browsers, bots and LLM agents: Socket.IO events with acknowledgements (the REST mirror is
+``server/web/rest.py``).
+
+Both transports are generated from the same table: every player action type in
+``server.game.actions.ACTION_MODELS`` becomes a Socket.IO event of that name and a REST route
+``POST /api/games/<game_id>/actions/<type>``; ``GET /api/actions`` serves their JSON schemas. Nothing here
+re-declares an action's fields.
+
+Every request gets exactly one typed answer: ``{"ok": true, ...}`` or ``{"ok": false, "error": {"code",
+"message", "details"}}``. Bad input (malformed JSON, a non-object, an unknown action type, a payload over
+``server.max_action_bytes``, another seat's action, a spectator acting) never changes state, never reaches the
+engine unchecked, is logged with its error code, and never takes the worker down.
+
+See docs/protocol.md for the event list, the message shapes and runnable examples.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import request, session
+from flask_socketio import SocketIO, join_room, leave_room
+from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefused
+
+from server.game.actions import PLAYER_ACTION_TYPES
+from server.table.errors import ServerError
+from server.table.principal import Principal
+from server.table.rooms import LOBBY_ROOM, seat_room, spectator_room
+from server.web.auth import require_principal, resolve_principal
+from server.web.errors import as_object, error_body, log_refusal
+from server.web.messages import create_game_request, split_action
+from server.web.services import Services
+from server.web.transport_guards import guard_transport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Connection:
+    principal: Principal | None
+    seats: set[tuple[str, int]] = field(default_factory=set)
+    watching: set[str] = field(default_factory=set)
+
+
+class SocketProtocol:
+    """Socket.IO handlers; one :class:`Connection` per client id (``request.sid``)."""
+
+    def __init__(self, services: Services, socketio: SocketIO) -> None:
+        self.services = services
+        self.socketio = socketio
+        self.connections: dict[str, Connection] = {}
+        self._lock = threading.Lock()
+
+    def register(self) -> None:
+        guard_transport(self.socketio)
+        sio = self.socketio
+        sio.on_event("connect", self.on_connect)
+        sio.on_event("disconnect", self.on_disconnect)
+        handlers: dict[str, Callable[[Connection, dict[str, Any]], dict[str, Any]]] = {
+            "whoami": self.whoami,
+            "lobby": self.lobby,
+            "create_game": self.create_game,
+            "join": self.join,
+            "watch": self.watch,
+            "leave": self.leave,
+            "view": self.view,
+            "events": self.events,
+            "act": lambda conn, data: self.act(conn, data, None),
+            "query": self.query,
+            "trace": self.trace,
+        }
+        for action_type in PLAYER_ACTION_TYPES:
+            handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
+        payload_limit = self.services.settings.server.max_payload_bytes
+        for name, handler in handlers.items():
+            # trace records carry whole prompts: they get the message limit, not the action limit
+            limit = payload_limit if name == "trace" else None
+            sio.on_event(name, self._wrap(name, handler, limit))
+
+    def _wrap(
+        self,
+        name: str,
+        handler: Callable[[Connection, dict[str, Any]], dict[str, Any]],
+        limit: int | None = None,
+    ) -> Callable[..., dict[str, Any]]:
+        limit = limit or self.services.settings.server.max_action_bytes
+
+        def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
+            conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
+            try:
+                return {"ok": True, **handler(conn, as_object(data, limit))}
+            except Exception as err:
+                log_refusal(f"socket event {name!r}", conn.principal, err)
+                return {"ok": False, "error": error_body(err)}
+
+        wrapped.__name__ = f"on_{name}"
+        return wrapped
+
+    # -- connection lifecycle
+    def on_connect(self, auth: Any = None) -> bool:
+        try:
+            principal = resolve_principal(self.services.store, request.headers, session, auth)
+        except ServerError as err:
+            log.info("refused a Socket.IO connection: %s", err.code)
+            # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
+            raise SocketIOConnectionRefused(err.message, err.to_dict()) from None
+        with self._lock:
+            self.connections[request.sid] = Connection(principal)  # type: ignore[attr-defined]
+        return True
+
+    def on_disconnect(self, reason: Any = None) -> None:
+        with self._lock:
+            conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
+        if conn is None:
+            return
+        for game_id, seat in conn.seats:
+            try:
+                self.services.rooms.presence(game_id, seat, -1)
+            except Exception:
+                log.exception("presence update failed for game %s", game_id)
+
+    # -- handlers
+    def whoami(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return {"user": conn.principal.public() if conn.principal else None, "version": self.services.version}
+
+    def lobby(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        join_room(LOBBY_ROOM)
+        lobby = self.services.lobby
+        answer = {
+            "halls": lobby.halls(),
+            "bots": self.services.bots.seatable(),
+            "games": lobby.list_games(data.get("status"), data.get("limit", 100)),
+        }
+        if conn.principal is not None:
+            answer["my_games"] = lobby.my_games(conn.principal)
+        return answer
+
+    def create_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return {"game": create_game_request(self.services, data, conn.principal)}
+
+    def join(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        rooms = self.services.rooms
+        live = rooms.get(data.get("game_id"))
+        seat = self.services.lobby.join(
+            live.game_id,
+            principal,
+            data.get("seat"),
+            lambda claimed: join_room(seat_room(live.game_id, claimed)),
+        )
+        key = (live.game_id, seat)
+        join_room(seat_room(live.game_id, seat))
+        if key not in conn.seats:
+            conn.seats.add(key)
+            rooms.presence(live.game_id, seat, +1)
+        with live.lock:
+            rooms.catch_up(live)
+            return {**rooms.envelope(live, seat), "events": rooms.history(live, seat)}
+
+    def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        rooms = self.services.rooms
+        live = rooms.get(data.get("game_id"))
+        join_room(spectator_room(live.game_id))
+        conn.watching.add(live.game_id)
+        with live.lock:
+            rooms.catch_up(live)
+            return {**rooms.envelope(live, None), "events": rooms.history(live, None)}
+
+    def leave(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        game_id = data.get("game_id")
+        if not isinstance(game_id, str):
+            raise ServerError("invalid_request", 'Send {"game_id": "..."} naming the game to leave.')
+        if game_id in conn.watching:
+            leave_room(spectator_room(game_id))
+            conn.watching.discard(game_id)
+        for key in [k for k in conn.seats if k[0] == game_id]:
+            leave_room(seat_room(*key))
+            conn.seats.discard(key)
+            self.services.rooms.presence(key[0], key[1], -1)
+        return {"game_id": game_id}
+
+    def view(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return self.services.rooms.view(data.get("game_id"), conn.principal, data.get("seat"))
+
+    def events(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        after = data.get("after", -1)
+        if not isinstance(after, int) or isinstance(after, bool) or after < -1:
+            raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
+        return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
+
+    def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        if "query" not in data:
+            raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
+        return self.services.rooms.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
+
+    def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        return self.services.rooms.record_traces(
+            data.get("game_id"),
+            require_principal(conn.principal),
+            data.get("traces"),
+            data.get("seat"),
+            data.get("event_n"),
+            data.get("batch_id"),
+        )
+
+    def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        envelope, action = split_action(data, action_type)
+        response = self.services.rooms.act(
+            envelope["game_id"],
+            principal,
+            action,
+            envelope["seat"],
+            envelope["client_action_id"],
+            origin=request.sid,  # type: ignore[attr-defined]
+        )
+        return {k: v for k, v in response.items() if k != "ok"}
