@@ -22,7 +22,8 @@ from server.store import open_store
 from server.store.sqlite import MIGRATIONS
 from server.table.config import load_settings
 from server.table.errors import ServerError
-from server.table.rooms import Rooms
+from server.table.master import Table
+from server.table.transport import PushTransport
 
 
 @pytest.fixture
@@ -41,33 +42,33 @@ def duel(worker: Worker) -> str:
 
 def test_a_reused_client_action_id_with_another_action_is_a_typed_conflict(worker: Worker) -> None:
     game_id = duel(worker)
-    first = worker.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")
+    first = worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")
     assert first["ok"]
     log_before = worker.store.last_seq(game_id)
     with pytest.raises(ServerError) as refused:
-        worker.rooms.act(game_id, ADA, {"type": "pass"}, client_action_id="x")
+        worker.table.act(game_id, ADA, {"type": "pass"}, client_action_id="x")
     assert refused.value.code == "idempotency_conflict" and refused.value.status == 409
     assert worker.store.last_seq(game_id) == log_before  # nothing was applied
     # a true retry, spelled differently (field order), gets the recorded answer and applies nothing
     retry = dict(reversed({"type": "propose", **DUEL_TRADE}.items()))
-    assert worker.rooms.act(game_id, ADA, retry, client_action_id="x") == first
+    assert worker.table.act(game_id, ADA, retry, client_action_id="x") == first
     assert worker.store.last_seq(game_id) == log_before
     # ids are per caller: Bob may use "x" for his own action
-    assert worker.rooms.act(game_id, BOB, {"type": "decide", "accept": False}, client_action_id="x")["ok"]
+    assert worker.table.act(game_id, BOB, {"type": "decide", "accept": False}, client_action_id="x")["ok"]
 
 
 def test_a_retry_of_a_craft_matches_whatever_the_number_spelling(worker: Worker) -> None:
     game_id = duel(worker)
-    worker.rooms.act(game_id, ADA, {"type": "pass"})
-    first = worker.rooms.act(
+    worker.table.act(game_id, ADA, {"type": "pass"})
+    first = worker.table.act(
         game_id, ADA, {"type": "craft", "recipe": "stick", "runs": 0.5}, client_action_id="c"
     )
-    again = worker.rooms.act(
+    again = worker.table.act(
         game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "0.5"}, client_action_id="c"
     )
     assert first["ok"] and again == first
     with pytest.raises(ServerError) as refused:
-        worker.rooms.act(
+        worker.table.act(
             game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "1/4"}, client_action_id="c"
         )
     assert refused.value.code == "idempotency_conflict"
@@ -83,9 +84,9 @@ def test_a_failing_push_after_a_stored_action_still_answers_ok(
             raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
         worker.pushes.append((event, data, room))
 
-    worker.rooms.push = broken_push
-    with caplog.at_level(logging.ERROR, logger="server.table.rooms"):
-        ack = worker.rooms.act(game_id, ADA, {"type": "pass"})
+    worker.table.transport = PushTransport(broken_push)
+    with caplog.at_level(logging.ERROR, logger="server.table.master"):
+        ack = worker.table.act(game_id, ADA, {"type": "pass"})
     assert ack["ok"] and ack["view"]["phase"] == "craft"
     assert "pushing a stored action failed" in caplog.text
     assert worker.store.load_events(game_id)[-1]["payload"]["phase"] == "craft"
@@ -97,12 +98,12 @@ def test_an_answer_that_cannot_be_built_says_the_action_was_applied(
     game_id = duel(worker)
     stored_before = worker.store.last_seq(game_id)
 
-    def broken_envelope(self: Rooms, live: Any, seat: int | None) -> dict[str, Any]:
+    def broken_envelope(self: Table, live: Any, seat: int | None) -> dict[str, Any]:
         raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
 
-    monkeypatch.setattr(Rooms, "envelope", broken_envelope)
+    monkeypatch.setattr(Table, "envelope", broken_envelope)
     with pytest.raises(ServerError) as failed:
-        worker.rooms.act(game_id, ADA, {"type": "pass"})
+        worker.table.act(game_id, ADA, {"type": "pass"})
     assert failed.value.code == "answer_failed" and failed.value.details["applied"] is True
     assert "nothing changed" not in failed.value.message
     assert worker.store.last_seq(game_id) > stored_before  # it really was applied

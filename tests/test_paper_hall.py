@@ -24,10 +24,10 @@ from server.game import Game
 from server.game.legal import legal_actions
 from server.game.views import player_view
 from server.store import open_store
-from server.table.bot_seats import BotRegistry
 from server.table.config import DEFAULT_CONFIG_PATH, HallSettings, load_settings
+from server.table.master import Table
+from server.table.policies import BotRegistry
 from server.table.principal import Principal
-from server.table.rooms import Rooms
 from server.table.timers import DeadlineScheduler
 from server.web.lobby import Lobby
 
@@ -71,8 +71,8 @@ def test_the_paper_hall_plays_the_first_20_paper_instances_in_order_alternating_
     store = open_store(settings.database_uri)
     scheduler = DeadlineScheduler(workers=1)
     try:
-        rooms = Rooms(settings, store, scheduler, BotRegistry(), lambda *args, **kwargs: None)
-        lobby = Lobby(settings, store, rooms, BotRegistry())
+        table = Table(settings, store, scheduler, BotRegistry())
+        lobby = Lobby(settings, store, table, BotRegistry())
         pool = lobby.instance_pool(settings.halls["paper"])
         assert pool == instance_set_ids("paper")[:20]
         made = [lobby.create_game("paper", ADA)["game_id"] for _ in range(42)]

@@ -20,8 +20,8 @@ from agents.bots.registry import (
     policy_names,
 )
 from agents.cli import split_players
-from server.table.bot_seats import BotRegistry
 from server.table.errors import ServerError
+from server.table.policies import BotRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -214,7 +214,7 @@ def test_the_server_package_never_imports_agents() -> None:
     ]
     assert offenders == []
     script = (
-        "import sys, server.web.app, server.table.rooms, server.table.bot_seats\n"
+        "import sys, server.web.app, server.table.table, server.table.bot_seats\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'agents'))"
     )
     done = subprocess.run(

@@ -35,12 +35,13 @@ from agents.testing.scripted_player import ScriptedPlayer
 from server.game.events import viewer_log
 from server.game.gamelog import GameLog, decode_log
 from server.store import open_store
-from server.table.bot_seats import BotRegistry, bot_action_id, bot_seed, bound_trace, policy_seed
 from server.table.config import SettingsError, load_settings
 from server.table.errors import ServerError
+from server.table.master import Table
+from server.table.policies import BotRegistry, bot_action_id, bot_seed, policy_seed
 from server.table.principal import Principal
-from server.table.rooms import Rooms
 from server.table.timers import DeadlineScheduler
+from server.table.traces import bound_trace
 from server.web.lobby import Lobby
 
 ADMIN = ("admin", "test-admin-password")
@@ -476,7 +477,7 @@ def test_who_may_seat_a_restricted_policy(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------ several processes
 def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: Path) -> None:
-    """Two Rooms over one SQLite file and a (nominal) message queue, as two server processes: both resume
+    """Two Table over one SQLite file and a (nominal) message queue, as two server processes: both resume
     the same bot game, yet each move is decided by one of them only (an LLM seat is paid for once)."""
     config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'shared.db'}")
     settings = load_settings(config, environ={"TRADECRAFT__SOCKETIO__MESSAGE_QUEUE": "redis://unused"})
@@ -502,8 +503,8 @@ def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: 
         store = open_store(settings.database_uri)
         scheduler = DeadlineScheduler(workers=2)
         registry = BotRegistry(counting_factory, settings=settings)
-        rooms = Rooms(settings, store, scheduler, registry, lambda *args: None)
-        processes.append((store, rooms, Lobby(settings, store, rooms, registry)))
+        table = Table(settings, store, scheduler, registry)
+        processes.append((store, table, Lobby(settings, store, table, registry)))
     try:
         first, second = processes
         creator = Principal(id="user-host", name="Host", kind="human")
@@ -513,8 +514,8 @@ def test_two_server_processes_sharing_a_store_ask_one_policy_per_move(tmp_path: 
         assert second[1].recover() == 1  # the other process resumes it too (as after its restart)
         wait_until(lambda: first[0].get_game(game_id)["status"] == "finished", 30, "the bot game to end")
     finally:
-        for store, rooms, _ in processes:
-            rooms.close()
+        for store, table, _ in processes:
+            table.close()
             store.close()
     records = open_store(settings.database_uri)
     try:
@@ -550,10 +551,10 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
 
     store = open_store(settings.database_uri)
     registry = BotRegistry(watched_factory, settings=settings)
-    rooms = Rooms(settings, store, DeadlineScheduler(workers=2), registry, lambda *args: None)
+    table = Table(settings, store, DeadlineScheduler(workers=2), registry)
     try:
         creator = Principal(id="user-tom", name="Tom", kind="human")
-        lobby = Lobby(settings, store, rooms, registry)
+        lobby = Lobby(settings, store, table, registry)
         game_id = lobby.create_game("duel", creator, seats=[bot("tom1"), bot("tom1")], seed=21)["game_id"]
         wait_until(lambda: store.get_game(game_id)["status"] == "finished", 60, "the ToM game to end")
         moves = [r for r in store.load_events(game_id) if r["actor"] is not None]
@@ -561,7 +562,7 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
         first_move = store.recall_action(game_id, bot_action_id(0, "1:trade_propose:0"))
         assert first_move is not None and first_move["response"] == {"ok": True, "bot": "tom1", "seat": 0}
     finally:
-        rooms.close()
+        table.close()
         store.close()
     played = [entry for entry in built if entry[1] != 0]  # seed 0: the lobby checking the spec
     assert sorted(played) == sorted([("tom1", bot_seed(21, 0)), ("tom1", bot_seed(21, 1))])

@@ -1,4 +1,4 @@
-"""Rooms, lobby, timers and auth in-process (no sockets): several "workers" (Rooms objects) share one SQLite
+"""Table, lobby, timers and auth in-process (no sockets): several "workers" (Table objects) share one SQLite
 file exactly as several server processes do, so races and catch-up are tested deterministically and fast."""
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, write_config
 from agents.bots import RandomBot
 from server.game.errors import GameError
 from server.store import open_store
-from server.table.bot_seats import BotRegistry, bot_seed
 from server.table.config import Settings, load_settings
 from server.table.errors import ServerError
+from server.table.live import seat_claim_key
+from server.table.master import Table
+from server.table.policies import BotRegistry, bot_seed
 from server.table.principal import Principal
-from server.table.rooms import Rooms, seat_claim_key
 from server.table.timers import DeadlineScheduler
+from server.table.transport import PushTransport
 from server.web.auth import (
     basic_password,
     bearer_token,
@@ -44,17 +46,17 @@ class Worker:
         self.store = open_store(settings.database_uri)
         self.scheduler = DeadlineScheduler(workers=2)
         self.pushes: list[tuple[str, dict[str, Any], str]] = []
-        self.rooms = Rooms(
+        self.table = Table(
             settings,
             self.store,
             self.scheduler,
             BotRegistry(),
-            lambda e, d, r, s=None: self.pushes.append((e, d, r)),
+            PushTransport(lambda e, d, r, s=None: self.pushes.append((e, d, r))),
         )
-        self.lobby = Lobby(settings, self.store, self.rooms, BotRegistry())
+        self.lobby = Lobby(settings, self.store, self.table, BotRegistry())
 
     def close(self) -> None:
-        self.rooms.close()  # its deadline timers and bot threads
+        self.table.close()  # its deadline timers and bot threads
         self.store.close()
 
 
@@ -81,8 +83,8 @@ def duel_on_two_workers(a: Worker, b: Worker) -> str:
 def test_two_workers_play_one_game_without_forking(workers: list[Worker], settings: Settings) -> None:
     a, b = workers
     game_id = duel_on_two_workers(a, b)
-    assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]  # A catches up on B's start
-    assert b.rooms.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
+    assert a.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]  # A catches up on B's start
+    assert b.table.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
 
     # concurrent crafting through both workers: every action lands, on one contiguous log
     errors: list[BaseException] = []
@@ -90,7 +92,7 @@ def test_two_workers_play_one_game_without_forking(workers: list[Worker], settin
     def crafts(worker: Worker, who: Principal, actions: list[dict[str, Any]]) -> None:
         for action in actions:
             try:
-                worker.rooms.act(game_id, who, {"type": "craft", **action})
+                worker.table.act(game_id, who, {"type": "craft", **action})
             except BaseException as exc:
                 errors.append(exc)
 
@@ -105,8 +107,8 @@ def test_two_workers_play_one_game_without_forking(workers: list[Worker], settin
     for thread in threads:
         thread.join(30)
     assert not errors, errors
-    assert b.rooms.act(game_id, BOB, {"type": "finish_crafting"})["ok"]
-    final = a.rooms.act(game_id, ADA, {"type": "finish_crafting"})
+    assert b.table.act(game_id, BOB, {"type": "finish_crafting"})["ok"]
+    final = a.table.act(game_id, ADA, {"type": "finish_crafting"})
     assert final["status"] == "finished" and final["view"]["winners"] == [0, 1]
 
     records = a.store.load_events(game_id)
@@ -114,7 +116,7 @@ def test_two_workers_play_one_game_without_forking(workers: list[Worker], settin
     assert sum(r["type"] == "crafted" for r in records) == len(seat0) + len(seat1)
     fresh = Worker(settings)
     try:
-        digests = {w.rooms.researcher(game_id)["view"]["log_digest"] for w in (a, b, fresh)}
+        digests = {w.table.researcher(game_id)["view"]["log_digest"] for w in (a, b, fresh)}
     finally:
         fresh.close()
     assert len(digests) == 1
@@ -130,7 +132,7 @@ def _rival_appends_first(a: Worker, b: Worker, game_id: str, races: int | None) 
     def append_after_a_rival(game: str, events: Any) -> None:
         if races is None or won[0] < races:
             won[0] += 1
-            assert a.rooms.act(game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "1/1000"})["ok"]
+            assert a.table.act(game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "1/1000"})["ok"]
         real_append(game, events)
 
     b.store.append_events = append_after_a_rival  # type: ignore[method-assign]
@@ -143,10 +145,10 @@ def test_an_action_losing_a_burst_of_append_races_still_lands(workers: list[Work
     APPLY_RETRY_SECONDS (8 tries, the old bound, ran out within 12 lost races)."""
     a, b = workers
     game_id = duel_on_two_workers(a, b)
-    assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
-    assert b.rooms.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
+    assert a.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
+    assert b.table.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
     won = _rival_appends_first(a, b, game_id, races=12)
-    ack = b.rooms.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
+    ack = b.table.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
     assert ack["ok"] and won[0] == 12
     records = a.store.load_events(game_id)
     assert [r["seq"] for r in records] == list(range(len(records)))
@@ -157,54 +159,54 @@ def test_an_action_losing_a_burst_of_append_races_still_lands(workers: list[Work
 def test_an_action_that_never_wins_a_race_is_refused_typed_and_changes_nothing(
     workers: list[Worker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("server.table.rooms.APPLY_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr("server.table.actions.APPLY_RETRY_SECONDS", 0.3)
     a, b = workers
     game_id = duel_on_two_workers(a, b)
-    assert a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
-    assert b.rooms.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
+    assert a.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})["ok"]
+    assert b.table.act(game_id, BOB, {"type": "decide", "accept": True})["ok"]
     won = _rival_appends_first(a, b, game_id, races=None)
     started = time.monotonic()
     with pytest.raises(ServerError) as refused:
-        b.rooms.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
+        b.table.act(game_id, BOB, {"type": "craft", "recipe": "shears", "runs": "1/4"})
     assert refused.value.code == "conflict" and 0.3 <= time.monotonic() - started < 2
     assert won[0] >= 2
     records = a.store.load_events(game_id)
     assert not any(r["type"] == "crafted" and r["actor"] == 1 for r in records)
     assert (
-        b.rooms.view(game_id, BOB)["view"]["crafting_hand"]
-        == a.rooms.view(game_id, BOB)["view"]["crafting_hand"]
+        b.table.view(game_id, BOB)["view"]["crafting_hand"]
+        == a.table.view(game_id, BOB)["view"]["crafting_hand"]
     )
 
 
 def test_retried_client_action_gets_the_same_answer_once(workers: list[Worker]) -> None:
     a, b = workers
     game_id = duel_on_two_workers(a, b)
-    first = a.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="c-1")
-    again = b.rooms.act(
+    first = a.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="c-1")
+    again = b.table.act(
         game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="c-1"
     )  # other worker
     assert json.loads(json.dumps(first)) == again
     assert sum(r["type"] == "proposed" for r in a.store.load_events(game_id)) == 1
     # ids are per caller: Bob's "c-1" is his own (and his propose is refused: not his turn)
     with pytest.raises(GameError) as refused:
-        a.rooms.act(game_id, BOB, {"type": "propose", **DUEL_TRADE, "to": 0}, client_action_id="c-1")
+        a.table.act(game_id, BOB, {"type": "propose", **DUEL_TRADE, "to": 0}, client_action_id="c-1")
     assert refused.value.code == "wrong_phase"
     with pytest.raises(ServerError, match="client_action_id"):
-        a.rooms.act(game_id, ADA, {"type": "pass"}, client_action_id="x" * 200)
+        a.table.act(game_id, ADA, {"type": "pass"}, client_action_id="x" * 200)
 
 
 def test_stale_deadline_is_ignored_and_a_current_one_applies_the_policy(workers: list[Worker]) -> None:
     a, b = workers
     game_id = duel_on_two_workers(a, b)
     before = len(a.store.load_events(game_id))
-    a.rooms._deadline_expired(game_id, "craft", 1)  # a timer of another phase fires late: nothing happens
-    b.rooms._deadline_expired(game_id, "trade_propose", 7)  # ... or of another turn
+    a.table._deadline_expired(game_id, "craft", 1)  # a timer of another phase fires late: nothing happens
+    b.table._deadline_expired(game_id, "trade_propose", 7)  # ... or of another turn
     assert len(a.store.load_events(game_id)) == before
-    a.rooms._deadline_expired(game_id, "trade_propose", 1)
-    b.rooms._deadline_expired(game_id, "trade_propose", 1)  # the same timer in the second worker: refused
+    a.table._deadline_expired(game_id, "trade_propose", 1)
+    b.table._deadline_expired(game_id, "trade_propose", 1)  # the same timer in the second worker: refused
     timeouts = [r for r in a.store.load_events(game_id) if r["type"] == "timeout"]
     assert len(timeouts) == 1 and timeouts[0]["payload"]["policy"] == "pass"
-    assert a.rooms.view(game_id, ADA)["view"]["phase"] == "craft"
+    assert a.table.view(game_id, ADA)["view"]["phase"] == "craft"
 
 
 def test_the_last_seat_goes_to_exactly_one_of_two_racing_workers(workers: list[Worker]) -> None:
@@ -228,7 +230,7 @@ def test_the_last_seat_goes_to_exactly_one_of_two_racing_workers(workers: list[W
     assert sorted(map(str, results.values())) == ["1", "game_full"], results
     winner = BOB if results[BOB.id] == 1 else CY
     assert json.loads(a.store.get_value(seat_claim_key(game_id, 1)) or "{}")["user_id"] == winner.id
-    assert a.rooms.view(game_id, winner)["status"] == "running"
+    assert a.table.view(game_id, winner)["status"] == "running"
 
 
 def test_recovery_starts_a_game_whose_seats_were_all_claimed_before_a_crash(settings: Settings) -> None:
@@ -241,8 +243,8 @@ def test_recovery_starts_a_game_whose_seats_were_all_claimed_before_a_crash(sett
     first.close()
     restarted = Worker(settings)
     try:
-        assert restarted.rooms.recover() == 0  # no running game yet ...
-        view = restarted.rooms.view(game_id, BOB)  # ... but the waiting one was started
+        assert restarted.table.recover() == 0  # no running game yet ...
+        view = restarted.table.view(game_id, BOB)  # ... but the waiting one was started
         assert (
             view["status"] == "running" and view["seat"] == 1 and view["view"]["target"] == DUEL["targets"][1]
         )
@@ -297,21 +299,21 @@ def test_instances_sequential_across_workers_and_random_reproducible(tmp_path: P
 def test_abort_stops_a_game(workers: list[Worker]) -> None:
     a, b = workers
     game_id = duel_on_two_workers(a, b)
-    a.rooms.abort(game_id, "test")
+    a.table.abort(game_id, "test")
     for worker in (a, b):  # b learns it from the store (multi-worker check runs with a message queue only)
-        worker.rooms.settings.socketio.message_queue = "redis://unused"
+        worker.table.settings.socketio.message_queue = "redis://unused"
         with pytest.raises(ServerError) as refused:
-            worker.rooms.act(game_id, ADA, {"type": "pass"})
+            worker.table.act(game_id, ADA, {"type": "pass"})
         assert refused.value.code == "game_over"
     assert a.store.get_game(game_id)["status"] == "aborted"
     with pytest.raises(ServerError, match="already aborted"):
-        a.rooms.abort(game_id, "again")
+        a.table.abort(game_id, "again")
 
 
 def test_refusals_are_typed(workers: list[Worker]) -> None:
     a, _ = workers
     with pytest.raises(ServerError) as err:
-        a.rooms.get("nope")
+        a.table.get("nope")
     assert err.value.code == "unknown_game" and err.value.status == 404
     with pytest.raises(ServerError) as err:
         a.lobby.create_game("duel", ADA, seats=["open", {"kind": "wizard"}])
@@ -330,7 +332,7 @@ def test_refusals_are_typed(workers: list[Worker]) -> None:
     agent = Principal(id="token:t1", name="bot", kind="agent")
     assert a.lobby.join(game_id, agent) == 1
     with pytest.raises(ServerError) as err:
-        a.rooms.act(game_id, agent, {"type": "propose", **DUEL_TRADE}, seat=0)
+        a.table.act(game_id, agent, {"type": "propose", **DUEL_TRADE}, seat=0)
     assert err.value.code == "not_your_seat"
 
 
@@ -404,19 +406,19 @@ def test_outsiders_get_no_trade_deadline_and_no_gaps(tmp_path: Path) -> None:
     try:
         game_id = worker.lobby.create_game("slow", ADA, join=True)["game_id"]
         worker.lobby.join(game_id, BOB)
-        proposer = worker.rooms.view(game_id, ADA)
-        spectator = worker.rooms.view(game_id, None)
+        proposer = worker.table.view(game_id, ADA)
+        spectator = worker.table.view(game_id, None)
         assert proposer["deadline"] is not None and proposer["view"]["phase"] == "trade_propose"
         assert spectator["deadline"] is None and spectator["view"]["phase"] == "trade"
-        worker.rooms.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})
-        addressee = worker.rooms.view(game_id, BOB)
+        worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE})
+        addressee = worker.table.view(game_id, BOB)
         assert addressee["deadline"] is not None and addressee["view"]["phase"] == "trade_decide"
-        after = worker.rooms.view(game_id, None)
+        after = worker.table.view(game_id, None)
         assert after["deadline"] is None and after["log_size"] == spectator["log_size"]  # nothing to see
-        log = worker.rooms.events_since(game_id, BOB, -1)
+        log = worker.table.events_since(game_id, BOB, -1)
         assert [e["n"] for e in log["events"]] == list(range(log["log_size"]))
         assert all("seq" not in e for e in log["events"])
         with pytest.raises(ServerError):
-            worker.rooms.events_since(game_id, BOB, -5)
+            worker.table.events_since(game_id, BOB, -5)
     finally:
         worker.close()

@@ -1,346 +1,387 @@
-"""Policies that fill bot seats, found without importing them: the server knows only the policy contract.
+"""Bot seats: the table plays a seat's policy exactly as a remote client would, never inside the game's lock.
 
-Policies (bots, scripted players, LLM agents) are plug-ins. By default the server asks the registry named
-by the ``tradecraft.policy_registry`` entry point (``make_policy(spec, seed)`` and ``policy_names()``);
-``create_app(policy_factory=...)`` injects another. A policy has ``act(view, legal) -> dict`` and
-optionally ``observe(events)`` and ``drain_traces()`` (the contract: ``server/game/policy.py``; how the server
-runs them: docs/protocol.md, "Bots"); whatever it answers is validated like a client's action.
-
-Seeds: one live policy per (game, seat), built with :func:`policy_seed` (the game seed and the seat), kept
-across moves and fed the seat's events; a policy rebuilt after a restart gets the same seed and the seat's
-whole log, so it plays on as the lost one would have. After a refused move a policy with a ``refused(error)``
-hook (an LLM agent) is told the engine's typed error and asked again; any other policy's retry is asked of a
-one-move policy built with another seed (:func:`policy_seed` with the move key and the attempt number), or it
-would repeat the same move.
-
-This module also holds the thread pool bot moves are decided on (:class:`BotExecutor`), who may seat which
-policy (:meth:`BotRegistry.require`), and the bounds on trace records (:func:`bound_trace`).
+A move is decided outside the game's lock: under the lock the seat's view, legal actions and new events are
+copied (``_prepare_bot_move``); a thread of the bot executor builds the seat's live policy if needed and runs
+the one decide step every runner calls (:func:`server.game.policy.decide`); the answer goes through the same
+path as a client's action, under the lock again, unless the game moved on meanwhile (``_bot_decided``). A
+refused answer is handled by the table's :class:`~server.game.policy.OnRefusal` strategy (told and asked again
+if the policy listens, else another seed; then the seat resigns). A watchdog on the deadline scheduler
+abandons a move that takes longer than ``bots.move_time_limit_seconds`` and the fallback policy plays it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
-import os
-import queue
-import re
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
 
-from server.game import Game
+from server.game.errors import GameError
+from server.game.events import Event, visible_to
+from server.game.legal import legal_actions
+from server.game.policy import Decision, OnRefusal, decide, listens
+from server.game.state import Game
+from server.game.views import move_key as move_key_of
+from server.store import SequenceConflict, Store
+from server.table.actions import action_digest, parse_player_action, race_attempts
+from server.table.bot_executor import BotExecutor
 from server.table.config import Settings
+from server.table.envelope import json_copy, number_events
 from server.table.errors import ServerError
-from server.table.policy_specs import SpecError, check_no_credentials, policy_name
+from server.table.live import BotMove, LiveGame, LivePolicy, overdue_key, takeover_key
+from server.table.policies import BotRegistry, bot_action_id, bot_seed, policy_seed
+from server.table.timers import DeadlineScheduler
 
 log = logging.getLogger(__name__)
 
-POLICY_REGISTRY_GROUP = "tradecraft.policy_registry"
 
+class BotSeats:
+    """The table's bot seats (a part of :class:`server.table.master.Table`, which provides the rest)."""
 
-class SeatPolicy(Protocol):
-    """What the server needs of a policy (``observe(events)`` and ``drain_traces()`` are optional)."""
+    settings: Settings
+    store: Store
+    scheduler: DeadlineScheduler
+    bots: BotRegistry
+    bot_executor: BotExecutor
+    on_refusal: OnRefusal
+    clock: Callable[[], float]
+    _process_token: str
+    get: Callable[[Any], LiveGame]
+    catch_up: Callable[[LiveGame], bool]
+    history: Callable[[LiveGame, int | None], list[dict[str, Any]]]
+    _view: Callable[[LiveGame, int | None], dict[str, Any] | None]
+    _schedule: Callable[[LiveGame], None]
+    _commit: Callable[..., Any]
+    _after_change: Callable[..., None]
+    _apply_as_seat: Callable[..., Any]
+    _push_seats: Callable[[LiveGame], None]
+    _store_traces: Callable[..., int]
+    _aborted: Callable[[LiveGame], bool]
 
-    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]: ...
-
-
-PolicyFactory = Callable[[str, int], SeatPolicy]
-"""``factory(spec, seed)``: a fresh policy for a spec such as ``"random"``; raises ``ValueError``
-(with ``code`` and ``message`` where it can) for a spec it does not know."""
-
-
-def bot_move_key(game: Game, seat: int) -> str:
-    """Where ``seat`` is in its own play: the turn, the phase and its crafts so far in this phase.
-
-    It names one move of the seat: the retry seeds and the client action id of a bot's move are keyed by it
-    (not by the log position: in the craft phase every seat acts at once, so the log position of a seat's
-    move depends on how the server's threads interleaved the seats).
-    """
-    return f"{game.turn}:{game.phase}:{len(game.crafts_this_phase(seat))}"
-
-
-def bot_seed(game_seed: int, seat: int, seq: int | str = 0, attempt: int = 0) -> int:
-    """A stable 63-bit seed for the policy of ``seat`` (``seq``/``attempt`` > 0: a rebuilt policy; ``seq`` may
-    be a :func:`bot_move_key`)."""
-    key = f"{game_seed}:{seat}:{seq}" + (f":{attempt}" if attempt else "")
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
-def policy_seed(game_seed: int, seat: int, move_key: str = "", attempt: int = 0) -> int:
-    """The seed the server builds a seat's policy with: :func:`bot_seed` of the game seed and the seat for
-    the seat's live policy (``attempt`` 0), of the move key and the attempt for a retry's one-move policy."""
-    return bot_seed(game_seed, seat) if attempt == 0 else bot_seed(game_seed, seat, move_key, attempt)
-
-
-def bot_action_id(seat: int, move_key: str) -> str:
-    """The client action id a bot's move is submitted with: a second answer to the same move (another
-    worker's, a late one) is recognised and dropped instead of applied twice."""
-    return f"bot:{seat}:{move_key}"
-
-
-def installed_policies() -> tuple[PolicyFactory, Callable[[], list[str]]]:
-    """``(make_policy, policy_names)`` of the registry the installed packages name; a clear error if none."""
-    found = list(entry_points(group=POLICY_REGISTRY_GROUP, name="default"))
-    if not found:
-        raise RuntimeError(
-            f"No policy registry is installed (entry point group {POLICY_REGISTRY_GROUP!r}): install the "
-            "tradecraft package (pip install -e .) or pass create_app(policy_factory=...)."
-        )
-    registry = found[0].load()
-    return registry.make_policy, registry.policy_names
-
-
-class BotRegistry:
-    """The server's view of the policies: check a spec, build a policy, with the server's typed errors.
-
-    ``settings`` says which policies are restricted (``bots.restricted_policies``, e.g. LLM agents, which
-    cost money) and which of their specs may be seated (``bots.allowed_specs`` and the halls' own seats);
-    without settings every restricted policy is refused in :meth:`require`.
-    """
-
-    def __init__(
-        self,
-        factory: PolicyFactory | None = None,
-        names: Callable[[], list[str]] | None = None,
-        settings: Settings | None = None,
-    ) -> None:
-        if factory is None:
-            factory, installed_names = installed_policies()
-            names = names or installed_names
-        self._factory = factory
-        self._names = names or (lambda: [])
-        self.settings = settings
-
-    def names(self) -> list[str]:
-        return sorted(self._names())
-
-    def seatable(self) -> list[str]:
-        """What a game's creator may seat as a bot: every installed policy that is not restricted, then the
-        restricted specs the operator lists in ``bots.allowed_specs`` (the lobby's and ``GET /api/bots``'
-        choices; a restricted name alone, e.g. ``llm``, could never be seated)."""
-        free = [name for name in self.names() if self.allowed(name)]
-        listed = sorted(self.settings.bots.allowed_specs) if self.settings else []
-        return free + [spec for spec in listed if spec not in free]
-
-    def require(self, spec: str, hall: str | None = None) -> str:
-        """``spec`` if it may be seated and a policy can be built from it, else a typed error:
-        ``credentials_in_spec``, ``bot_not_allowed`` (a restricted policy whose exact spec is not listed in
-        ``bots.allowed_specs`` nor in the seats of hall ``hall``, or of any hall when ``hall`` is None),
-        ``unknown_bot`` or ``invalid_bot_spec``."""
-        if not isinstance(spec, str) or not spec:
-            raise ServerError("invalid_bot_spec", "Name the bot with a policy spec such as 'random'.")
-        try:
-            check_no_credentials(spec)
-        except SpecError as err:
-            raise ServerError(err.code, err.message, {"bot": spec.split("?", 1)[0][:100]}) from None
-        if not self.allowed(spec, hall):
-            allowed = sorted(self.settings.bots.allowed_specs) if self.settings else []
-            raise ServerError(
-                "bot_not_allowed",
-                f"Policy {policy_name(spec)!r} costs money or calls outside services, so only the specs the "
-                f"operator lists can be seated ({', '.join(allowed) or 'none here'}); pick one of those or a "
-                "built-in bot such as random.",
-                {"bot": spec[:300], "allowed": allowed},
-                status=403,
+    def _bot_move(self, game_id: str, seat: int) -> None:
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            move = self._prepare_bot_move(live, seat)
+            if move is None:
+                return
+            limit = self.settings.bots.move_time_limit_seconds
+            self.scheduler.schedule(
+                overdue_key(game_id, seat), move.submitted + limit, partial(self._bot_overdue, live, move)
             )
-        self.make(spec, 0)
-        return spec
+        self.bot_executor.submit(partial(self._decide, live, move))
 
-    def allowed(self, spec: str, hall: str | None = None) -> bool:
-        """Whether a game's creator may seat ``spec`` (see :meth:`require`)."""
-        restricted = {"llm"} if self.settings is None else set(self.settings.bots.restricted_policies)
-        if policy_name(spec) not in {name.lower() for name in restricted}:
-            return True
-        if self.settings is None:
+    def _bot_move_valid(self, live: LiveGame, seat: int, move_key: str | None = None) -> bool:
+        """Whether the bot seat ``seat`` is awaited (at the move ``move_key``, when given)."""
+        game = live.game
+        if self._aborted(live) or game is None or game.finished or seat not in game.waiting_for():
             return False
-        if spec in self.settings.bots.allowed_specs:
+        if not live.seats[seat].bot_controlled:
+            return False
+        return move_key is None or move_key_of(game, seat) == move_key
+
+    def _prepare_bot_move(self, live: LiveGame, seat: int) -> BotMove | None:
+        """Under the lock: what the seat's policy needs for its move, or None when there is nothing to do
+        (not awaited, or a decision of this seat is already under way: its end reschedules)."""
+        if not self._bot_move_valid(live, seat) or seat in live.fallbacks:
+            return None
+        game = live.game
+        assert game is not None
+        holder = live.seats[seat]
+        spec = holder.takeover or holder.bot or self.settings.bots.default
+        current = live.policies.get(seat)
+        if current is not None and current.in_flight is not None:
+            return None
+        if current is None or current.spec != spec:
+            current = LivePolicy(spec, policy_seed(live.seed, seat))
+            live.policies[seat] = current
+        move_key = move_key_of(game, seat)
+        attempt = live.bot_failures.get(seat, 0)
+        if self.settings.socketio.message_queue and not self._claim_bot_move(live, seat, move_key, attempt):
+            return None
+        keeper: LivePolicy | None = current
+        refusal = live.refusals.get(seat) if attempt else None
+        hears = current.policy is not None and listens(current.policy)
+        if attempt and not (refusal is not None and self.on_refusal.next_try(attempt, hears) == "ask_again"):
+            # a retry the policy cannot learn from (no hook, or it raised): a one-move policy with another
+            # seed (or it would repeat itself), shown the whole log
+            seed, events, keeper = (
+                policy_seed(live.seed, seat, move_key, attempt),
+                self.history(live, seat),
+                None,
+            )
+            refusal = None
+        else:  # its move, or a refused answer it hears about (an LLM agent): told, then asked again
+            seed, events = current.seed, self._seat_news(live, seat, current)
+        move = BotMove(
+            game_id=live.game_id,
+            seat=seat,
+            spec=spec,
+            move_key=move_key,
+            attempt=attempt,
+            seed=seed,
+            view=json_copy(self._view(live, seat)),  # the policy may keep or change it: its own copy
+            legal=list(legal_actions(game, seat)),
+            events=json_copy(events),
+            live=keeper,
+            submitted=self.clock(),
+            refusal=refusal,
+        )
+        current.in_flight = move
+        return move
+
+    def _claim_bot_move(self, live: LiveGame, seat: int, move_key: str, attempt: int) -> bool:
+        """With several server processes (a message queue), each one that has the game loaded would ask its
+        own policy for every move: an LLM seat would be paid for twice. The first process to claim a move
+        in the store (``set_value_if_absent``) decides it; the others look again after the move time limit,
+        when a new claim window opens, in case the claimer died. (One small store value per bot move.)"""
+        limit = self.settings.bots.move_time_limit_seconds
+        window = int(self.clock() // limit)
+        key = f"botclaim:{live.game_id}:{seat}:{move_key}:{attempt}:{window}"
+        if self.store.set_value_if_absent(key, self._process_token) == self._process_token:
             return True
-        known_hall = hall is None or hall in self.settings.halls
-        return known_hall and spec in self.settings.hall_bot_specs(hall)
+        self.scheduler.schedule(
+            f"bot:{live.game_id}:{seat}", self.clock() + limit, partial(self._bot_move, live.game_id, seat)
+        )
+        return False
 
-    def make(self, spec: str, seed: int) -> SeatPolicy:
-        try:
-            return self._factory(spec, seed)
-        except ValueError as err:
-            code = getattr(err, "code", "unknown_bot")
-            message = getattr(err, "message", None) or str(err)
-            raise ServerError(code, message, {"bot": str(spec)[:300]}) from None
+    def _seat_news(self, live: LiveGame, seat: int, policy: LivePolicy) -> list[dict[str, Any]]:
+        """The seat's viewer events its policy has not been shown, numbered ``n`` exactly as a remote
+        client's log (the whole log for a new policy); marks them shown."""
+        assert live.game is not None
+        start = policy.delivered
+        visible = [
+            record
+            for event, record in zip(live.game.events[start:], live.records[start:], strict=True)
+            if visible_to(event, seat)
+        ]
+        news = number_events(visible, policy.observed + len(visible))
+        policy.delivered = len(live.game.events)
+        policy.observed += len(visible)
+        return news
 
-
-# ------------------------------------------------------------------------------------------- live policies
-@dataclass
-class LivePolicy:
-    """A seat's policy as the server keeps it between moves (guarded by the game's lock, except ``policy``
-    itself, which only the thread deciding the seat's move in flight touches).
-
-    ``delivered`` counts the game's events already looked at for this seat and ``observed`` the seat's own
-    events handed to ``observe`` (the ``n`` of the next one), so each is handed over exactly once, in order.
-    """
-
-    spec: str
-    seed: int
-    policy: SeatPolicy | None = None  # built on the bot executor at its first move
-    delivered: int = 0
-    observed: int = 0
-    in_flight: BotMove | None = None
-
-
-@dataclass
-class BotMove:
-    """One decision handed to the bot executor: everything the policy may see, copied under the lock."""
-
-    game_id: str
-    seat: int
-    spec: str
-    move_key: str
-    attempt: int
-    seed: int
-    view: dict[str, Any]
-    legal: list[str]
-    events: list[dict[str, Any]]  # the seat's new viewer events (its whole log for a new policy)
-    live: LivePolicy | None  # None: a retry's one-move policy, built and dropped with the move
-    submitted: float
-    refusal: dict[str, Any] | None = None  # the engine's error for the policy's last answer, told first
-    abandoned: threading.Event = field(default_factory=threading.Event)
-    thread: int | None = None  # the worker thread's ident while it decides
-
-
-# --------------------------------------------------------------------------------------------- the executor
-class BotExecutor:
-    """A bounded pool of threads for bot decisions, apart from the deadline timers.
-
-    A slow policy (an LLM call, a deep search) only holds one of these threads. A move abandoned past its time
-    limit cannot be stopped (Python threads cannot be killed), so its thread is written off: a fresh one
-    takes its place, up to ``max_abandoned`` at a time, and the stuck one ends when the policy returns.
-    """
-
-    def __init__(self, workers: int, max_abandoned: int = 64) -> None:
-        self._workers = workers
-        self._max_abandoned = max_abandoned
-        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._written_off: set[int] = set()  # idents of threads whose move was abandoned
-        self._threads: list[threading.Thread] = []
-        self._closed = False
-        for _ in range(workers):
-            self._start_thread()
-
-    def submit(self, task: Callable[[], None]) -> None:
-        with self._lock:
-            if self._closed:
-                return
-        self._tasks.put(task)
-
-    def write_off(self, thread_ident: int | None) -> None:
-        """The move running on ``thread_ident`` was abandoned: replace its thread (within the bound)."""
-        with self._lock:
-            if self._closed or thread_ident is None or thread_ident in self._written_off:
-                return
-            if len(self._written_off) >= self._max_abandoned:
-                log.error(
-                    "%d bot moves hang past their time limit; no more threads are added for them",
-                    len(self._written_off),
-                )
-                return
-            self._written_off.add(thread_ident)
-            self._start_thread()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            count = len(self._threads)
-        for _ in range(count):
-            self._tasks.put(None)
-
-    def _start_thread(self) -> None:
-        thread = threading.Thread(target=self._work, name="tc-bot", daemon=True)
-        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
-
-    def _work(self) -> None:
-        me = threading.get_ident()
-        while True:
-            task = self._tasks.get()
-            if task is None:
-                return
+    def _decide(self, live: LiveGame, move: BotMove) -> None:
+        """On the bot executor, without the game's lock: build the policy if needed, then the one decide step
+        (:func:`server.game.policy.decide`: told its last refusal, shown its new events, asked, traces)."""
+        move.thread = threading.get_ident()
+        if move.abandoned.is_set():
+            return  # the time limit passed while the move waited for a thread
+        policy = move.live.policy if move.live is not None else None
+        if policy is None:
             try:
-                task()
+                policy = self.bots.make(move.spec, move.seed)
+            except Exception as err:
+                self._bot_decided(live, move, Decision(failure=err))
+                return
+            if move.live is not None:
+                move.live.policy = policy
+        decision = decide(policy, move.view, move.legal, move.events, move.refusal)
+        if decision.trace_failure is not None:
+            failure = decision.trace_failure
+            log.error("game %s: seat %s's policy lost its traces: %r", live.game_id, move.seat, failure)
+        event_seq = self._bot_decided(live, move, decision)
+        self._store_traces(live.game_id, move.seat, event_seq, decision.traces)
+
+    def _bot_decided(self, live: LiveGame, move: BotMove, decision: Decision) -> int | None:
+        """Under the lock: submit the policy's answer like a client's action, unless the move was abandoned
+        or the game moved on. The sequence number of the first event the move produced, else None."""
+        with live.lock:
+            current = live.policies.get(move.seat)
+            if move.abandoned.is_set() or current is None or current.in_flight is not move:
+                log.info(
+                    "game %s: seat %s answered move %s after it was abandoned; dropped",
+                    live.game_id,
+                    move.seat,
+                    move.move_key,
+                )
+                return None
+            current.in_flight = None
+            self.scheduler.cancel(overdue_key(live.game_id, move.seat))
+            if decision.failure is not None:
+                if move.live is not None:
+                    live.policies.pop(move.seat, None)  # its state is suspect: rebuilt from the log next move
+                self.catch_up(live)
+                if self._bot_move_valid(live, move.seat, move.move_key):
+                    self._bot_failed(live, move.seat, move.spec, decision.failure)
+                elif live.game is not None:
+                    self._schedule(live)
+                return None
+            return self._submit_bot_action(live, move.seat, move.spec, move.move_key, decision.action)
+
+    def _submit_bot_action(
+        self, live: LiveGame, seat: int, spec: str, move_key: str, action: Any
+    ) -> int | None:
+        """Under the lock: a bot's answer through the client path (same validation, a client action id
+        derived from the move); a stale answer is dropped and the seat rescheduled; a refused one counts as
+        a failure (retried with another seed, then the seat resigns)."""
+        for _ in race_attempts():
+            self.catch_up(live)
+            if not self._bot_move_valid(live, seat, move_key):
+                log.info("game %s: seat %s's answer to %s is stale; dropped", live.game_id, seat, move_key)
+                if live.game is not None:
+                    self._schedule(live)
+                return None
+            action_id = bot_action_id(seat, move_key)
+            try:
+                parsed = parse_player_action(action)
+                digest = action_digest(seat, parsed)
+                outcome = self._apply_as_seat(
+                    live, seat, parsed, action_id, digest, action_id=action_id, bot=True
+                )
+            except SequenceConflict:
+                continue
+            except (GameError, ServerError) as err:
+                self._bot_failed(live, seat, spec, err)
+                return None
+            if isinstance(outcome, dict):  # another worker already played this move
+                self._schedule(live)
+                return None
+            events, records = outcome
+            live.bot_failures[seat] = 0
+            live.refusals.pop(seat, None)
+            try:
+                answer = {"ok": True, "bot": spec, "seat": seat}
+                self.store.remember_action(live.game_id, action_id, answer, digest)
             except Exception:
-                log.exception("a bot move failed outside its own error handling")
-            with self._lock:
-                if me in self._written_off:  # a replacement took this thread's place meanwhile
-                    self._written_off.discard(me)
-                    return
-
-
-# ---------------------------------------------------------------------------------------------- traces
-#: Environment variables whose values are credentials: their values are cut out of any trace text.
-_SECRET_ENV = re.compile(r"(_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.IGNORECASE)
-_TRUNCATION_MARK = "…[truncated]"
-
-
-def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of the credential-like environment variables (8+ characters), longest first."""
-    environ = os.environ if environ is None else environ
-    found = {v for k, v in environ.items() if _SECRET_ENV.search(k) and len(v) >= 8}
-    return sorted(found, key=len, reverse=True)
-
-
-def bound_trace(
-    record: Mapping[str, Any], max_bytes: int, secrets: list[str] | tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """``record`` made safe to store: JSON-safe (``repr`` for what JSON cannot hold), no provider key in any
-    string (a credential the server's environment holds becomes ``[redacted]``), and at most ``max_bytes``
-    of JSON: long strings are cut (``…[truncated]``) and the record gets ``"truncated": true`` and its
-    original size ``"original_bytes"``; a record still too big keeps only its scalar fields."""
-    text = json.dumps(_finite(record), default=repr, ensure_ascii=False, separators=(",", ":"))
-    for secret in secrets:
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as the secret appears inside JSON text
-        if escaped in text:
-            text = text.replace(escaped, "[redacted]")
-    bounded: dict[str, Any] = json.loads(text)
-    size = len(text.encode("utf-8"))
-    if size <= max_bytes:
-        return bounded
-    limit = max(64, max_bytes // 8)
-    while True:
-        cut = _cut_strings(bounded, limit)
-        cut.update(truncated=True, original_bytes=size)
-        if len(json.dumps(cut, ensure_ascii=False).encode("utf-8")) <= max_bytes or limit <= 16:
-            break
-        limit //= 2
-    if len(json.dumps(cut, ensure_ascii=False).encode("utf-8")) > max_bytes:
-        cut = {k: v for k, v in cut.items() if isinstance(v, int | float | bool) or v is None}
-        cut.update(truncated=True, original_bytes=size)
-    if len(json.dumps(cut, ensure_ascii=False).encode("utf-8")) > max_bytes:
-        # thousands of scalar fields: only the log's own keys and the note of what was dropped are kept
-        cut = {k: cut[k] for k in ("seat", "event_seq", "time") if k in cut}
-        cut.update(truncated=True, original_bytes=size)
-    return cut
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities (which JSON cannot hold) become None; containers are copied, dict keys as text."""
-    if isinstance(value, float) and not math.isfinite(value):
+                log.exception("game %s: could not remember bot move %s", live.game_id, action_id)
+            self._after_change(live, events, records)
+            return events[0].seq if events else None
+        self._schedule(live)
         return None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+
+    def _bot_overdue(self, live: LiveGame, move: BotMove) -> None:
+        """On the timer pool: the move ran past bots.move_time_limit_seconds. Abandon it (its thread is
+        replaced; a late answer is dropped; the seat's policy is rebuilt from the log for its next move) and
+        let the fallback policy play this one move, validated like any other."""
+        seat = move.seat
+        with live.lock:
+            current = live.policies.get(seat)
+            if current is None or current.in_flight is not move:
+                return
+            move.abandoned.set()
+            current.in_flight = None
+            if move.live is not None:
+                live.policies.pop(seat, None)
+            live.bot_overdue[seat] = live.bot_overdue.get(seat, 0) + 1
+            log.warning(
+                "game %s: the policy %s of seat %s took over %s s for move %s; abandoned, %s plays it",
+                live.game_id,
+                move.spec,
+                seat,
+                self.settings.bots.move_time_limit_seconds,
+                move.move_key,
+                self.settings.bots.fallback,
+            )
+            self.bot_executor.write_off(move.thread)
+            self.catch_up(live)
+            if not self._bot_move_valid(live, seat, move.move_key) or live.game is None:
+                if live.game is not None:
+                    self._schedule(live)
+                return
+            live.fallbacks.add(seat)
+            view = json_copy(self._view(live, seat))
+            legal = list(legal_actions(live.game, seat))
+            history = json_copy(self.history(live, seat))
+        spec = self.settings.bots.fallback
+        try:
+            fallback = self.bots.make(spec, bot_seed(live.seed, seat, f"fallback:{move.move_key}"))
+            decision = decide(fallback, view, legal, history)
+        except Exception as err:
+            decision = Decision(failure=err)
+        with live.lock:
+            live.fallbacks.discard(seat)
+            if decision.failure is None:
+                self._submit_bot_action(live, seat, spec, move.move_key, decision.action)
+                return
+            self.catch_up(live)
+            if self._bot_move_valid(live, seat, move.move_key):
+                self._bot_failed(live, seat, spec, decision.failure)
+            elif live.game is not None:
+                self._schedule(live)
+
+    def _bot_failed(self, live: LiveGame, seat: int, name: str, err: Exception) -> None:
+        """Under the lock: a bot's move was refused or its policy raised. Count it; what next is the table's
+        :class:`~server.game.policy.OnRefusal` (``RESEED_THEN_RESIGN`` with ``bots.max_failures`` answers):
+        told and asked again, or another seed, until the answers are spent; then the seat resigns."""
+        failures = live.bot_failures.get(seat, 0) + 1
+        live.bot_failures[seat] = failures
+        live.bot_refused[seat] = live.bot_refused.get(seat, 0) + 1
+        if isinstance(err, GameError | ServerError):
+            live.refusals[seat] = err.to_dict()  # what a client would have been answered
+        else:
+            live.refusals.pop(seat, None)
+        detail = err.to_dict() if isinstance(err, GameError | ServerError) else repr(err)
+        log.warning(
+            "game %s: bot %s at seat %s failed (%s/%s): %s",
+            live.game_id,
+            name,
+            seat,
+            failures,
+            self.settings.bots.max_failures,
+            detail,
+        )
+        held = live.policies.get(seat)
+        hears = held is not None and held.policy is not None and listens(held.policy)
+        if self.on_refusal.next_try(failures, hears) != "give_up":
+            self._schedule(live)
+            return
+        log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
+        live.bot_failures[seat] = 0
+        live.refusals.pop(seat, None)
+        final = self.on_refusal.final_action(self._view(live, seat) or {})
+        if final is None:
+            return
+        try:
+            events, records = self._commit(live, seat, final)
+        except (GameError, SequenceConflict):
+            log.exception("game %s: could not resign the failing bot seat %s", live.game_id, seat)
+            return
+        self._after_change(live, events, records)
+
+    def _stop_bots(self, live: LiveGame) -> None:
+        """The game is over: no more bot moves; moves under way are dropped when they answer."""
+        self.scheduler.cancel_prefix(f"bot:{live.game_id}:")
+        self.scheduler.cancel_prefix(f"botlimit:{live.game_id}:")
+        live.policies.clear()
+
+    def _hand_idle_seats_to_bots(self, live: LiveGame, events: Iterable[Event]) -> None:
+        """After a timeout, give seats that reached ``idle_timeouts_before_bot`` to the default bot."""
+        limit = live.settings.idle_timeouts_before_bot
+        game = live.game
+        if limit is None or game is None or game.finished:
+            return
+        if not any(e.type == "timeout" for e in events):
+            return
+        idle = idle_counters(game)
+        for seat in live.seats:
+            if seat.bot_controlled or idle.get(seat.seat, 0) < limit:
+                continue
+            bot = self.settings.bots.default
+            seat.takeover = self.store.set_value_if_absent(takeover_key(live.game_id, seat.seat), bot)
+            log.info(
+                "game %s: seat %s idle for %s timeouts; bot %s takes over",
+                live.game_id,
+                seat.seat,
+                idle.get(seat.seat),
+                seat.takeover,
+            )
+            records = [s.record() for s in live.seats]
+            self.store.update_game(live.game_id, seats=records)
+            live.meta["seats"] = records
+            self._push_seats(live)
+
+    @staticmethod
+    def _bot_counts(live: LiveGame) -> dict[str, dict[str, int]]:
+        """Per bot seat: its moves refused by the engine or failed in the policy, and its moves abandoned past
+        the time limit (counted by this process since it loaded the game)."""
+        seats = set(live.bot_refused) | set(live.bot_overdue)
+        return {
+            str(seat): {"failed": live.bot_refused.get(seat, 0), "overdue": live.bot_overdue.get(seat, 0)}
+            for seat in sorted(seats)
+        }
 
 
-def _cut_strings(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + _TRUNCATION_MARK
-    if isinstance(value, list):
-        kept = [_cut_strings(v, limit) for v in value[: max(1, limit // 4)]]
-        return kept + ([_TRUNCATION_MARK] if len(value) > len(kept) else [])
-    if isinstance(value, dict):
-        return {k: _cut_strings(v, limit) for k, v in value.items()}
-    return value
+def idle_counters(game: Game) -> dict[int, int]:
+    """Consecutive timeouts per seat since it last acted itself (kept by the engine)."""
+    return dict(enumerate(game.idle_timeouts()))

@@ -1,11 +1,19 @@
-"""The game envelope: what a seat (or a spectator) is told about a game besides the engine's view."""
+"""The game envelope: what a seat (or a spectator) is told about a game besides the engine's view; and the
+one numbering of the events a viewer sees, shared by acks, pushes, logs and replays.
+
+:class:`Envelope` is the one declaration: the table builds every envelope it sends with :func:`envelope`
+(``model_construct``: the engine has typed every part already, so nothing is validated twice), the schema
+endpoint serves its JSON schema, and tests validate what clients receive against it.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from server.game.events import record_for_viewer
 from server.game.schemas import PlayerView, SpectatorView, ViewerEvent
 
 
@@ -39,3 +47,56 @@ class Envelope(BaseModel):
     seats: list[SeatInfo]
     view: PlayerView | SpectatorView | None = Field(description="your view; null before the game starts")
     events: list[ViewerEvent] | None = Field(None, description="events you may see, numbered n in your log")
+
+
+ENVELOPE_FIELDS = tuple(Envelope.model_fields)
+
+
+def envelope(
+    *,
+    game_id: str,
+    hall: str | None,
+    status: str,
+    seat: int | None,
+    deadline: float | None,
+    seats: list[dict[str, Any]],
+    view: dict[str, Any] | None,
+    events: list[dict[str, Any]] | None = None,
+    ok: bool | None = None,
+) -> dict[str, Any]:
+    """An :class:`Envelope` as the wire dict (``ok`` and ``events`` only when given). ``log_size`` is the
+    view's: a viewer counts only the events it may see, since gaps in the global numbering would count other
+    seats' private events."""
+    model = Envelope.model_construct(
+        ok=ok,
+        game_id=game_id,
+        hall=hall,
+        status=status,
+        seat=seat,
+        log_size=view["log_size"] if view is not None else 0,
+        deadline=deadline,
+        seats=seats,
+        view=view,
+        events=events,
+    )
+    wire = {name: getattr(model, name) for name in ENVELOPE_FIELDS}  # shallow: the view is shared, not copied
+    if ok is None:
+        del wire["ok"]
+    if events is None:
+        del wire["events"]
+    return wire
+
+
+def number_events(visible: list[dict[str, Any]], log_size: int) -> list[dict[str, Any]]:
+    """The newest ``visible`` stored records of a viewer's log as that viewer receives them: numbered ``n``
+    in its own log (which holds ``log_size`` events), without the global ``seq`` or what it may not see."""
+    start = log_size - len(visible)
+    return [
+        {"n": start + i, **{k: v for k, v in record_for_viewer(record).items() if k != "seq"}}
+        for i, record in enumerate(visible)
+    ]
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy that is also exactly what a JSON round trip (a store, a socket) gives back."""
+    return json.loads(json.dumps(value))

@@ -34,8 +34,9 @@ from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
 from server.table.errors import ServerError, parse_count
+from server.table.live import LiveGame
+from server.table.master import Table
 from server.table.principal import Principal
-from server.table.rooms import LiveGame, Rooms
 
 #: Games whose replays are kept in memory, and answers kept per game.
 CACHED_GAMES = 8
@@ -188,8 +189,8 @@ def parse_viewer(raw: str | None, players: int) -> tuple[Viewer, int | None]:
 class Replays:
     """Answers replay steps for the web layer; see the module's docstring for who may see what."""
 
-    def __init__(self, rooms: Rooms, cache: ReplayCache | None = None) -> None:
-        self.rooms = rooms
+    def __init__(self, table: Table, cache: ReplayCache | None = None) -> None:
+        self.table = table
         self.cache = cache or ReplayCache()
 
     def allowed_viewers(self, live: LiveGame, principal: Principal | None, admin: bool) -> list[str]:
@@ -205,9 +206,9 @@ class Replays:
         step: int | None,
         turn: int | None,
     ) -> dict[str, Any]:
-        live = self.rooms.get(game_id)
+        live = self.table.get(game_id)
         with live.lock:
-            self.rooms.catch_up(live)
+            self.table.catch_up(live)
             status = live.status
             viewers = self.allowed_viewers(live, principal, admin)
             seats = live.public_seats()

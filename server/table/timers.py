@@ -3,7 +3,7 @@
 Deadlines are wall-clock unix times because they are derived from event timestamps in the store (a phase's
 deadline is its start time plus the configured seconds), so a restarted server — or another worker — computes
 the same deadline. Scheduling a key again replaces its timer; a callback whose timer was replaced or
-cancelled never runs. The callbacks themselves re-check the game state (see ``server.table.rooms``), so a
+cancelled never runs. The callbacks themselves re-check the game state (see ``server.table.master``), so a
 timer that fires late or twice is harmless.
 """
 

@@ -148,11 +148,11 @@ def admin_blueprint(services: Services) -> Blueprint:
 
     @admin.get("/games/<game_id>")
     def researcher(game_id: str) -> tuple[Response, int]:
-        return jsonify({"ok": True, **services.rooms.researcher(game_id)}), 200
+        return jsonify({"ok": True, **services.table.researcher(game_id)}), 200
 
     @admin.post("/games/<game_id>/abort")
     def abort(game_id: str) -> tuple[Response, int]:
-        services.rooms.abort(game_id, str(body().get("reason") or "aborted by an admin"))
+        services.table.abort(game_id, str(body().get("reason") or "aborted by an admin"))
         return jsonify({"ok": True}), 200
 
     @admin.get("/games/<game_id>/export")

@@ -1,4 +1,4 @@
-"""The Flask application factory: settings -> store -> live rooms -> Socket.IO + REST + admin.
+"""The Flask application factory: settings -> store -> live table -> Socket.IO + REST + admin.
 
     gunicorn -k gthread -w 1 --threads 100 -b 0.0.0.0:5000 'server.web.app:create_app()'
     python run_server.py [--config FILE] [--host H] [--port P]
@@ -18,16 +18,15 @@ import sys
 import time
 from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from flask import Flask, Response, jsonify
 from flask_socketio import SocketIO
 
 from craft_rules.loader import load_rule_set
 from server.store import Store, open_store
-from server.table.bot_seats import BotRegistry, PolicyFactory
 from server.table.config import Settings, load_settings
-from server.table.rooms import Rooms
+from server.table.master import Table
+from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
 from server.web.admin import admin_blueprint
 from server.web.auth import secret_key
@@ -37,7 +36,7 @@ from server.web.pages import viewer_pages_blueprint
 from server.web.replay import replay_blueprint
 from server.web.rest import api_blueprint
 from server.web.services import Services
-from server.web.sockets import SocketProtocol
+from server.web.sockets import SocketIOTransport, SocketProtocol
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -75,7 +74,7 @@ def create_app(
     *,
     config_path: str | None = None,
     recover: bool = True,
-    policy_factory: PolicyFactory | None = None,
+    policy_factory: PolicyMaker | None = None,
 ) -> Flask:
     """Build the app. ``settings`` wins over ``config_path``; ``recover`` resumes unfinished games.
 
@@ -118,17 +117,9 @@ def create_app(
     scheduler = DeadlineScheduler()
     bots = BotRegistry(policy_factory, settings=settings)
 
-    def push(event: str, data: dict[str, Any], room: str, skip_sid: str | None) -> None:
-        socketio.emit(event, data, to=room, skip_sid=skip_sid)
-
-    def has_listeners(room: str, skip_sid: str | None) -> bool:
-        if settings.socketio.message_queue:
-            return True  # listeners may be connected to another process
-        return any(sid != skip_sid for sid, _ in socketio.server.manager.get_participants("/", room))
-
-    rooms = Rooms(settings, store, scheduler, bots, push, has_listeners=has_listeners)
-    lobby = Lobby(settings, store, rooms, bots)
-    services = Services(settings, store, rooms, lobby, bots, socketio, scheduler, tradecraft_version())
+    table = Table(settings, store, scheduler, bots, SocketIOTransport(socketio, settings))
+    lobby = Lobby(settings, store, table, bots)
+    services = Services(settings, store, table, lobby, bots, socketio, scheduler, tradecraft_version())
     app.extensions["tradecraft"] = services
 
     SocketProtocol(services, socketio).register()
@@ -144,7 +135,7 @@ def create_app(
     _warm_up(services)
     if recover:
         started = time.perf_counter()
-        resumed = rooms.recover()
+        resumed = table.recover()
         log.info("resumed %d running games in %.2f s", resumed, time.perf_counter() - started)
     # Rule sets and indexes live as long as the process: move them out of the cyclic collector's reach,
     # or every full collection walks them (measured: 50-95 ms pauses under load without this).

@@ -33,7 +33,7 @@ def error_body(err: BaseException) -> dict[str, Any]:
         return ServerError(
             "internal_error", "The game store failed; try again shortly.", {"store": err.code}
         ).to_dict()
-    # no claim that nothing changed: a failure after a stored change is answered answer_failed by Rooms,
+    # no claim that nothing changed: a failure after a stored change is answered answer_failed by Table,
     # but only the caller's view can tell what this request did
     return ServerError(
         "internal_error", "The server failed and logged the error; read the game's view before retrying."

@@ -2,7 +2,7 @@
 
 A game is created "waiting" with one seat per player; a seat is *open* (anyone logged in), reserved
 for a *human* (session login) or an *agent* (API token), or a *bot* (filled at once by a built-in bot).
-When the last seat is taken the game starts (``Rooms.seats_changed``). Seat claims are atomic across
+When the last seat is taken the game starts (``Table.seats_changed``). Seat claims are atomic across
 server processes (``Store.set_value_if_absent``), so two people racing for the last seat never both
 get it.
 
@@ -51,11 +51,12 @@ from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import GenerationError, generate_instance
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances
 from server.store import Store
-from server.table.bot_seats import BotRegistry
 from server.table.config import HallSettings, SeatSpec, Settings
 from server.table.errors import ServerError, parse_count
+from server.table.live import SeatState, seat_claim_key
+from server.table.master import Table, load_instance
+from server.table.policies import BotRegistry
 from server.table.principal import Principal
-from server.table.rooms import Rooms, SeatState, load_instance, seat_claim_key
 from server.web.auth import clean_display_name
 from server.web.limits import RateLimiter, open_games_limited
 
@@ -82,10 +83,10 @@ DEALT_PREFIX = "dealt-"
 
 
 class Lobby:
-    def __init__(self, settings: Settings, store: Store, rooms: Rooms, bots: BotRegistry) -> None:
+    def __init__(self, settings: Settings, store: Store, table: Table, bots: BotRegistry) -> None:
         self.settings = settings
         self.store = store
-        self.rooms = rooms
+        self.table = table
         self.bots = bots
         self._next_slot: dict[str, int] = {}
         self._band_cache: dict[int, dict[str, list[str]]] = {}
@@ -279,7 +280,7 @@ class Lobby:
         joined: int | None = None
         if join:
             joined = self._claim(game_id, creator, None)
-        live = self.rooms.seats_changed(game_id)
+        live = self.table.seats_changed(game_id)
         with live.lock:
             summary = summarize(live.meta, live.seats)
         if choice["choice"] == "requested":  # the creator's own choice; nobody else is told
@@ -537,7 +538,7 @@ class Lobby:
                     seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
 
     def summary(self, game_id: Any) -> dict[str, Any]:
-        live = self.rooms.get(game_id)
+        live = self.table.get(game_id)
         with live.lock:
             return summarize(live.meta, live.seats)
 
@@ -554,7 +555,7 @@ class Lobby:
         ``on_claimed(seat)`` runs after the claim and before the game may start, so a Socket.IO client can
         enter its seat's room in time for the first pushes.
         """
-        live = self.rooms.get(game_id)
+        live = self.table.get(game_id)
         with live.lock:
             own = live.seats_of(principal)
         if seat is None and own:
@@ -570,13 +571,13 @@ class Lobby:
         claimed = self._claim(live.game_id, principal, seat)
         if on_claimed is not None:
             on_claimed(claimed)
-        self.rooms.seats_changed(live.game_id)
+        self.table.seats_changed(live.game_id)
         return claimed
 
     def _claim(self, game_id: str, principal: Principal, seat: Any) -> int:
-        live = self.rooms.get(game_id)
+        live = self.table.get(game_id)
         with live.lock:
-            self.rooms.catch_up(live)
+            self.table.catch_up(live)
             if live.status != "waiting":
                 raise ServerError(
                     "game_full",

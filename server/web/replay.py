@@ -16,7 +16,7 @@ from server.web.services import Services
 def replay_blueprint(services: Services) -> Blueprint:
     """``GET /api/games/<id>/replay``: one step of a finished game's replay (:class:`ReplayStep`)."""
     blueprint = Blueprint("replay", __name__, url_prefix="/api/games")
-    replays = Replays(services.rooms)
+    replays = Replays(services.table)
 
     def is_admin(principal: Principal | None) -> bool:
         if session.get("admin") is True:

@@ -91,14 +91,14 @@ def api_blueprint(services: Services) -> Blueprint:
     @api.post("/games/<game_id>/join")
     def join(game_id: str) -> tuple[Response, int]:
         seat = services.lobby.join(game_id, require_principal(caller()), body().get("seat"))
-        live = services.rooms.get(game_id)
+        live = services.table.get(game_id)
         with live.lock:
-            services.rooms.catch_up(live)
-            return ok({**services.rooms.envelope(live, seat), "events": services.rooms.history(live, seat)})
+            services.table.catch_up(live)
+            return ok({**services.table.envelope(live, seat), "events": services.table.history(live, seat)})
 
     @api.get("/games/<game_id>/view")
     def view(game_id: str) -> tuple[Response, int]:
-        return ok(services.rooms.view(game_id, caller(), _int_arg("seat")))
+        return ok(services.table.view(game_id, caller(), _int_arg("seat")))
 
     @api.get("/games/<game_id>/events")
     def events(game_id: str) -> tuple[Response, int]:
@@ -110,7 +110,7 @@ def api_blueprint(services: Services) -> Blueprint:
             wait_seconds = math.nan
         if not math.isfinite(wait_seconds):
             raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
-        result = services.rooms.events_since(
+        result = services.table.events_since(
             game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
         )
         return ok(result)
@@ -119,7 +119,7 @@ def api_blueprint(services: Services) -> Blueprint:
         data = body()
         envelope, action = split_action(data, action_type)
         client_action_id = envelope["client_action_id"] or request.headers.get("Idempotency-Key")
-        response = services.rooms.act(
+        response = services.table.act(
             game_id, require_principal(caller()), action, envelope["seat"], client_action_id
         )
         return jsonify(response), 200
@@ -138,7 +138,7 @@ def api_blueprint(services: Services) -> Blueprint:
         data = request_object(services.settings.server.max_payload_bytes)
         principal = require_principal(caller())
         return ok(
-            services.rooms.record_traces(
+            services.table.record_traces(
                 game_id,
                 principal,
                 data.get("traces"),
@@ -152,7 +152,7 @@ def api_blueprint(services: Services) -> Blueprint:
         data = body()
         if query_type is not None:
             data = {**data, "type": query_type}
-        return ok(services.rooms.query(game_id, caller(), data, _int_arg("seat")))
+        return ok(services.table.query(game_id, caller(), data, _int_arg("seat")))
 
     api.add_url_rule(
         "/games/<game_id>/query", "query", lambda game_id: query(game_id, None), methods=["POST"]

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from flask_socketio import SocketIO
 
 from server.store import Store
-from server.table.bot_seats import BotRegistry
 from server.table.config import Settings
-from server.table.rooms import Rooms
+from server.table.master import Table
+from server.table.policies import BotRegistry
 from server.table.timers import DeadlineScheduler
 from server.web.lobby import Lobby
 
@@ -24,7 +24,7 @@ class Services:
 
     settings: Settings
     store: Store
-    rooms: Rooms
+    table: Table
     lobby: Lobby
     bots: BotRegistry
     socketio: SocketIO
@@ -32,5 +32,5 @@ class Services:
     version: str
 
     def close(self) -> None:
-        self.rooms.close()  # the deadline timers and the bot threads
+        self.table.close()  # the deadline timers and the bot threads
         self.store.close()

@@ -27,9 +27,10 @@ from flask_socketio import SocketIO, join_room, leave_room
 from socketio.exceptions import ConnectionRefusedError as SocketIOConnectionRefused
 
 from server.game.actions import PLAYER_ACTION_TYPES
+from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
-from server.table.rooms import LOBBY_ROOM, seat_room, spectator_room
+from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
 from server.web.errors import as_object, error_body, log_refusal
 from server.web.messages import create_game_request, split_action
@@ -37,6 +38,24 @@ from server.web.services import Services
 from server.web.transport_guards import guard_transport
 
 log = logging.getLogger(__name__)
+
+
+class SocketIOTransport:
+    """The table's transport in the web server: a room is a Socket.IO room."""
+
+    def __init__(self, socketio: SocketIO, settings: Settings) -> None:
+        self.socketio = socketio
+        self.settings = settings
+
+    def push(self, event: str, payload: dict[str, Any], room: str, skip: str | None) -> None:
+        self.socketio.emit(event, payload, to=room, skip_sid=skip)
+
+    def has_listeners(self, room: str, skip: str | None) -> bool:
+        # pushes nobody would get are skipped, which saves their views and their encoding (Socket.IO
+        # encodes a room's packet before skipping skip_sid)
+        if self.settings.socketio.message_queue:
+            return True  # listeners may be connected to another process
+        return any(sid != skip for sid, _ in self.socketio.server.manager.get_participants("/", room))
 
 
 @dataclass
@@ -119,7 +138,7 @@ class SocketProtocol:
             return
         for game_id, seat in conn.seats:
             try:
-                self.services.rooms.presence(game_id, seat, -1)
+                self.services.table.presence(game_id, seat, -1)
             except Exception:
                 log.exception("presence update failed for game %s", game_id)
 
@@ -144,8 +163,8 @@ class SocketProtocol:
 
     def join(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         principal = require_principal(conn.principal)
-        rooms = self.services.rooms
-        live = rooms.get(data.get("game_id"))
+        table = self.services.table
+        live = table.get(data.get("game_id"))
         seat = self.services.lobby.join(
             live.game_id,
             principal,
@@ -156,19 +175,19 @@ class SocketProtocol:
         join_room(seat_room(live.game_id, seat))
         if key not in conn.seats:
             conn.seats.add(key)
-            rooms.presence(live.game_id, seat, +1)
+            table.presence(live.game_id, seat, +1)
         with live.lock:
-            rooms.catch_up(live)
-            return {**rooms.envelope(live, seat), "events": rooms.history(live, seat)}
+            table.catch_up(live)
+            return {**table.envelope(live, seat), "events": table.history(live, seat)}
 
     def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        rooms = self.services.rooms
-        live = rooms.get(data.get("game_id"))
+        table = self.services.table
+        live = table.get(data.get("game_id"))
         join_room(spectator_room(live.game_id))
         conn.watching.add(live.game_id)
         with live.lock:
-            rooms.catch_up(live)
-            return {**rooms.envelope(live, None), "events": rooms.history(live, None)}
+            table.catch_up(live)
+            return {**table.envelope(live, None), "events": table.history(live, None)}
 
     def leave(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         game_id = data.get("game_id")
@@ -180,25 +199,25 @@ class SocketProtocol:
         for key in [k for k in conn.seats if k[0] == game_id]:
             leave_room(seat_room(*key))
             conn.seats.discard(key)
-            self.services.rooms.presence(key[0], key[1], -1)
+            self.services.table.presence(key[0], key[1], -1)
         return {"game_id": game_id}
 
     def view(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return self.services.rooms.view(data.get("game_id"), conn.principal, data.get("seat"))
+        return self.services.table.view(data.get("game_id"), conn.principal, data.get("seat"))
 
     def events(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         after = data.get("after", -1)
         if not isinstance(after, int) or isinstance(after, bool) or after < -1:
             raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
-        return self.services.rooms.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
+        return self.services.table.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
 
     def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         if "query" not in data:
             raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
-        return self.services.rooms.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
+        return self.services.table.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
 
     def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return self.services.rooms.record_traces(
+        return self.services.table.record_traces(
             data.get("game_id"),
             require_principal(conn.principal),
             data.get("traces"),
@@ -210,7 +229,7 @@ class SocketProtocol:
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
         principal = require_principal(conn.principal)
         envelope, action = split_action(data, action_type)
-        response = self.services.rooms.act(
+        response = self.services.table.act(
             envelope["game_id"],
             principal,
             action,

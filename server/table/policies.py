@@ -1,0 +1,141 @@
+"""Which policies may fill bot seats, and how they are built and seeded, without importing them.
+
+Policies (bots, scripted players, LLM agents) are plug-ins. By default the table asks the registry named
+by the ``tradecraft.policy_registry`` entry point (``make_policy(spec, seed)`` and ``policy_names()``);
+``create_app(policy_factory=...)`` injects another. The contract is :mod:`server.game.policy`; how the table
+runs them is :mod:`server.table.bot_seats` (docs/protocol.md, "Bots").
+
+Seeds: one live policy per (game, seat), built with :func:`policy_seed` (the game seed and the seat), kept
+across moves and fed the seat's events; a policy rebuilt after a restart gets the same seed and the seat's
+whole log, so it plays on as the lost one would have. A retry of a policy that cannot be told why its answer
+was refused is asked of a one-move policy built with another seed (:func:`policy_seed` with the move key and
+the attempt number), or it would repeat the same move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from server.game.policy import Policy
+from server.table.config import Settings
+from server.table.errors import ServerError
+from server.table.policy_specs import SpecError, check_no_credentials, policy_name
+
+POLICY_REGISTRY_GROUP = "tradecraft.policy_registry"
+
+
+PolicyMaker = Callable[[str, int], Policy]
+"""``make_policy(spec, seed)``: a fresh policy for a spec such as ``"random?accept_probability=0.9"`` (the
+registry's, over the per-policy :data:`server.game.policy.PolicyMaker` entry points); raises ``ValueError``
+(with ``code`` and ``message`` where it can) for a spec it does not know."""
+
+
+def bot_seed(game_seed: int, seat: int, seq: int | str = 0, attempt: int = 0) -> int:
+    """A stable 63-bit seed for the policy of ``seat`` (``seq``/``attempt`` > 0: a rebuilt policy; ``seq`` may
+    be a move key (:func:`server.game.views.move_key`))."""
+    key = f"{game_seed}:{seat}:{seq}" + (f":{attempt}" if attempt else "")
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def policy_seed(game_seed: int, seat: int, move_key: str = "", attempt: int = 0) -> int:
+    """The seed the server builds a seat's policy with: :func:`bot_seed` of the game seed and the seat for
+    the seat's live policy (``attempt`` 0), of the move key and the attempt for a retry's one-move policy."""
+    return bot_seed(game_seed, seat) if attempt == 0 else bot_seed(game_seed, seat, move_key, attempt)
+
+
+def bot_action_id(seat: int, move_key: str) -> str:
+    """The client action id a bot's move is submitted with: a second answer to the same move (another
+    worker's, a late one) is recognised and dropped instead of applied twice."""
+    return f"bot:{seat}:{move_key}"
+
+
+def installed_policies() -> tuple[PolicyMaker, Callable[[], list[str]]]:
+    """``(make_policy, policy_names)`` of the registry the installed packages name; a clear error if none."""
+    found = list(entry_points(group=POLICY_REGISTRY_GROUP, name="default"))
+    if not found:
+        raise RuntimeError(
+            f"No policy registry is installed (entry point group {POLICY_REGISTRY_GROUP!r}): install the "
+            "tradecraft package (pip install -e .) or pass create_app(policy_factory=...)."
+        )
+    registry = found[0].load()
+    return registry.make_policy, registry.policy_names
+
+
+class BotRegistry:
+    """The server's view of the policies: check a spec, build a policy, with the server's typed errors.
+
+    ``settings`` says which policies are restricted (``bots.restricted_policies``, e.g. LLM agents, which
+    cost money) and which of their specs may be seated (``bots.allowed_specs`` and the halls' own seats);
+    without settings every restricted policy is refused in :meth:`require`.
+    """
+
+    def __init__(
+        self,
+        factory: PolicyMaker | None = None,
+        names: Callable[[], list[str]] | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        if factory is None:
+            factory, installed_names = installed_policies()
+            names = names or installed_names
+        self._factory = factory
+        self._names = names or (lambda: [])
+        self.settings = settings
+
+    def names(self) -> list[str]:
+        return sorted(self._names())
+
+    def seatable(self) -> list[str]:
+        """What a game's creator may seat as a bot: every installed policy that is not restricted, then the
+        restricted specs the operator lists in ``bots.allowed_specs`` (the lobby's and ``GET /api/bots``'
+        choices; a restricted name alone, e.g. ``llm``, could never be seated)."""
+        free = [name for name in self.names() if self.allowed(name)]
+        listed = sorted(self.settings.bots.allowed_specs) if self.settings else []
+        return free + [spec for spec in listed if spec not in free]
+
+    def require(self, spec: str, hall: str | None = None) -> str:
+        """``spec`` if it may be seated and a policy can be built from it, else a typed error:
+        ``credentials_in_spec``, ``bot_not_allowed`` (a restricted policy whose exact spec is not listed in
+        ``bots.allowed_specs`` nor in the seats of hall ``hall``, or of any hall when ``hall`` is None),
+        ``unknown_bot`` or ``invalid_bot_spec``."""
+        if not isinstance(spec, str) or not spec:
+            raise ServerError("invalid_bot_spec", "Name the bot with a policy spec such as 'random'.")
+        try:
+            check_no_credentials(spec)
+        except SpecError as err:
+            raise ServerError(err.code, err.message, {"bot": spec.split("?", 1)[0][:100]}) from None
+        if not self.allowed(spec, hall):
+            allowed = sorted(self.settings.bots.allowed_specs) if self.settings else []
+            raise ServerError(
+                "bot_not_allowed",
+                f"Policy {policy_name(spec)!r} costs money or calls outside services, so only the specs the "
+                f"operator lists can be seated ({', '.join(allowed) or 'none here'}); pick one of those or a "
+                "built-in bot such as random.",
+                {"bot": spec[:300], "allowed": allowed},
+                status=403,
+            )
+        self.make(spec, 0)
+        return spec
+
+    def allowed(self, spec: str, hall: str | None = None) -> bool:
+        """Whether a game's creator may seat ``spec`` (see :meth:`require`)."""
+        restricted = {"llm"} if self.settings is None else set(self.settings.bots.restricted_policies)
+        if policy_name(spec) not in {name.lower() for name in restricted}:
+            return True
+        if self.settings is None:
+            return False
+        if spec in self.settings.bots.allowed_specs:
+            return True
+        known_hall = hall is None or hall in self.settings.halls
+        return known_hall and spec in self.settings.hall_bot_specs(hall)
+
+    def make(self, spec: str, seed: int) -> Policy:
+        try:
+            return self._factory(spec, seed)
+        except ValueError as err:
+            code = getattr(err, "code", "unknown_bot")
+            message = getattr(err, "message", None) or str(err)
+            raise ServerError(code, message, {"bot": str(spec)[:300]}) from None
