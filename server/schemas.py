@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from craft_rules.catalog import ItemCatalogue
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import (
@@ -20,7 +21,6 @@ from server.game.schemas import (
     strict_args_schema,
 )
 from server.game.views import VIEW_HISTORY_TURNS
-from server.item_catalog import ItemCatalogue
 from server.replay import ReplayStep
 
 
