@@ -38,7 +38,7 @@ from analysis.tables import csv_tables
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
-from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance, instance_from_record
+from craft_rules.tasks import TaskInstance, referenced_instance
 from server.game import Game, GameError, GameSettings
 from server.game.events import Event, viewer_log, visible_to
 from server.game.gamelog import (
@@ -102,19 +102,6 @@ class StoredGame:
         return self.log.game_id
 
 
-def game_instance(meta: Mapping[str, Any]) -> TaskInstance:
-    """A stored game's task instance: the whole instance in its record (``instance``, as games dealt
-    afresh keep it) or the shipped/operator file its ``instance_id`` (and ``instance_root``) names."""
-    instance_id = str(meta.get("instance_id") or "")
-    inline = meta.get("instance")
-    if inline is not None:
-        ruleset = str(meta.get("ruleset") or (meta.get("settings") or {}).get("ruleset") or "")
-        mode = str(meta.get("mode") or "_v_".join(["1p"] * len(inline.get("hands") or [])))
-        return instance_from_record(inline, instance_id, ruleset, mode)
-    root = meta.get("instance_root")
-    return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
-
-
 #: Stored metadata with a place of its own in the log header (the rest goes under ``meta``).
 _HEADER_OWN_META = frozenset(
     ("game_id", "status", "created_at", "finished_at", "settings", "ruleset", "ruleset_hash", "instance",
@@ -169,7 +156,7 @@ def load_game_log(
     try:
         settings = GameSettings.model_validate(raw_settings)
         ruleset = settings.ruleset or ruleset
-        instance = game_instance({**meta, "ruleset": ruleset})
+        instance = referenced_instance({**meta, "ruleset": ruleset})
         rule_set = rules if isinstance(rules, RuleSet) else (rules or load_rule_set)(ruleset)
         game, latencies = replay_with_latencies(instance, settings, rule_set, _game_seed(meta), events, times)
     except _REPLAY_ERRORS as exc:

@@ -32,15 +32,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
 
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
-from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
+from craft_rules.tasks import TaskInstance, referenced_instance
 from server.auth import Principal, ServerError
 from server.bots import (
     BotExecutor,
@@ -54,7 +53,6 @@ from server.bots import (
     environment_secrets,
     policy_seed,
 )
-from server.export import game_instance
 from server.game.actions import parse_action
 from server.game.errors import GameError
 from server.game.events import Event, record_for_viewer, visible_to
@@ -122,15 +120,13 @@ def takeover_key(game_id: str, seat: int) -> str:
     return f"takeover:{game_id}:{seat}"
 
 
-@lru_cache(maxsize=512)
-def _instance(instance_id: str, root: str | None) -> TaskInstance:
-    return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
-
-
-def load_instance(instance_id: str, root: str | None) -> TaskInstance:
+def game_instance(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
+    """A stored game's task instance (see :func:`referenced_instance`); ``unknown_instance`` when its file
+    is gone."""
     try:
-        return _instance(instance_id, root)
+        return referenced_instance({**meta, "ruleset": ruleset})
     except KeyError as exc:
+        instance_id = meta.get("instance_id")
         raise ServerError(
             "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
         ) from exc
@@ -323,11 +319,7 @@ class Rooms:
             game_id=game_id,
             meta=dict(meta),
             settings=settings,
-            instance=(
-                game_instance(meta)  # dealt afresh: the whole instance is in the game's record
-                if meta.get("instance") is not None
-                else load_instance(meta["instance_id"], meta.get("instance_root"))
-            ),
+            instance=game_instance(meta, settings.ruleset),
             rules=load_rule_set(settings.ruleset),
             seed=int(meta["seed"]),
             seats=[SeatState.from_record(r) for r in meta.get("seats", [])],
