@@ -6,6 +6,7 @@
                                   "remainders": {"lava_bucket": "bucket"}}
     <folder>/recipes/*.json      vanilla recipe files (one recipe each)
     <folder>/tags/items/*.json   vanilla item tags {"values": ["minecraft:x", "#minecraft:y"]}
+    <folder>/catalog.json        optional: how the browser draws the items (read by craft_rules.catalog)
 
 Special recipes (``crafting_special_*``, ``smithing_trim``, decorated pots) cannot be written as
 "these inputs give that output", so they are skipped and counted. A malformed file is reported with
@@ -465,7 +466,7 @@ def load_rule_set(name_or_path: str | Path, strict: bool = False, use_cache: boo
     Parsed rule sets are pickled under :func:`cache_dir` keyed by the files' sizes and mtimes, so a
     second process loads in milliseconds; within a process the same object is returned every time.
     """
-    folder = _find(name_or_path)
+    folder = find_rule_set(name_or_path)
     if not use_cache:
         rule_set, _ = load_rule_set_from(folder, strict=strict)
         return rule_set
@@ -473,10 +474,11 @@ def load_rule_set(name_or_path: str | Path, strict: bool = False, use_cache: boo
 
 
 def load_report(name_or_path: str | Path) -> LoadReport:
-    return load_rule_set_from(_find(name_or_path))[1]
+    return load_rule_set_from(find_rule_set(name_or_path))[1]
 
 
-def _find(name_or_path: str | Path) -> Path:
+def find_rule_set(name_or_path: str | Path) -> Path:
+    """The folder of a rule set by name (see :func:`rule_set_dirs`) or by folder path."""
     path = Path(name_or_path)
     if path.is_dir():
         return path.resolve()

@@ -17,8 +17,9 @@ An **instance set** is one file; its name is the file's stem (``paper`` for
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,34 @@ def get_instance(instance_id: str, root: Path = TC_GAMES_DIR) -> TaskInstance:
         if inst.id == instance_id:
             return inst
     raise KeyError(f"no task instance {instance_id!r}; `tradecraft tasks list` shows the ids")
+
+
+def load_instance(instance_id: str, root: str | Path | None = None) -> TaskInstance:
+    """The instance ``instance_id`` names in the files under ``root`` (a TC_GAMES folder; None: the
+    shipped one). Cached: a live server, its lobby and an export load the same few instances again and
+    again. Raises KeyError with a hint when no file holds the id."""
+    return _instance_from_files(instance_id, str(root) if root else None)
+
+
+@lru_cache(maxsize=512)
+def _instance_from_files(instance_id: str, root: str | None) -> TaskInstance:
+    return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
+
+
+def referenced_instance(reference: Mapping[str, Any]) -> TaskInstance:
+    """The instance a record refers to, as a stored game's record does: ``instance_id`` and, for a file
+    outside the shipped folder, ``instance_root`` (see :func:`load_instance`); or, for an instance dealt
+    afresh (it has no file), the whole JSON record as ``instance``, named by ``instance_id``,
+    ``ruleset`` and ``mode`` (default: the players' mode). Other keys are ignored.
+
+    Raises KeyError when no file holds the id, :class:`RuleSetError` when the record is malformed."""
+    instance_id = str(reference.get("instance_id") or "")
+    record = reference.get("instance")
+    if record is None:
+        return load_instance(instance_id, reference.get("instance_root"))
+    players = len(record.get("hands") or []) if isinstance(record, Mapping) else 0
+    mode = str(reference.get("mode") or mode_for_players(players))
+    return instance_from_record(record, instance_id, str(reference.get("ruleset") or ""), mode)
 
 
 def instance_set_ids(

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from craft_rules.loader import load_rule_set
-from server.web.item_catalog import (
-    ACCENTS,
-    CATEGORY_STYLES,
+from craft_rules.catalog import (
+    CATALOG_FILE,
+    FALLBACK_CATALOGS,
+    FALLBACK_COLOUR,
+    CatalogTables,
     build_catalogue,
+    catalog_tables,
     catalogue_for,
     category_style,
     contrast_ratio,
+    fallback_tables,
 )
+from craft_rules.loader import RuleSetError, find_rule_set, load_rule_set, load_rule_set_from
 
 RULESETS = ("minecraft", "alchemy")
+
+
+def tables_of(name: str) -> CatalogTables:
+    return catalog_tables(find_rule_set(name))
 
 
 @pytest.mark.parametrize("name", RULESETS)
@@ -29,7 +40,7 @@ def test_every_item_has_a_glyph_with_a_monogram(name: str) -> None:
         assert glyph.monogram[0].isalnum(), item
         assert glyph.category in catalogue.categories, item
         assert glyph.name == rules.display_name(item)
-        assert glyph.accent is None or glyph.accent in ACCENTS.values()
+        assert glyph.accent is None or glyph.accent in tables_of(name).accents.values()
 
 
 @pytest.mark.parametrize("name", RULESETS)
@@ -72,7 +83,8 @@ def test_minecraft_categories_follow_tags_recipes_and_names() -> None:
     }
     assert {item: items[item].category for item in expected} == expected
     # the colour or material of an item is its accent
-    assert items["red_wool"].accent == ACCENTS["red"] and items["oak_planks"].accent == ACCENTS["oak"]
+    accents = tables_of("minecraft").accents
+    assert items["red_wool"].accent == accents["red"] and items["oak_planks"].accent == accents["oak"]
     assert items["red_wool"].accent != items["blue_wool"].accent
     derived = Counter(g.category for g in items.values())
     assert derived["item"] < len(items) * 0.1, derived  # the fallback stays small
@@ -95,10 +107,12 @@ def test_monogram_colours_contrast_at_icon_size(name: str) -> None:
         assert style.contrast >= 4.5
 
 
-def test_every_declared_category_colour_contrasts() -> None:
-    for category in CATEGORY_STYLES:
-        assert category_style(category).contrast >= 4.5, category
-    assert category_style("made_up").contrast >= 4.5  # unknown categories fall back to a dark colour
+@pytest.mark.parametrize("name", RULESETS)
+def test_every_declared_category_colour_contrasts(name: str) -> None:
+    tables = tables_of(name)
+    for category in tables.categories:
+        assert category_style(category, tables).contrast >= 4.5, category
+    assert category_style("made_up", tables).contrast >= 4.5  # unknown categories fall back to a dark colour
 
 
 def test_contrast_ratio_matches_wcag_examples() -> None:
@@ -108,4 +122,73 @@ def test_contrast_ratio_matches_wcag_examples() -> None:
 
 def test_catalogue_is_deterministic() -> None:
     rules = load_rule_set("minecraft")
-    assert build_catalogue(rules) == build_catalogue(rules)
+    assert build_catalogue(rules, tables_of("minecraft")) == build_catalogue(rules, tables_of("minecraft"))
+
+
+def small_rule_set(folder: Path) -> Path:
+    """A user's rule set with a Minecraft-like item and an alchemy-like one, and no catalog.json."""
+    recipes = {
+        "pickaxe": {"result": "iron_pickaxe", "ingredients": ["iron_ingot", "stick"]},
+        "volcano": {"result": "volcano", "ingredients": ["fire", "earth"]},
+    }
+    (folder / "recipes").mkdir(parents=True)
+    (folder / "ruleset.json").write_text(json.dumps({"name": folder.name, "prefix": ""}))
+    for recipe_id, recipe in recipes.items():
+        recipe_json = {
+            "type": "crafting_shapeless",
+            "ingredients": [{"item": item} for item in recipe["ingredients"]],
+            "result": {"item": recipe["result"], "count": 1},
+        }
+        (folder / "recipes" / f"{recipe_id}.json").write_text(json.dumps(recipe_json))
+    return folder
+
+
+def test_a_rule_set_without_a_catalogue_borrows_the_shipped_tables(tmp_path: Path) -> None:
+    folder = small_rule_set(tmp_path / "imported")
+    rules, _ = load_rule_set_from(folder)
+    assert catalog_tables(folder) == fallback_tables()
+    items = build_catalogue(rules, catalog_tables(folder)).items
+    # minecraft's name rules and last words, alchemy's emoji
+    assert (items["iron_pickaxe"].category, items["iron_pickaxe"].emoji) == ("tool", "⛏️")
+    assert items["iron_pickaxe"].accent == tables_of("minecraft").accents["iron"]
+    assert items["volcano"].emoji == "🌋" and items["volcano"].category == "item"
+    # every entry of each shipped table is in the fallback, minecraft's first
+    for name in FALLBACK_CATALOGS:
+        shipped = tables_of(name)
+        assert shipped.emoji_by_id.items() <= fallback_tables().emoji_by_id.items()
+        assert shipped.categories.items() <= fallback_tables().categories.items()
+    assert list(fallback_tables().accents)[: len(tables_of("minecraft").accents)] == list(
+        tables_of("minecraft").accents
+    )
+
+
+def test_a_rule_set_with_its_own_catalogue_uses_only_that(tmp_path: Path) -> None:
+    folder = small_rule_set(tmp_path / "own")
+    own = {
+        "categories": {"gear": {"label": "Gear", "colour": "#102030"}},
+        "name_rules": [{"category": "gear", "pattern": "_pickaxe$"}],
+    }
+    (folder / CATALOG_FILE).write_text(json.dumps(own))
+    rules, _ = load_rule_set_from(folder)
+    catalogue = build_catalogue(rules, catalog_tables(folder))
+    assert catalogue.items["iron_pickaxe"].category == "gear"
+    assert (
+        catalogue.categories["gear"].label == "Gear" and catalogue.categories["gear"].background == "#102030"
+    )
+    assert catalogue.items["iron_pickaxe"].accent is None and catalogue.items["volcano"].emoji is None
+    assert catalogue.categories["item"].background == FALLBACK_COLOUR
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ({"accents": {"oak": "brown"}}, "accents.oak"),
+        ({"name_rules": [{"category": "x", "pattern": "(unclosed"}]}, "not a regular expression"),
+        ({"emojis": {}}, "emojis"),
+    ],
+)
+def test_a_malformed_catalogue_is_reported_with_its_path(tmp_path: Path, content: Any, reason: str) -> None:
+    (tmp_path / CATALOG_FILE).write_text(json.dumps(content))
+    with pytest.raises(RuleSetError, match=reason) as err:
+        catalog_tables(tmp_path)
+    assert err.value.path == str(tmp_path / CATALOG_FILE)

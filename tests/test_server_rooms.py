@@ -4,6 +4,8 @@ file exactly as several server processes do, so races and catch-up are tested de
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -422,3 +424,13 @@ def test_outsiders_get_no_trade_deadline_and_no_gaps(tmp_path: Path) -> None:
             worker.table.events_since(game_id, BOB, -5)
     finally:
         worker.close()
+
+
+def test_the_live_game_path_imports_neither_click_nor_analysis() -> None:
+    """The table loads instances from craft_rules, not through the export module (click, analysis)."""
+    probe = (
+        "import sys, server.table.master, server.web.lobby; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'analysis')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"

@@ -10,14 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from craft_rules import taskgen
-from craft_rules.loader import load_rule_set
+from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import assess_instance, generate_instances, min_partners
 from craft_rules.tasks import (
     TaskInstance,
     get_instance,
     instance_set_ids,
     iter_instances,
+    load_instance,
     parse_instance_file,
+    referenced_instance,
 )
 from tradecraft.cli import main as cli
 
@@ -51,6 +53,40 @@ def test_instance_lookup_by_id():
     assert get_instance(first.id) == first
     with pytest.raises(KeyError, match="tasks list"):
         get_instance("minecraft/1p_v_1p/standard#9999")
+
+
+def test_instances_load_from_files_or_from_a_games_record(tmp_path: Path):
+    first = next(iter_instances("minecraft", "1p_v_1p"))
+    assert load_instance(first.id) == first and load_instance(first.id) is load_instance(first.id)
+    assert referenced_instance({"instance_id": first.id, "seed": 3}) == first
+    # an operator's folder, named by the record
+    folder = tmp_path / "minecraft" / "1p_v_1p"
+    folder.mkdir(parents=True)
+    (folder / "mine.json").write_text(
+        json.dumps([{"hands": [{"stick": 2}, {"coal": 1}], "targets": [{}, {}]}])
+    )
+    mine = referenced_instance({"instance_id": "minecraft/1p_v_1p/mine#0", "instance_root": str(tmp_path)})
+    assert mine.hands == ({"stick": 2}, {"coal": 1}) and load_instance(mine.id, tmp_path) == mine
+    with pytest.raises(KeyError, match="tasks list"):
+        referenced_instance({"instance_id": "minecraft/1p_v_1p/mine#1", "instance_root": str(tmp_path)})
+    # an instance dealt afresh has no file: the record holds it whole
+    dealt = {
+        "hands": [{"stick": 1}, {"coal": 1}, {"torch": 1}],
+        "targets": [{"torch": 4}, {}, {}],
+        "max_turn": 9,
+    }
+    inline = referenced_instance({"instance_id": "gen-1", "instance": dealt, "ruleset": "minecraft"})
+    assert (inline.id, inline.ruleset, inline.mode, inline.max_turn) == (
+        "gen-1",
+        "minecraft",
+        "1p_v_1p_v_1p",
+        9,
+    )
+    assert inline.to_json() == dealt
+    with pytest.raises(RuleSetError, match="hands"):
+        referenced_instance(
+            {"instance_id": "gen-2", "instance": ["not", "a", "record"], "ruleset": "minecraft"}
+        )
 
 
 def test_paper_example_is_valid_and_measured(minecraft):

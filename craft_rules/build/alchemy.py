@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from craft_rules.build import alchemy_table
+from craft_rules.catalog import CATALOG_FILE, shipped_catalog_file
 from craft_rules.importers import combination_recipe, combination_recipe_id, json_bytes, write_rule_set_files
 from craft_rules.loader import RULE_SETS_DIR
 
@@ -174,6 +175,7 @@ class AlchemyTable:
         }
         items = {e.id: {"name": e.name, "category": e.category} for e in self.elements.values()}
         files = {"ruleset.json": json_bytes(meta), "items.json": json_bytes(items)}
+        files[CATALOG_FILE] = shipped_catalog_file(RULE_SET_NAME)  # hand-written, not generated
         for combo in self.combinations:
             recipe = combination_recipe(combo.first, combo.second, combo.result)
             files[f"recipes/{combo.recipe_id}.json"] = json_bytes(recipe)

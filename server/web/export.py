@@ -38,7 +38,7 @@ from analysis.tables import csv_tables
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
-from craft_rules.tasks import TaskInstance
+from craft_rules.tasks import TaskInstance, referenced_instance
 from server.game import Game, GameError, GameSettings
 from server.game.events import Event, viewer_log, visible_to
 from server.game.gamelog import (
@@ -54,7 +54,6 @@ from server.game.gamelog import (
 )
 from server.game.views import player_view
 from server.store import Store, StoreError
-from server.table.instances import game_instance
 
 #: Version of the participant export format. Bump on any change a reader would notice. (The researcher
 #: export is the game log: ``server.game.gamelog.GAME_LOG_SCHEMA_VERSION``.)
@@ -157,7 +156,7 @@ def load_game_log(
     try:
         settings = GameSettings.model_validate(raw_settings)
         ruleset = settings.ruleset or ruleset
-        instance = game_instance({**meta, "ruleset": ruleset})
+        instance = referenced_instance({**meta, "ruleset": ruleset})
         rule_set = rules if isinstance(rules, RuleSet) else (rules or load_rule_set)(ruleset)
         game, latencies = replay_with_latencies(instance, settings, rule_set, _game_seed(meta), events, times)
     except _REPLAY_ERRORS as exc:

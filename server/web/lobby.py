@@ -49,12 +49,12 @@ from typing import Any
 
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import GenerationError, generate_instance
-from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances
+from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances, load_instance
 from server.store import Store
 from server.table.config import HallSettings, SeatSpec, Settings
 from server.table.errors import ServerError, parse_count
 from server.table.live import SeatState, seat_claim_key
-from server.table.master import Table, load_instance
+from server.table.master import Table
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.web.auth import clean_display_name
@@ -157,8 +157,8 @@ class Lobby:
         catalog = []
         for instance_id in self.instance_pool(hall):
             try:
-                instance = load_instance(instance_id, str(root) if root else None)
-            except ServerError:
+                instance = load_instance(instance_id, root)
+            except KeyError:
                 continue  # a pool id without a file: creating a game with it says why
             difficulty = instance.difficulty
             catalog.append(
@@ -342,7 +342,14 @@ class Lobby:
         choice = self._choose_from_files(hall, hall_name, game_id, requested, creator, difficulty)
         root = self.settings.instance_root(hall)
         folder = str(root) if root else None
-        return choice, load_instance(choice["instance_id"], folder), folder
+        try:
+            return choice, load_instance(choice["instance_id"], folder), folder
+        except KeyError as exc:
+            raise ServerError(
+                "unknown_instance",
+                f"Hall {hall_name!r} has no task instance {choice['instance_id']!r}.",
+                {"instance_id": choice["instance_id"]},
+            ) from exc
 
     def _choose_from_files(
         self,

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from craft_rules.catalog import ItemCatalogue
 from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_schema
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import (
@@ -22,7 +23,6 @@ from server.game.schemas import (
 from server.game.views import VIEW_HISTORY_TURNS
 from server.table.envelope import Envelope
 from server.table.replay import ReplayStep
-from server.web.item_catalog import ItemCatalogue
 
 
 def schema_catalogue() -> dict[str, Any]:

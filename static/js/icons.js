@@ -1,7 +1,7 @@
 // Item icons without game art: a rounded square in the item's category colour, framed by its material or
 // dye colour, showing a 1-3 letter monogram, or the item's emoji when this browser has an emoji font.
 // The catalogue (category, accent, monogram, emoji per item) comes from GET /api/rulesets/<name>/items
-// (server/web/item_catalog.py); call loadIcons(ruleset) once, then iconFor(item, ruleset) anywhere.
+// (craft_rules/catalog.py); call loadIcons(ruleset) once, then iconFor(item, ruleset) anywhere.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const catalogues = new Map(); // ruleset -> catalogue (or the promise of one)
