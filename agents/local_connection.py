@@ -1,15 +1,18 @@
-"""Local connections: seats of a :class:`server.game.Game` played in-process, answering like a server.
+"""Local connections: seats of a game played in-process, through the same game master as the server.
 
-A :class:`LocalTable` holds one game (and the lock, clock and event times every seat shares);
-:meth:`LocalTable.connection` gives a :class:`LocalConnection` per seat. Each answers with exactly the
+A :class:`LocalTable` is a thin adapter over :class:`server.table.master.Table`, as the Flask-SocketIO
+server is (boardgame.io's Master serves both its socket and its local transport): the same action
+pipeline, envelopes, view cache, event numbering and query path, over an in-process store
+(:class:`~server.store.memory.MemoryStore`), timers that fire only when asked
+(:class:`~server.table.timers.ManualScheduler`) and no transport (the seats read their logs).
+:meth:`LocalTable.connection` gives a :class:`LocalConnection` per seat; each answers with exactly the
 protocol's shapes (``docs/protocol.md`` §1): an action's ack is the seat's envelope plus the events the
-action produced that the seat may see; a refused action is ``{"ok": false, "error": GameError.to_dict()}``
-and changes nothing; queries go through :func:`server.game.queries.query_context` /
-:func:`~server.game.queries.answer_query`, the code the server runs, so local and remote answers agree.
+action produced that the seat may see; a refused action is ``{"ok": false, "error": {...}}`` and changes
+nothing.
 
-Several connections of one table may be driven from several threads (one per seat): every read and
-write of the game holds the table's lock, and :meth:`LocalConnection.wait_for_turn` sleeps on the
-table's condition until another seat's action wakes it.
+Several connections of one table may be driven from several threads (one per seat): every read and write
+of the game holds the game's lock, and :meth:`LocalConnection.wait_for_turn` sleeps on its condition until
+another seat's action wakes it.
 """
 
 from __future__ import annotations
@@ -23,22 +26,39 @@ from typing import Any
 from agents.connection import oversized
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
-from server.game import Game, GameError, GameSettings, viewer_log, visible_to
-from server.game.actions import parse_action
-from server.game.queries import answer_query, parse_query, query_context
-from server.game.views import player_view
+from server.game import Game, GameError, GameSettings, visible_to
+from server.store.memory import MemoryStore
+from server.table.config import Settings
+from server.table.envelope import number_events
+from server.table.errors import ServerError
+from server.table.live import LiveGame, SeatState
+from server.table.master import Table
+from server.table.policies import BotRegistry
+from server.table.principal import Principal
+from server.table.timers import ManualScheduler
 
 # id(game) -> its table, for as long as some connection keeps the table (which keeps the game, so the id
 # cannot be reused meanwhile); a weak key would not do: the table refers to its game
 _TABLES: weakref.WeakValueDictionary[int, LocalTable] = weakref.WeakValueDictionary()
 _TABLES_LOCK = threading.Lock()
+_SETTINGS = Settings()
+
+
+def _untimed() -> Any:
+    return None
+
+
+def seat_principal(seat: int, name: str) -> Principal:
+    """Who acts for ``seat`` of a local table (each seat is held by its own local agent)."""
+    return Principal(id=f"local:{seat}", name=name, kind="agent")
 
 
 class LocalTable:
-    """One in-process game shared by the local connections of its seats.
+    """One in-process game at a :class:`~server.table.master.Table` of its own.
 
-    ``clock`` (``() -> float``, seconds since the epoch) stamps each event's ``time`` as a server
-    would; without one events carry no time (deterministic logs for tests and self-play).
+    ``clock`` (``() -> float``, seconds since the epoch) stamps each event's ``time`` as a server would, and
+    runs the game's deadlines (:meth:`run_due_timers`); without one events carry no time (deterministic logs
+    for tests and self-play) and the game may have no deadlines.
     """
 
     def __init__(
@@ -52,12 +72,21 @@ class LocalTable:
         self.game = game
         self.game_id = game_id or f"local-{game.seed}"
         self.clock = clock
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.times: list[float | None] = []
-        self._views: dict[int, tuple[int, dict[str, Any]]] = {}  # seat -> (events when built, view)
         self.seat_names = seat_names or [f"Player {s}" for s in range(game.players)]
-        self._stamp()
+        self.scheduler = ManualScheduler()
+        self.master = Table(
+            _SETTINGS,
+            MemoryStore(timed=clock is not None),
+            self.scheduler,
+            BotRegistry(lambda spec, seed: _no_bots(spec), lambda: []),
+            clock=clock or _untimed,
+        )
+        self.principals = [seat_principal(s, name) for s, name in enumerate(self.seat_names)]
+        seats = [
+            SeatState(seat=s, accepts="agent", kind="agent", name=name, user_id=self.principals[s].id)
+            for s, name in enumerate(self.seat_names)
+        ]
+        self.live: LiveGame = self.master.host(self.game_id, game, seats)
 
     @classmethod
     def of(cls, game: Game) -> LocalTable:
@@ -90,52 +119,52 @@ class LocalTable:
         """One connection per seat, in seat order."""
         return [self.connection(seat, ack_views=ack_views) for seat in range(self.game.players)]
 
-    def _stamp(self) -> None:
-        # the events since the last stamp happened now (one action's events share its time)
-        now = self.clock() if self.clock is not None else None
-        self.times.extend([now] * (len(self.game.events) - len(self.times)))
+    @property
+    def lock(self) -> threading.RLock:
+        return self.live.lock
+
+    @property
+    def changed(self) -> threading.Condition:
+        return self.live.changed
+
+    @property
+    def times(self) -> list[float | None]:
+        """When each event of the game's log happened, by the clock (None without one)."""
+        with self.lock:
+            return [record.get("time") for record in self.live.records]
 
     def apply(self, seat: int | None, action: Any) -> list[Any]:
-        """Apply an action (or a system action with ``seat=None``) under the lock; wakes every waiter.
-        Raises :class:`GameError` and changes nothing when it is refused."""
-        with self.changed:
-            events = self.game.apply(seat, action)
-            self._stamp()
-            self.changed.notify_all()
-            return events
+        """A system action (``seat=None``, e.g. a timeout the runner decided on) through the table, or a
+        seat's action; raises the engine's or the table's refusal and changes nothing then."""
+        if seat is None:
+            return self.master.apply_system(self.game_id, action)
+        before = len(self.game.events)
+        self.master.act(self.game_id, self.principals[seat], action, ack_view=False, ack_events=False)
+        return self.game.events[before:]
+
+    def run_due_timers(self) -> int:
+        """Fire the deadlines due by the clock (a timed table's); how many fired."""
+        if self.clock is None:
+            return 0
+        return self.scheduler.run_due(self.clock())
 
     def seats(self) -> list[dict[str, Any]]:
         """The envelope's ``seats``: every seat is taken and online in a local game."""
-        return [
-            {
-                "seat": seat,
-                "accepts": "agent",
-                "kind": "agent",
-                "name": self.seat_names[seat],
-                "bot": None,
-                "taken": True,
-                "online": True,
-            }
-            for seat in range(self.game.players)
-        ]
+        return self.live.public_seats()
 
     def view(self, seat: int) -> dict[str, Any]:
-        """``seat``'s player view now. Views change only with events, so each is built once per change
-        and shared by every caller until the next event (as the server shares them): read, don't modify."""
+        """``seat``'s player view now, from the table's view cache: built once per change and shared by
+        every caller until the next event (read, don't modify)."""
         with self.lock:
-            size = len(self.game.events)
-            cached = self._views.get(seat)
-            if cached is not None and cached[0] == size:
-                return cached[1]
-            view = player_view(self.game, seat)
-            self._views[seat] = (size, view)
+            view = self.master.view_of(self.live, seat)
+            assert view is not None  # a hosted game has started
             return view
 
     def release_view(self, seat: int) -> None:
         """Forget ``seat``'s shared view: a caller that hands it to someone who may change it releases it
         first, so the next :meth:`view` is built afresh."""
         with self.lock:
-            self._views.pop(seat, None)
+            self.live.views.pop(seat, None)
 
     def seq_of(self, seat: int, n: int) -> int | None:
         """The game's sequence number of event ``n`` of ``seat``'s log (None if there is no such event)."""
@@ -152,26 +181,15 @@ class LocalTable:
         """What a server would tell ``seat`` about the game now (``docs/protocol.md`` §1); ``with_view=False``
         leaves ``view`` null (for callers that read the view when they next need it)."""
         with self.lock:
-            view = self.view(seat) if with_view else None
-            return {
-                "game_id": self.game_id,
-                "hall": None,
-                "status": "finished" if self.game.finished else "running",
-                "seat": seat,
-                "log_size": self.game.log_size(seat),
-                "deadline": None,
-                "seats": self.seats(),
-                "view": view,
-            }
+            return self.master.envelope(self.live, seat, with_view=with_view)
 
 
-def _add_times(
-    records: list[dict[str, Any]], events: list[Any], times: list[float | None], seat: int
-) -> None:
-    """Stamp each viewer record with the time of the event it was made from (as the store does)."""
-    stamps = [t for e, t in zip(events, times, strict=True) if visible_to(e, seat)]
-    for record, stamp in zip(records, stamps, strict=True):
-        record["time"] = stamp
+def _no_bots(spec: str) -> Any:
+    raise ValueError(f"A local table seats no bots ({spec!r}): drive every seat through its connection.")
+
+
+def _refusal(err: GameError | ServerError) -> dict[str, Any]:
+    return {"ok": False, "error": err.to_dict()}
 
 
 class LocalConnection:
@@ -196,9 +214,10 @@ class LocalConnection:
                 {"seat": seat if isinstance(seat, int) else str(seat)},
             )
         self._seat = seat
+        self._principal = self.table.principals[seat]
         self._ack_views = ack_views
         self._ack_events = ack_events
-        self._scanned = 0  # events of the game's log already handed out by events()
+        self._scanned = 0  # events of the game's log already looked at by events()
         self._numbered = 0  # how many of them this seat may see (its own log's length so far)
 
     @property
@@ -221,60 +240,43 @@ class LocalConnection:
         return self.table.envelope(self._seat)
 
     def events(self) -> list[dict[str, Any]]:
+        """The seat's events it has not been handed yet, numbered ``n`` in its own log."""
+        live = self.table.live
         with self.table.lock:
-            events = self.table.game.events
-            new = viewer_log(events[self._scanned :], self._seat, start=self._numbered)
-            if self.table.clock is not None:
-                _add_times(new, events[self._scanned :], self.table.times[self._scanned :], self._seat)
+            events, records = live.game.events, live.records  # parallel: one stored record per event
+            visible = [
+                record
+                for event, record in zip(events[self._scanned :], records[self._scanned :], strict=True)
+                if visible_to(event, self._seat)
+            ]
             self._scanned = len(events)
-            self._numbered += len(new)
-            return new
+            self._numbered += len(visible)
+            return number_events(visible, self._numbered)
 
     def act(self, action: dict[str, Any] | str) -> dict[str, Any]:
         too_large = oversized(action, "action")
         if too_large is not None:
             return too_large
-        table = self.table
-        with table.changed:
-            try:
-                parsed = parse_action(action)
-                if parsed.type == "timeout":
-                    raise GameError(
-                        "not_allowed",
-                        "Timeouts are submitted by the server when a deadline expires, not by players.",
-                    )
-                before = len(table.game.events)
-                table.apply(self._seat, parsed)
-            except GameError as err:
-                return {"ok": False, "error": err.to_dict()}
-            envelope = table.envelope(self._seat, with_view=self._ack_views)
-            if not self._ack_events:
-                return {"ok": True, **envelope, "events": []}
-            produced = table.game.events[before:]
-            visible = viewer_log(produced, self._seat, start=0)
-            start = envelope["log_size"] - len(visible)
-            for offset, record in enumerate(visible):
-                record["n"] = start + offset
-            if table.clock is not None:
-                _add_times(visible, produced, table.times[before:], self._seat)
-            return {"ok": True, **envelope, "events": visible}
+        try:
+            return self.table.master.act(
+                self.table.game_id,
+                self._principal,
+                action,
+                ack_view=self._ack_views,
+                ack_events=self._ack_events,
+            )
+        except (GameError, ServerError) as err:
+            return _refusal(err)
 
     def query(self, query: dict[str, Any] | str) -> dict[str, Any]:
         too_large = oversized(query, "query")
         if too_large is not None:
             return too_large
-        table = self.table
         try:
-            parsed = parse_query(query)
-            with table.lock:  # copy under the lock, answer outside it (as the server does)
-                times = list(table.times)
-                context = query_context(
-                    table.game, self._seat, parsed, (lambda seq: times[seq]) if table.clock else None
-                )
-            answer = answer_query(context, parsed)
-        except GameError as err:
-            return {"ok": False, "error": err.to_dict()}
-        return {"ok": True, "game_id": table.game_id, "seat": self._seat, "answer": answer}
+            answer = self.table.master.query(self.table.game_id, self._principal, query)
+        except (GameError, ServerError) as err:
+            return _refusal(err)
+        return {"ok": True, **answer}
 
     def wait_for_turn(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

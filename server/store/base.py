@@ -203,16 +203,17 @@ def hash_token(plaintext: str) -> str:
 
 
 def prepare_events(
-    game_id: str, events: Sequence[Mapping[str, Any]], next_seq: int | None = None
+    game_id: str, events: Sequence[Mapping[str, Any]], next_seq: int | None = None, *, stamp: bool = True
 ) -> list[dict[str, Any]]:
-    """Validate one append batch and return normalised copies with ``time`` filled in.
+    """Validate one append batch and return normalised copies with ``time`` filled in (``stamp=False``: left
+    as given, for an untimed in-process game whose log must not depend on when it was played).
 
     The batch must be consecutive; when ``next_seq`` (the store's next free number) is given it must start
     there: starting below it means someone else wrote those numbers (:class:`SequenceConflict`), above it is a
     gap (:class:`StoreError` ``sequence_gap``, a caller bug).
     """
     prepared: list[dict[str, Any]] = []
-    stamp = now()
+    now_time = now()
     for index, event in enumerate(events):
         if not isinstance(event, Mapping):
             raise StoreError(
@@ -233,8 +234,8 @@ def prepare_events(
                 {"game_id": game_id, "index": index},
             )
         record = json_normalise(dict(event), f"event seq {seq}")
-        if not finite_float(record.get("time")):
-            record["time"] = stamp
+        if stamp and not finite_float(record.get("time")):
+            record["time"] = now_time
         prepared.append(record)
     if prepared and next_seq is not None:
         check_next_seq(game_id, prepared[0]["seq"], next_seq)
@@ -393,14 +394,15 @@ class Store(ABC):
 
     # ---- events
     @abstractmethod
-    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> None:
-        """Append a batch atomically and durably.
+    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> list[EventRecord]:
+        """Append a batch atomically and durably; return the records as stored (normalised, timed): what
+        :meth:`load_events` will give back, so a caller need not copy or reload them.
 
         The batch must start at ``last_seq(game_id) + 1`` and be consecutive. If any of its sequence
         numbers already exists, raises :class:`SequenceConflict` and writes nothing; a gap raises StoreError
         ``sequence_gap``; an unknown game StoreError ``unknown_game``. Events lacking a numeric ``time`` get
         the server's current unix time; on success that time is also written into the caller's dicts. An
-        empty batch is a no-op.
+        empty batch is a no-op. The returned records are the caller's to keep, not to change.
         """
 
     @abstractmethod

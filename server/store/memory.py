@@ -40,11 +40,15 @@ from server.store.base import (
 
 
 class MemoryStore(Store):
-    """A :class:`Store` in this process's memory (``open_store("memory://")``); one lock guards it all."""
+    """A :class:`Store` in this process's memory (``open_store("memory://")``); one lock guards it all.
+
+    ``timed=False`` keeps events without a time as they are instead of stamping them with the current time
+    (an untimed in-process game, whose log must be the same whenever it is played)."""
 
     backend = "memory"
 
-    def __init__(self) -> None:
+    def __init__(self, *, timed: bool = True) -> None:
+        self.timed = timed
         self._lock = threading.Lock()
         self._games: dict[str, dict[str, Any]] = {}
         self._events: dict[str, list[dict[str, Any]]] = {}
@@ -88,10 +92,10 @@ class MemoryStore(Store):
             return [cast(GameRecord, copy.deepcopy(g)) for g in games[: max(0, int(limit))]]
 
     # ---- events
-    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> None:
-        prepared = prepare_events(game_id, events)
+    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> list[EventRecord]:
+        prepared = prepare_events(game_id, events, stamp=self.timed)
         if not prepared:
-            return
+            return []
         with self._lock:
             log = self._events.get(game_id)
             if log is None:
@@ -99,6 +103,7 @@ class MemoryStore(Store):
             check_next_seq(game_id, prepared[0]["seq"], len(log))
             log.extend(prepared)  # nobody else holds these copies; readers get copies of them
         stamp_times(events, prepared)
+        return cast(list[EventRecord], prepared)
 
     def load_events(self, game_id: str, after_seq: int = -1) -> list[EventRecord]:
         with self._lock:

@@ -257,10 +257,10 @@ class MongoStore(Store):
             return [cast(GameRecord, _without_id(doc)) for doc in docs]
 
     # ----------------------------------------------------------------------------------------------- events
-    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> None:
+    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> list[EventRecord]:
         prepared = prepare_events(game_id, events)
         if not prepared:
-            return
+            return []
         batch = new_id()
         docs = [
             {"game_id": game_id, "seq": e["seq"], "time": e["time"], "batch": batch, "event": e}
@@ -273,6 +273,7 @@ class MongoStore(Store):
             else:
                 self._append_check_then_insert(game_id, docs, batch)
         stamp_times(events, prepared)
+        return cast(list[EventRecord], prepared)
 
     def _check_append(self, game_id: str, first_seq: int, session: Any = None) -> None:
         if self.games.find_one({"_id": game_id}, {"_id": 1}, session=session) is None:

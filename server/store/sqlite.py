@@ -361,15 +361,16 @@ class SQLiteStore(Store):
         return [cast(GameRecord, json.loads(row[0])) for row in rows]
 
     # ----------------------------------------------------------------------------------------------- events
-    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> None:
+    def append_events(self, game_id: str, events: Sequence[Mapping[str, Any]]) -> list[EventRecord]:
         prepared = prepare_events(game_id, events)
         if not prepared:
-            return
+            return []
         # serialised before queueing: the group's writer should only write
         rows = [(game_id, e["seq"], e["time"], json_dumps(e)) for e in prepared]
         if not self._append_grouped(_QueuedAppend(rows)):
             self._append_checked(game_id, prepared)  # raises why (or appends, if now the next batch)
         stamp_times(events, prepared)
+        return cast(list[EventRecord], prepared)
 
     # Group commit. Each append used to be its own transaction and fsync, concurrent appenders queueing on the
     # write lock (whose every hand-over also waits for the GIL). Now the first appender leads: it writes all

@@ -31,7 +31,7 @@ from server.table.envelope import json_copy, number_events
 from server.table.errors import ServerError
 from server.table.live import BotMove, LiveGame, LivePolicy, overdue_key, takeover_key
 from server.table.policies import BotRegistry, bot_action_id, bot_seed, policy_seed
-from server.table.timers import DeadlineScheduler
+from server.table.timers import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class BotSeats:
 
     settings: Settings
     store: Store
-    scheduler: DeadlineScheduler
+    scheduler: Scheduler
     bots: BotRegistry
     bot_executor: BotExecutor
     on_refusal: OnRefusal
@@ -50,7 +50,7 @@ class BotSeats:
     get: Callable[[Any], LiveGame]
     catch_up: Callable[[LiveGame], bool]
     history: Callable[[LiveGame, int | None], list[dict[str, Any]]]
-    _view: Callable[[LiveGame, int | None], dict[str, Any] | None]
+    view_of: Callable[[LiveGame, int | None], dict[str, Any] | None]
     _schedule: Callable[[LiveGame], None]
     _commit: Callable[..., Any]
     _after_change: Callable[..., None]
@@ -121,7 +121,7 @@ class BotSeats:
             move_key=move_key,
             attempt=attempt,
             seed=seed,
-            view=json_copy(self._view(live, seat)),  # the policy may keep or change it: its own copy
+            view=json_copy(self.view_of(live, seat)),  # the policy may keep or change it: its own copy
             legal=list(legal_actions(game, seat)),
             events=json_copy(events),
             live=keeper,
@@ -280,7 +280,7 @@ class BotSeats:
                     self._schedule(live)
                 return
             live.fallbacks.add(seat)
-            view = json_copy(self._view(live, seat))
+            view = json_copy(self.view_of(live, seat))
             legal = list(legal_actions(live.game, seat))
             history = json_copy(self.history(live, seat))
         spec = self.settings.bots.fallback
@@ -329,7 +329,7 @@ class BotSeats:
         log.error("game %s: bot %s at seat %s keeps failing; its seat resigns", live.game_id, name, seat)
         live.bot_failures[seat] = 0
         live.refusals.pop(seat, None)
-        final = self.on_refusal.final_action(self._view(live, seat) or {})
+        final = self.on_refusal.final_action(self.view_of(live, seat) or {})
         if final is None:
             return
         try:

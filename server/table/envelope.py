@@ -58,22 +58,23 @@ def envelope(
     hall: str | None,
     status: str,
     seat: int | None,
+    log_size: int,
     deadline: float | None,
     seats: list[dict[str, Any]],
     view: dict[str, Any] | None,
     events: list[dict[str, Any]] | None = None,
     ok: bool | None = None,
 ) -> dict[str, Any]:
-    """An :class:`Envelope` as the wire dict (``ok`` and ``events`` only when given). ``log_size`` is the
-    view's: a viewer counts only the events it may see, since gaps in the global numbering would count other
-    seats' private events."""
+    """An :class:`Envelope` as the wire dict (``ok`` and ``events`` only when given). ``log_size`` counts the
+    events the viewer may see, not the game's: gaps in the global numbering would count other seats' private
+    events."""
     model = Envelope.model_construct(
         ok=ok,
         game_id=game_id,
         hall=hall,
         status=status,
         seat=seat,
-        log_size=view["log_size"] if view is not None else 0,
+        log_size=log_size,
         deadline=deadline,
         seats=seats,
         view=view,
@@ -89,10 +90,18 @@ def envelope(
 
 def number_events(visible: list[dict[str, Any]], log_size: int) -> list[dict[str, Any]]:
     """The newest ``visible`` stored records of a viewer's log as that viewer receives them: numbered ``n``
-    in its own log (which holds ``log_size`` events), without the global ``seq`` or what it may not see."""
+    in its own log (which holds ``log_size`` events), without the global ``seq`` or what it may not see (nor a
+    ``time`` an untimed game does not know)."""
     start = log_size - len(visible)
     return [
-        {"n": start + i, **{k: v for k, v in record_for_viewer(record).items() if k != "seq"}}
+        {
+            "n": start + i,
+            **{
+                k: v
+                for k, v in record_for_viewer(record).items()
+                if k != "seq" and (k != "time" or v is not None)
+            },
+        }
         for i, record in enumerate(visible)
     ]
 

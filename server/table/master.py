@@ -54,12 +54,12 @@ from server.table.actions import action_digest, parse_player_action, race_attemp
 from server.table.bot_executor import BotExecutor
 from server.table.bot_seats import BotSeats
 from server.table.config import Settings
-from server.table.envelope import envelope, json_copy, number_events
+from server.table.envelope import envelope, number_events
 from server.table.errors import ServerError
 from server.table.live import LiveGame, SeatState, phase_anchor, seat_claim_key, takeover_key
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
-from server.table.timers import DeadlineScheduler
+from server.table.timers import Scheduler
 from server.table.traces import TraceRecords, environment_secrets
 from server.table.transport import LOBBY_ROOM, NO_TRANSPORT, Transport, seat_room, spectator_room
 
@@ -91,7 +91,7 @@ class Table(BotSeats, TraceRecords):
         self,
         settings: Settings,
         store: Store,
-        scheduler: DeadlineScheduler,
+        scheduler: Scheduler,
         bots: BotRegistry,
         transport: Transport = NO_TRANSPORT,
         clock: Callable[[], float] = time.time,
@@ -107,7 +107,7 @@ class Table(BotSeats, TraceRecords):
         self._games: dict[str, LiveGame] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._registry_lock = threading.Lock()
-        self.bot_executor = BotExecutor(settings.bots.workers, settings.bots.max_abandoned_threads)
+        self._executor: BotExecutor | None = None  # started at the first bot move: most tables have none
         self._secrets = environment_secrets()  # cut out of every trace record
         self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
@@ -260,17 +260,52 @@ class Table(BotSeats, TraceRecords):
         for record in records:
             record["time"] = stamp
         try:
-            self.store.append_events(live.game_id, records)
+            stored = self.store.append_events(live.game_id, records)
         except SequenceConflict:
             self.catch_up(live)  # another worker started it
             return
         live.game = game
-        live.records = json_copy(records)
+        live.records = list(stored)
         started = {"status": "running", "started_at": stamp, "seats": [s.record() for s in live.seats]}
         self.store.update_game(live.game_id, **started)
         live.meta.update(started)
         self._lobby_changed(live)
         self._after_change(live, list(game.events), live.records)
+
+    def host(self, game_id: str, game: Game, seats: list[SeatState]) -> LiveGame:
+        """Seat an engine game that already exists in this process (in-process play): its record and events
+        go to the store, the game object itself stays live (whoever holds it sees every change), and each
+        seat counts as taken and online. From here on it is played like any other game of the table."""
+        stamp = self.clock()
+        meta = {
+            "status": "finished" if game.finished else "running",
+            "hall": None,
+            "ruleset": game.rules.name,
+            "settings": game.settings.model_dump(mode="json"),
+            "instance_id": game.instance.id,
+            "seed": game.seed,
+            "seats": [s.record() for s in seats],
+            "started_at": stamp,
+        }
+        self.store.create_game(game_id, meta)
+        stored = self.store.append_events(game_id, [{**e.to_dict(), "time": stamp} for e in game.events])
+        live = LiveGame(
+            game_id=game_id,
+            meta=dict(self.store.get_game(game_id) or meta),
+            settings=game.settings,
+            instance=game.instance,
+            rules=game.rules,
+            seed=game.seed,
+            seats=seats,
+            game=game,
+            records=list(stored),
+        )
+        live.online.update(dict.fromkeys(range(len(seats)), 1))
+        with self._registry_lock:
+            self._games[game_id] = live
+        with live.lock:
+            self._after_change(live, [], [])
+        return live
 
     # ------------------------------------------------------------------------------------------ acting
     def acting_seat(self, live: LiveGame, principal: Principal, seat: Any = None) -> int:
@@ -308,10 +343,15 @@ class Table(BotSeats, TraceRecords):
         seat: Any = None,
         client_action_id: Any = None,
         origin: str | None = None,
+        *,
+        ack_view: bool = True,
+        ack_events: bool = True,
     ) -> dict[str, Any]:
         """Apply a player's action: the ack ``{"ok": True, "view": ..., "events": ...}``, or a typed error
         is raised. The ack carries the new events the seat may see, so the acting connection (``origin``, a
-        Socket.IO sid) is left out of its seat's push; the seat's other connections still get it."""
+        Socket.IO sid) is left out of its seat's push; the seat's other connections still get it.
+        ``ack_view=False`` / ``ack_events=False`` leave the view (null) / the events (``[]``) out of the ack,
+        for an in-process player that reads them when it needs them, so nobody builds what nobody reads."""
         live = self.get(game_id)
         if client_action_id is not None and (
             not isinstance(client_action_id, str) or not 0 < len(client_action_id) <= 128
@@ -333,7 +373,9 @@ class Table(BotSeats, TraceRecords):
                     return outcome
                 events, records = outcome
                 remember = (idempotency_key, digest) if idempotency_key else None
-                return self._answer_committed(live, seat_no, events, records, remember, origin)
+                return self._answer_committed(
+                    live, seat_no, events, records, remember, origin, ack_view=ack_view, ack_events=ack_events
+                )
         raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
 
     def _apply_as_seat(
@@ -376,6 +418,9 @@ class Table(BotSeats, TraceRecords):
         records: list[dict[str, Any]],
         remember: tuple[str, str] | None,
         origin: str | None,
+        *,
+        ack_view: bool = True,
+        ack_events: bool = True,
     ) -> dict[str, Any]:
         """The ack of a stored action. The change is durable, so no failure from here on may be answered as
         if nothing happened: bookkeeping and pushes are logged and skipped, and an ack that cannot be built
@@ -385,7 +430,8 @@ class Table(BotSeats, TraceRecords):
         except Exception:
             log.exception("game %s: bookkeeping after a stored action failed", live.game_id)
         try:
-            response = self.envelope(live, seat, self._news(live, seat, events, records), ok=True)
+            news = self._news(live, seat, events, records) if ack_events else []
+            response = self.envelope(live, seat, news, ok=True, with_view=ack_view)
         except Exception:
             log.exception("game %s: the answer to seat %s's stored action failed", live.game_id, seat)
             raise ServerError(
@@ -462,7 +508,7 @@ class Table(BotSeats, TraceRecords):
         for record in records:
             record["time"] = stamp
         try:
-            self.store.append_events(live.game_id, records)
+            stored = self.store.append_events(live.game_id, records)
         except SequenceConflict:
             log.info("game %s: another worker appended first; replaying", live.game_id)
             self.catch_up(live)
@@ -471,7 +517,7 @@ class Table(BotSeats, TraceRecords):
             # the in-memory game already moved on: rebuild it from the store, which did not
             self._replay(live, self.store.load_events(live.game_id))
             raise
-        records = json_copy(records)
+        records = list(stored)  # as the store keeps them: what a reload would rebuild
         live.records.extend(records)
         self._sync_status(live)  # before the ack is built, so it already says "finished"
         return events, records
@@ -520,14 +566,16 @@ class Table(BotSeats, TraceRecords):
         events: list[dict[str, Any]] | None = None,
         *,
         ok: bool | None = None,
+        with_view: bool = True,
     ) -> dict[str, Any]:
         """What a seat (or a spectator, seat None) is told about the game now (:class:`Envelope`), with the
-        ``events`` given (already numbered) when there are any.
+        ``events`` given (already numbered) when there are any; ``with_view=False`` leaves the view null.
 
         A viewer outside the trade (the view's phase is ``"trade"``) gets no deadline: its restart when a
         proposal is made would reveal the proposal.
         """
-        view = self._view(live, seat)
+        game = live.game
+        view = self.view_of(live, seat) if with_view or live.deadline is not None else None
         outsider = view is not None and view["phase"] == "trade"
         return envelope(
             ok=ok,
@@ -535,13 +583,14 @@ class Table(BotSeats, TraceRecords):
             hall=live.meta.get("hall"),
             status=live.status,
             seat=seat,
+            log_size=game.log_size(seat) if game is not None else 0,
             deadline=None if outsider else live.deadline,
             seats=live.public_seats(),
-            view=view,
+            view=view if with_view else None,
             events=events,
         )
 
-    def _view(self, live: LiveGame, seat: int | None) -> dict[str, Any] | None:
+    def view_of(self, live: LiveGame, seat: int | None) -> dict[str, Any] | None:
         if live.game is None:
             return None
         cached = live.views.get(seat)
@@ -623,6 +672,17 @@ class Table(BotSeats, TraceRecords):
                     min(due, pending) if pending else due,
                     partial(self._bot_move, live.game_id, seat),
                 )
+
+    def apply_system(self, game_id: str, action: Any) -> list[Event]:
+        """A system action (a timeout) that the game's runner decided on rather than a deadline (e.g. an
+        environment's guard against a phase that never ends): committed and published like a deadline's.
+        Raises the engine's refusal, changing nothing."""
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            events, records = self._commit(live, None, action)
+            self._after_change(live, events, records)
+            return events
 
     def _deadline_expired(self, game_id: str, phase: str, turn: int) -> None:
         live = self.get(game_id)
@@ -722,7 +782,9 @@ class Table(BotSeats, TraceRecords):
                 self.acting_seat(live, principal, seat) if principal and (seat is not None or own) else None
             )
             records = live.records  # parallel to game.events; the store added each event's time
-            context = query_context(live.game, chosen, parsed, lambda seq: records[seq].get("time"))
+            timed = bool(records) and records[0].get("time") is not None  # an untimed game tells no times
+            times = (lambda seq: records[seq].get("time")) if timed else None
+            context = query_context(live.game, chosen, parsed, times)
         return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
 
     def researcher(self, game_id: Any) -> dict[str, Any]:
@@ -752,6 +814,16 @@ class Table(BotSeats, TraceRecords):
             self.transport.push("presence", payload, seat_room(game_id, other), None)
         self.transport.push("presence", payload, spectator_room(game_id), None)
 
+    @property
+    def bot_executor(self) -> BotExecutor:
+        """The threads bot moves are decided on, started when the first bot seat moves."""
+        with self._registry_lock:
+            if self._executor is None:
+                bots = self.settings.bots
+                self._executor = BotExecutor(bots.workers, bots.max_abandoned_threads)
+            return self._executor
+
     def close(self) -> None:
         self.scheduler.close()
-        self.bot_executor.close()
+        if self._executor is not None:
+            self._executor.close()

@@ -1,4 +1,6 @@
-"""Server-side deadlines: one scheduler thread, keyed timers, callbacks run on a small thread pool.
+"""The table's timers: keyed deadlines and bot moves. :class:`DeadlineScheduler` is the server's (one
+scheduler thread, callbacks on a small thread pool); :class:`ManualScheduler` is in-process play's, whose
+timers fire only when its owner says the time has come.
 
 Deadlines are wall-clock unix times because they are derived from event timestamps in the store (a phase's
 deadline is its start time plus the configured seconds), so a restarted server — or another worker — computes
@@ -16,10 +18,22 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[], None]
+
+
+class Scheduler(Protocol):
+    """What the table needs of its timers: keyed, replaceable, cancellable."""
+
+    def schedule(self, key: str, when: float, callback: Callback) -> None: ...
+    def cancel(self, key: str) -> None: ...
+    def cancel_prefix(self, prefix: str) -> None: ...
+    def when(self, key: str) -> float | None: ...
+    def submit(self, callback: Callback) -> None: ...
+    def close(self) -> None: ...
 
 
 class DeadlineScheduler:
@@ -115,3 +129,46 @@ class DeadlineScheduler:
             callback()
         except Exception:
             log.exception("a timer callback failed")
+
+
+class ManualScheduler:
+    """Timers that fire only in :meth:`run_due` (in-process play: no threads, and time is the caller's)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, int, Callback]] = {}
+        self._counter = itertools.count()
+
+    def schedule(self, key: str, when: float, callback: Callback) -> None:
+        self._entries[key] = (when, next(self._counter), callback)
+
+    def cancel(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def cancel_prefix(self, prefix: str) -> None:
+        for key in [k for k in self._entries if k.startswith(prefix)]:
+            del self._entries[key]
+
+    def when(self, key: str) -> float | None:
+        entry = self._entries.get(key)
+        return entry[0] if entry else None
+
+    def pending(self) -> dict[str, float]:
+        return {key: entry[0] for key, entry in self._entries.items()}
+
+    def submit(self, callback: Callback) -> None:
+        callback()
+
+    def run_due(self, now: float) -> int:
+        """Run the timers due at ``now``, earliest first (a callback may schedule more); how many ran."""
+        ran = 0
+        while True:
+            due = [(when, number, key) for key, (when, number, _) in self._entries.items() if when <= now]
+            if not due:
+                return ran
+            _, _, key = min(due)
+            callback = self._entries.pop(key)[2]
+            callback()
+            ran += 1
+
+    def close(self) -> None:
+        self._entries.clear()
