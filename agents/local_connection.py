@@ -58,7 +58,8 @@ class LocalTable:
 
     ``clock`` (``() -> float``, seconds since the epoch) stamps each event's ``time`` as a server would, and
     runs the game's deadlines (:meth:`run_due_timers`); without one events carry no time (deterministic logs
-    for tests and self-play) and the game may have no deadlines.
+    for tests and self-play) and the game may have no deadlines. ``hall`` names the game mode it is played
+    in, as a server's envelopes do.
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class LocalTable:
         game_id: str | None = None,
         clock: Callable[[], float] | None = None,
         seat_names: list[str] | None = None,
+        hall: str | None = None,
     ) -> None:
         self.game = game
         self.game_id = game_id or f"local-{game.seed}"
@@ -86,7 +88,7 @@ class LocalTable:
             SeatState(seat=s, accepts="agent", kind="agent", name=name, user_id=self.principals[s].id)
             for s, name in enumerate(self.seat_names)
         ]
-        self.live: LiveGame = self.master.host(self.game_id, game, seats)
+        self.live: LiveGame = self.master.host(self.game_id, game, seats, hall)
 
     @classmethod
     def of(cls, game: Game) -> LocalTable:

@@ -272,14 +272,14 @@ class Table(BotSeats, TraceRecords):
         self._lobby_changed(live)
         self._after_change(live, list(game.events), live.records)
 
-    def host(self, game_id: str, game: Game, seats: list[SeatState]) -> LiveGame:
+    def host(self, game_id: str, game: Game, seats: list[SeatState], hall: str | None = None) -> LiveGame:
         """Seat an engine game that already exists in this process (in-process play): its record and events
         go to the store, the game object itself stays live (whoever holds it sees every change), and each
         seat counts as taken and online. From here on it is played like any other game of the table."""
         stamp = self.clock()
         meta = {
             "status": "finished" if game.finished else "running",
-            "hall": None,
+            "hall": hall,
             "ruleset": game.rules.name,
             "settings": game.settings.model_dump(mode="json"),
             "instance_id": game.instance.id,
