@@ -9,10 +9,13 @@ variables), never from a spec.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from pydantic import Field
 
+from agents.bots.registry import Flag, PolicyOptions, WholeNumber
+from agents.llm import prompts
 from agents.llm.agent import AgentSettings, LLMAgent
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
@@ -65,81 +68,70 @@ def build_chat_model(
         raise ValueError(f"provider {provider!r} needs its LangChain package: {err}") from None
 
 
-def _flag(name: str, text: str) -> bool:
-    if text not in ("0", "1", "true", "false"):
-        raise ValueError(f"{name} must be 0 or 1, not {text!r}")
-    return text in ("1", "true")
+Persona = Literal[tuple(prompts.PERSONAS)]  # type: ignore[valid-type]  # the names of prompts.PERSONAS
+ToMOrderSet = Literal[tuple(TOM_ORDER_SETS)]  # type: ignore[valid-type]
 
 
-def _number(name: str, text: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, not {text!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, not {text!r}")
-    return value
+class LLMOptions(PolicyOptions):
+    """The options of the ``llm`` policy (``llm:<provider>:<model>?key=value&...``)."""
+
+    model_spec: str = Field(
+        max_length=160,
+        pattern=r"^[^:]+:.+$",
+        description="the model as <provider>:<model>, written after the name: llm:<provider>:<model>, "
+        "e.g. llm:openai:gpt-4o-mini",
+    )
+    tom: ToMOrderSet | None = Field(
+        None,
+        description="the ToM orders `tradecraft play` asks of this seat (V0, V0+V1, V0+V1+V2); on a server "
+        "the game's settings decide",
+    )
+    persona: Persona = Field("none", description="the persona in its instructions")
+    cot: Flag = Field(False, description="reason step by step before each action (1) or act at once (0)")
+    strict: Flag | None = Field(
+        None, description="strict tool schemas; unset: on for OpenAI itself, off for other servers"
+    )
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="sampling temperature; unset: the provider's"
+    )
+    base_url: str | None = Field(
+        None, max_length=200, description="an OpenAI-compatible server's URL; unset: OPENAI_BASE_URL"
+    )
+    timeout: float = Field(60.0, ge=0.01, le=3600, description="seconds per request")
+    memory_tokens: WholeNumber = Field(1000, ge=0, le=200_000, description="tokens of earlier moves it keeps")
+    max_queries: WholeNumber = Field(3, ge=0, le=50, description="queries per move")
+    max_invalid: WholeNumber = Field(3, ge=1, le=20, description="invalid calls per move before the fallback")
+    provider_retries: WholeNumber = Field(4, ge=0, le=20, description="retries of a failed provider call")
+    retry_budget: WholeNumber = Field(40, ge=0, le=10_000, description="provider retries per game")
+    backoff: float = Field(1.0, ge=0, le=60, description="seconds of the first retry's backoff (it doubles)")
+    move_seconds: float = Field(
+        300.0, ge=0.1, le=86_400, description="no model call or retry starts later than this into a move"
+    )
 
 
-def parse_tom_orders(text: str) -> tuple[int, ...]:
-    """``"0,1"`` -> ``(0, 1)``: one of the paper's order sets (V0, V0+V1, V0+V1+V2)."""
-    orders = TOM_ORDER_SETS.get(text.replace(" ", ""))
-    if orders is None:
-        raise ValueError(
-            f"tom must be one of {', '.join(TOM_ORDER_SETS)} (V0, V0+V1, V0+V1+V2), not {text!r}"
-        )
-    return orders
-
-
-def llm_policy(
-    seed: int,
-    *,
-    model_spec: str = "",
-    tom: str | None = None,
-    persona: str = "none",
-    cot: str = "0",
-    strict: str | None = None,
-    temperature: str | None = None,
-    base_url: str | None = None,
-    timeout: str = "60",
-    memory_tokens: str = "1000",
-    max_queries: str = "3",
-    max_invalid: str = "3",
-    provider_retries: str = "4",
-    retry_budget: str = "40",
-    backoff: str = "1",
-    move_seconds: str = "300",
-) -> LLMAgent:
+def llm_policy(seed: int, options: LLMOptions) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
 
-    Credentials only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...). ``tom`` is the ToM
-    order set ``tradecraft play`` asks of this seat (0 | 0,1 | 0,1,2); on a server the game's settings
-    decide. ``strict`` defaults to on for OpenAI itself and off for other servers.
+    Credentials only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...). The seed is the
+    provider's sampling seed where it takes one.
     """
-    provider, _, model = model_spec.partition(":")
-    if not provider or not model:
-        raise ValueError("name a model as llm:<provider>:<model>, e.g. llm:openai:gpt-4o-mini")
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    strict_mode = _flag("strict", strict) if strict is not None else (provider == "openai" and url is None)
+    provider, _, model = options.model_spec.partition(":")
+    url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    strict = options.strict if options.strict is not None else (provider == "openai" and url is None)
     settings = AgentSettings(
-        persona=persona,
-        reasoning="cot" if _flag("cot", cot) else "direct",
-        strict=strict_mode,
-        memory_tokens=int(_number("memory_tokens", memory_tokens, 0, 200_000)),
-        max_queries=int(_number("max_queries", max_queries, 0, 50)),
-        max_invalid=int(_number("max_invalid", max_invalid, 1, 20)),
-        provider_retries=int(_number("provider_retries", provider_retries, 0, 20)),
-        game_retry_budget=int(_number("retry_budget", retry_budget, 0, 10_000)),
-        backoff_base=_number("backoff", backoff, 0, 60),
-        move_seconds=_number("move_seconds", move_seconds, 0.1, 86_400),
-        tom_orders=parse_tom_orders(tom) if tom is not None else None,
+        persona=options.persona,
+        reasoning="cot" if options.cot else "direct",
+        strict=strict,
+        memory_tokens=options.memory_tokens,
+        max_queries=options.max_queries,
+        max_invalid=options.max_invalid,
+        provider_retries=options.provider_retries,
+        game_retry_budget=options.retry_budget,
+        backoff_base=options.backoff,
+        move_seconds=options.move_seconds,
+        tom_orders=TOM_ORDER_SETS[options.tom] if options.tom is not None else None,
     )
     chat = build_chat_model(
-        provider,
-        model,
-        base_url=url,
-        timeout=_number("timeout", timeout, 0.01, 3600),
-        temperature=_number("temperature", temperature, 0, 2) if temperature is not None else None,
-        seed=seed,
+        provider, model, base_url=url, timeout=options.timeout, temperature=options.temperature, seed=seed
     )
-    return LLMAgent(chat, model_name=model_spec, settings=settings, seed=seed)
+    return LLMAgent(chat, model_name=options.model_spec, settings=settings, seed=seed)
