@@ -251,7 +251,7 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     "--players",
     default="random,random",
     show_default=True,
-    help="one policy spec per seat, comma-separated: a name (`tradecraft play --list-policies`), "
+    help="one policy spec per seat, comma-separated: a name (`tradecraft bots` lists them), "
     "optionally with options, e.g. random,random?accept_probability=0.9; an LLM agent is "
     "llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1] (docs/llm-agents.md)",
 )

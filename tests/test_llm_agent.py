@@ -291,7 +291,7 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
     for spec, option, words in [
         ("llm:openai:m?tom=1", "tom", ["tom=1", "one of 0 | 0,1 | 0,1,2"]),
-        ("llm:openai:m?persona=sneaky", "persona", ["persona=sneaky", "one of none | greedy | fair | selfless"]),
+        ("llm:openai:m?persona=sneaky", "persona", ["persona=sneaky", "one of none | greedy | fair"]),
         ("llm:openai:m?cot=maybe", "cot", ["cot=maybe", "0 or 1"]),
         ("llm:openai:m?memory_tokens=10.5", "memory_tokens", ["a whole number from 0 to 200000"]),
         ("llm?tom=0", "model_spec", ["needs the option 'model_spec'", "llm:<provider>:<model>"]),

@@ -207,3 +207,21 @@ def test_the_help_shows_chosen_policies_and_refuses_unknown_ones() -> None:
     assert "one of no_loss | gain" in one.output and "random" not in one.output
     unknown = CliRunner().invoke(bots_command, ["grandmaster"])
     assert unknown.exit_code != 0 and "unknown_bot" in unknown.output and "random" in unknown.output
+
+
+def test_a_plug_in_without_a_model_gets_its_keyword_parameters_as_text_options() -> None:
+    def free(seed: int, *, greeting: str = "hi", **more: str) -> None: ...
+
+    def strict(seed: int, *, greeting: str) -> None: ...
+
+    model, declared = options_model(free)
+    assert not declared
+    parsed = parse_options(parse_policy_spec("echo?greeting=yo&colour=red"), model)
+    assert parsed.model_dump(exclude_unset=True) == {"greeting": "yo", "colour": "red"}
+    model, _ = options_model(strict)
+    with pytest.raises(PolicySpecError) as info:
+        parse_options(parse_policy_spec("echo?colour=red"), model)
+    assert info.value.option == "colour" and "greeting" in info.value.message
+    with pytest.raises(PolicySpecError) as info:
+        parse_options(parse_policy_spec("echo"), model)
+    assert info.value.option == "greeting" and "needs the option 'greeting'" in info.value.message
