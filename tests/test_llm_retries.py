@@ -4,21 +4,18 @@ the per-call, per-game and per-move limits."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from agents.llm.agent import AgentSettings
 from agents.llm.retries import ProviderRetries, failure_kind
 
 
-@dataclass
-class Settings:
-    provider_retries: int = 3
-    game_retry_budget: int = 10
-    backoff_base: float = 1.0
-    backoff_cap: float = 30.0
+def _settings(**changes: Any) -> AgentSettings:
+    """The agent's own settings (they are what it retries under), with small budgets."""
+    return AgentSettings(**{"provider_retries": 3, "game_retry_budget": 10, **changes})
 
 
 class ProviderError(Exception):
@@ -43,7 +40,7 @@ def _flaky(failures: list[Exception], answer: str = "ok") -> Any:
     return invoke
 
 
-def _retrier(settings: Settings, waits: list[float]) -> ProviderRetries:
+def _retrier(settings: AgentSettings, waits: list[float]) -> ProviderRetries:
     return ProviderRetries(settings, seed=1, sleep=waits.append)
 
 
@@ -52,7 +49,7 @@ FAR = float("inf")
 
 def test_rate_limits_server_errors_and_timeouts_are_retried_with_growing_jittered_waits() -> None:
     waits: list[float] = []
-    retries = _retrier(Settings(), waits)
+    retries = _retrier(_settings(), waits)
     outcome = retries.call(_flaky([ProviderError(429), ProviderError(503), ReadTimeout()]), FAR)
     assert outcome.answer == "ok" and outcome.retries == 3 and retries.used == 3
     assert [f["kind"] for f in outcome.failures] == ["rate_limit", "server_error", "timeout"]
@@ -63,21 +60,21 @@ def test_rate_limits_server_errors_and_timeouts_are_retried_with_growing_jittere
 
 def test_a_client_error_is_not_retried_and_retry_after_and_the_cap_bound_the_wait() -> None:
     waits: list[float] = []
-    outcome = _retrier(Settings(), waits).call(_flaky([ProviderError(400)]), FAR)
+    outcome = _retrier(_settings(), waits).call(_flaky([ProviderError(400)]), FAR)
     assert outcome.answer is None and outcome.retries == 0 and waits == []
     assert outcome.failures[0]["kind"] == "client_error" and "wait_s" not in outcome.failures[0]
-    outcome = _retrier(Settings(backoff_cap=5), waits).call(_flaky([ProviderError(429, "3")]), FAR)
+    outcome = _retrier(_settings(backoff_cap=5), waits).call(_flaky([ProviderError(429, "3")]), FAR)
     assert outcome.answer == "ok" and waits == [pytest.approx(3, abs=0.5)] and waits[0] >= 3
     waits.clear()
-    _retrier(Settings(backoff_cap=5), waits).call(_flaky([ProviderError(429, "60")]), FAR)
+    _retrier(_settings(backoff_cap=5), waits).call(_flaky([ProviderError(429, "60")]), FAR)
     assert waits == [5]  # the server asked for a minute; the cap wins
 
 
 def test_the_per_call_per_game_and_per_move_limits_stop_retrying() -> None:
     waits: list[float] = []
-    per_call = _retrier(Settings(provider_retries=2), waits).call(_flaky([ProviderError(500)] * 5), FAR)
+    per_call = _retrier(_settings(provider_retries=2), waits).call(_flaky([ProviderError(500)] * 5), FAR)
     assert per_call.answer is None and per_call.retries == 2 and len(per_call.failures) == 3
-    game = _retrier(Settings(game_retry_budget=3), waits)
+    game = _retrier(_settings(game_retry_budget=3), waits)
     game.call(_flaky([ProviderError(500)] * 2), FAR)
     assert not game.budget_spent
     second = game.call(_flaky([ProviderError(500)] * 2), FAR)
@@ -86,7 +83,7 @@ def test_the_per_call_per_game_and_per_move_limits_stop_retrying() -> None:
     assert game.used == 0 and not game.budget_spent
     waits.clear()
     soon = time.monotonic() + 0.1  # the first wait (0.5-1 s) would end past the move's deadline
-    late = _retrier(Settings(), waits).call(_flaky([ProviderError(502)]), soon)
+    late = _retrier(_settings(), waits).call(_flaky([ProviderError(502)]), soon)
     assert late.answer is None and late.retries == 0 and waits == []
 
 
