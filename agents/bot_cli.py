@@ -1,4 +1,5 @@
-"""`tradecraft bot`: attach any registered policy to a seat of a game on a running server.
+"""`tradecraft bot`: attach any registered policy to a seat of a game on a running server; `tradecraft bots`:
+the installed policies and their options.
 
 The policy plays through :class:`agents.remote.RemoteConnection` (Socket.IO, an API token), exactly as a
 browser would, until the game ends; dropped connections are healed by the connection itself. Imports stay
@@ -95,7 +96,7 @@ def run_bot(
     "policy_spec",
     default="random",
     show_default=True,
-    help="a policy spec (`tradecraft play --list-policies`), e.g. random?accept_probability=0.9 or "
+    help="a policy spec (`tradecraft bots` lists them), e.g. random?accept_probability=0.9 or "
     "llm:openai:gpt-4o-mini?tom=0,1",
 )
 @click.option(
@@ -190,3 +191,38 @@ def bot_command(
         + (", ".join(f"Player {s}" for s in winners) if winners else "none")
         + f" ({outcome['end_reason']})"
     )
+
+
+def policies_text(policies: list[dict[str, Any]]) -> str:
+    """:func:`agents.bots.registry.describe_policies` as text: each policy, then its options, one a line."""
+    lines = []
+    for entry in policies:
+        lines.append(f"{entry['name']:<14} {entry['summary']}")
+        for option in entry["options"]:
+            lines.append(f"    {' | '.join(option['names']):<24} {option['help']}")
+        if not entry["options"]:
+            lines.append("    (no options)")
+    return "\n".join(lines)
+
+
+@click.command("bots")
+@click.argument("names", nargs=-1)
+@click.option(
+    "--json", "as_json", is_flag=True, help="machine-readable output (options with their JSON schema)"
+)
+def bots_command(names: tuple[str, ...], as_json: bool) -> None:
+    """List the installed policies (bots, LLM agents), or those NAMES, with their options: what values each
+    takes (type, bounds, choices) and its default.
+
+    A spec sets options as name?key=value&key=value, e.g. random?accept_probability=0.9 or
+    llm:openai:gpt-4o-mini?tom=0,1 (the part after `llm:` is the option model_spec).
+    """
+    from agents.bots.registry import describe_policies, policy_names
+
+    unknown = sorted(set(names) - set(policy_names()))
+    if unknown:
+        raise click.ClickException(
+            f"No policy {', '.join(unknown)}; choose among: {', '.join(policy_names())} [unknown_bot]"
+        )
+    policies = [entry for entry in describe_policies() if not names or entry["name"] in names]
+    click.echo(json.dumps(policies, indent=2) if as_json else policies_text(policies))

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
+from agents.bot_cli import policies_text
 from agents.bots.registry import (
     MODEL_SPEC_OPTION,
     PolicySpecError,
@@ -231,9 +232,7 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         json.dump(policies, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        for entry in policies:
-            options = f"  options: {', '.join(entry['options'])}" if entry["options"] else ""
-            click.echo(f"{entry['name']:<12} {entry['summary']}{options}")
+        click.echo(policies_text(policies))
     ctx.exit()
 
 
@@ -252,7 +251,7 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     "--players",
     default="random,random",
     show_default=True,
-    help="one policy spec per seat, comma-separated: a name (`tradecraft play --list-policies`), "
+    help="one policy spec per seat, comma-separated: a name (`tradecraft bots` lists them), "
     "optionally with options, e.g. random,random?accept_probability=0.9; an LLM agent is "
     "llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1] (docs/llm-agents.md)",
 )
@@ -285,7 +284,7 @@ def _list_policies(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     is_flag=True,
     expose_value=False,
     callback=_list_policies,
-    help="list the installed policies (bots) and their options, then exit",
+    help="list the installed policies (bots) and their options, then exit (as `tradecraft bots`)",
 )
 def play_command(
     ruleset: str | None,

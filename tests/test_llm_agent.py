@@ -289,15 +289,17 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
     with pytest.raises(PolicySpecError, match="OPENAI_API_KEY"):
         make_policy("llm:openai:gpt-4o-mini", 0)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
-    for spec, words in [
-        ("llm:openai:m?tom=1", "tom must be one of"),
-        ("llm:openai:m?persona=sneaky", "persona must be one of"),
-        ("llm:openai:m?cot=maybe", "cot must be 0 or 1"),
-        ("llm?tom=0", "llm:<provider>:<model>"),
-        ("llm:no-such-provider:m", "provider"),
+    for spec, option, words in [
+        ("llm:openai:m?tom=1", "tom", ["tom=1", "one of 0 | 0,1 | 0,1,2"]),
+        ("llm:openai:m?persona=sneaky", "persona", ["persona=sneaky", "one of none | greedy | fair"]),
+        ("llm:openai:m?cot=maybe", "cot", ["cot=maybe", "0 or 1"]),
+        ("llm:openai:m?memory_tokens=10.5", "memory_tokens", ["a whole number from 0 to 200000"]),
+        ("llm?tom=0", "model_spec", ["needs the option 'model_spec'", "llm:<provider>:<model>"]),
+        ("llm:no-such-provider:m", None, ["provider"]),
     ]:
-        with pytest.raises(PolicySpecError, match=words):
+        with pytest.raises(PolicySpecError) as info:
             make_policy(spec, 0)
+        assert info.value.option == option and all(w in info.value.message for w in words), info.value.message
     agent = make_policy("llm:openai:gpt-4o-mini?tom=0,1,2&persona=fair&cot=1", 3)
     assert isinstance(agent, LLMAgent) and agent.settings.strict  # strict on for OpenAI itself
     assert agent.settings.persona == "fair" and agent.settings.reasoning == "cot"

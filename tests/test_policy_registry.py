@@ -74,7 +74,9 @@ def test_installed_policies_are_listed_and_described() -> None:
     assert isinstance(bot, RandomBot) and bot.accept_probability == 1.0 and bot.max_crafts == 0
     described = {d["name"]: d for d in describe_policies()}
     assert described["random"]["factory"] == "agents.bots.random_bot:random_policy"
-    assert "accept_probability" in described["random"]["options"] and described["random"]["summary"]
+    options = {o["names"][0]: o for o in described["random"]["options"]}
+    assert described["random"]["summary"] and options["accept_probability"]["default"] == 0.5
+    assert options["accept_probability"]["allowed"] == "a number from 0 to 1"
 
 
 @pytest.fixture

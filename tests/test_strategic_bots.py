@@ -290,9 +290,10 @@ def test_fixed_offer_repeats_one_proposal():
     _, bot = _decisions("fixed_offer", opponent="always_reject")
     proposals = [(a["to"], a["offer"], a["request"]) for _, _, a in bot.moves if a["type"] == "propose"]
     assert len(proposals) >= 3 and len(set(map(str, proposals))) == 1
-    assert parse_bundle("offer", "oak_log:2,stick") == (("oak_log", 2), ("stick", 1))
-    with pytest.raises(ValueError, match="item:count"):
-        parse_bundle("offer", "oak_log:-1")
+    assert parse_bundle("oak_log:2,stick") == (("oak_log", 2), ("stick", 1))
+    for bad in ("oak_log:-1", "oak_log:1001", "oak_log:1,oak_log:2", ":2"):
+        with pytest.raises(ValueError, match="item:count"):
+            parse_bundle(bad)
 
 
 def test_best_response_answers_the_partners_last_move():

@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agents.bot_cli:bot_command",
         "Attach a bot or LLM agent to a seat of a game on a running server (Socket.IO, API token).",
     ),
+    "bots": (
+        "agents.bot_cli:bots_command",
+        "The installed policies (bots, LLM agents) and their options: types, bounds, defaults.",
+    ),
     "tournament": (
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",

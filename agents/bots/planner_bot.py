@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
+
+from pydantic import Field
 
 from agents.bots.oracle import (
     EPS,
@@ -37,11 +39,13 @@ from agents.bots.oracle import (
     offer_json,
     tom_report,
 )
+from agents.bots.registry import PolicyOptions
 from craft_rules.model import RuleSet
 
 TRACE_LIMIT = 400
 MAX_OFFERS = 400
-ACCEPT_RULES = ("no_loss", "gain")
+AcceptRule = Literal["no_loss", "gain"]
+ACCEPT_RULES: tuple[str, ...] = get_args(AcceptRule)
 SEEN_LIMIT = 1000
 
 
@@ -218,10 +222,18 @@ def _hands_key(oracle: CraftingOracle, to: int) -> tuple[Any, Any]:
     return bundle(oracle.hands[oracle.me]), bundle(oracle.hands[to])
 
 
-def planner_policy(seed: int, *, accept: str = "no_loss") -> PlannerBot:
+class PlannerOptions(PolicyOptions):
+    """The options of the ``planner`` policy."""
+
+    accept: AcceptRule = Field(
+        "no_loss", description="no_loss: accept what does not lower its progress; gain: only what raises it"
+    )
+
+
+def planner_policy(seed: int, options: PlannerOptions) -> PlannerBot:
     """Self-interested planner: proposes its best trade, accepts what does not lower its progress
     (``accept=gain``: only what raises it)."""
-    return PlannerBot(seed, accept=accept)
+    return PlannerBot(seed, accept=options.accept)
 
 
 planner_policy.best_response = dict(PlannerBot.best_response)  # type: ignore[attr-defined]

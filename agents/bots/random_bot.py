@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from pydantic import Field
+
+from agents.bots.registry import PolicyOptions, WholeNumber
 from craft_rules.crafting import clamp_runs, fmt_qty, runnable_recipes
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
@@ -197,40 +200,19 @@ class RandomBot:
         return self._loaded_rules
 
 
-def _probability(name: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a number from 0 to 1, not {text!r}") from None
-    if not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a number from 0 to 1, not {text!r}")
-    return value
+class RandomOptions(PolicyOptions):
+    """The options of the ``random`` policy (as :class:`RandomBot`'s parameters)."""
+
+    pass_probability: float = Field(0.2, ge=0, le=1, description="chance it passes when it may")
+    accept_probability: float = Field(0.5, ge=0, le=1, description="chance it accepts a proposal")
+    finish_probability: float = Field(0.3, ge=0, le=1, description="chance it stops crafting at each step")
+    max_crafts: WholeNumber = Field(3, ge=0, le=100, description="most crafts per craft phase")
+    max_units: WholeNumber = Field(3, ge=1, le=100, description="most units of an item it trades")
 
 
-def _count(name: str, text: str, low: int, high: int) -> int:
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise ValueError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
-    return int(text)
-
-
-def random_policy(
-    seed: int,
-    *,
-    pass_probability: str = "0.2",
-    accept_probability: str = "0.5",
-    finish_probability: str = "0.3",
-    max_crafts: str = "3",
-    max_units: str = "3",
-) -> RandomBot:
-    """Plays random legal moves: the baseline opponent (options as in RandomBot, given as text)."""
-    return RandomBot(
-        seed,
-        pass_probability=_probability("pass_probability", pass_probability),
-        accept_probability=_probability("accept_probability", accept_probability),
-        finish_probability=_probability("finish_probability", finish_probability),
-        max_crafts=_count("max_crafts", max_crafts, 0, 100),
-        max_units=_count("max_units", max_units, 1, 100),
-    )
+def random_policy(seed: int, options: RandomOptions) -> RandomBot:
+    """Plays random legal moves: the baseline opponent."""
+    return RandomBot(seed, **options.model_dump())
 
 
 random_policy.best_response = dict(RandomBot.best_response)  # type: ignore[attr-defined]

@@ -37,10 +37,13 @@ name                behaviour
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from agents.bots.oracle import EPS, Bundle, CraftingOracle, Offer, bundle, gain, holds
 from agents.bots.planner_bot import OracleBot, PlannerBot
+from agents.bots.registry import NoOptions, PolicyOptions
 from craft_rules.model import RuleSet
 
 IDLE = "idle proposals (pass, or ask one unit it does not need for nothing, or give one away)"
@@ -263,57 +266,79 @@ class BestResponse(ScriptedPartner):
         return scored[0][1]
 
 
-def parse_bundle(name: str, text: str) -> Bundle:
-    """``"log:2,stick:1"`` -> ``(("log", 2), ("stick", 1))``; ``ValueError`` naming ``name`` otherwise."""
+def parse_bundle(text: object) -> object:
+    """``"log:2,stick:1"`` -> ``(("log", 2), ("stick", 1))`` (a count defaults to 1); ``ValueError``
+    otherwise. Anything but text is left to the model's own type check."""
+    if not isinstance(text, str):
+        return text
     out: dict[str, int] = {}
     for part in text.split(","):
         item, _, count = part.partition(":")
         count = count or "1"
         if not item or not count.isdigit() or not 1 <= int(count) <= 1000 or item in out:
-            raise ValueError(
-                f"{name} must be item:count pairs joined by commas (e.g. log:2,stick:1), not {text!r}"
-            )
+            raise ValueError(f"write item:count pairs joined by commas (e.g. log:2,stick:1), not {text!r}")
         out[item] = int(count)
     return bundle(out)
 
 
-def always_accept(seed: int) -> AlwaysAccept:
+BundleOption = Annotated[
+    Bundle,
+    BeforeValidator(parse_bundle),
+    WithJsonSchema({"type": "string", "maxLength": 200}),
+]
+"""A bundle option, written ``item:count,item:count`` (count 1-1000, default 1)."""
+
+
+class FixedOfferOptions(PolicyOptions):
+    """The options of ``fixed_offer``: its proposal (both empty: its first planner-best one, pinned)."""
+
+    offer: BundleOption | None = Field(None, description="what it offers, as item:count,item:count")
+    request: BundleOption | None = Field(None, description="what it asks for, as item:count,item:count")
+
+
+class ItemFixatedOptions(PolicyOptions):
+    """The options of ``item_fixated``."""
+
+    item: str | None = Field(
+        None,
+        max_length=100,
+        pattern=r"^[\w:]*[^\W_][\w:]*$",
+        description="the item it wants, e.g. oak_log (letters, digits, _ and :); unset: the one it lacks "
+        "most of that others hold, pinned at its first decision",
+    )
+
+
+def always_accept(seed: int, options: NoOptions) -> AlwaysAccept:
     """Scripted partner: accepts every proposal it can pay for; idle proposals."""
     return AlwaysAccept(seed)
 
 
-def always_reject(seed: int) -> AlwaysReject:
+def always_reject(seed: int, options: NoOptions) -> AlwaysReject:
     """Scripted partner: rejects every proposal; idle proposals."""
     return AlwaysReject(seed)
 
 
-def rational(seed: int) -> RationalResponder:
+def rational(seed: int, options: NoOptions) -> RationalResponder:
     """Scripted partner: accepts iff its own progress rises; idle proposals."""
     return RationalResponder(seed)
 
 
-def fixed_offer(seed: int, *, offer: str | None = None, request: str | None = None) -> FixedOffer:
+def fixed_offer(seed: int, options: FixedOfferOptions) -> FixedOffer:
     """Scripted partner: the same proposal every turn (offer/request as item:count,...); rejects all."""
-    return FixedOffer(
-        seed,
-        offer=parse_bundle("offer", offer) if offer else None,
-        request=parse_bundle("request", request) if request else None,
-    )
+    return FixedOffer(seed, offer=options.offer, request=options.request)
 
 
-def item_fixated(seed: int, *, item: str | None = None) -> ItemFixated:
+def item_fixated(seed: int, options: ItemFixatedOptions) -> ItemFixated:
     """Scripted partner: accepts iff the proposal gives it the item ``item``; idle proposals."""
-    if item is not None and not item.replace("_", "").replace(":", "").isalnum():
-        raise ValueError(f"item must be an item name such as oak_log, not {item!r}")
-    return ItemFixated(seed, item=item)
+    return ItemFixated(seed, item=options.item)
 
 
-def tit_for_tat(seed: int) -> TitForTat:
+def tit_for_tat(seed: int, options: NoOptions) -> TitForTat:
     """Scripted partner: proposes its best trade; accepts iff you accepted its last proposal."""
     return TitForTat(seed)
 
 
-def best_response(seed: int) -> BestResponse:
+def best_response(seed: int, options: NoOptions) -> BestResponse:
     """Scripted partner: answers your last move (greedy after an accept, offers what you asked for)."""
     return BestResponse(seed)
 

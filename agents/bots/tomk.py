@@ -50,7 +50,9 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
+
+from pydantic import AliasChoices, Field
 
 from agents.bots.oracle import (
     EPS,
@@ -72,9 +74,11 @@ from agents.bots.oracle import (
     pool_of,
     tom_report,
 )
+from agents.bots.registry import PolicyOptions, WholeNumber
 from craft_rules.model import RuleSet
 
-BELIEF_KEYS = ("offer", "kinds", "responder")
+BeliefKey = Literal["offer", "kinds", "responder"]
+BELIEF_KEYS: tuple[str, ...] = get_args(BeliefKey)
 MAX_ORDER = 3
 MAX_RACE = 10.0
 """Largest proposer-side race weight (``race`` option): a multiple of ``c_1``, as the responder weighs it."""
@@ -779,48 +783,29 @@ def _rounded(pairs: list[tuple[str, float]]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in pairs}
 
 
-def _number(name: str, text: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a number from {low} to {high}, not {text!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low} to {high}, not {text!r}")
-    return value
+class ToMOptions(PolicyOptions):
+    """The options of the ``tom0`` .. ``tom3`` policies (the order is the policy's name)."""
 
-
-def _factory(order: int):  # type: ignore[no-untyped-def]
-    def make(
-        seed: int,
-        *,
-        learning_speed: str = "0.1",
-        belief_key: str = "kinds",
-        candidates: str = "96",
-        top_targets: str = "6",
-        max_offers: str = "400",
-        race: str = "1",
-        **options: str,
-    ) -> ToMBot:
-        lam = options.pop("lambda", None) or learning_speed
-        if options:
-            raise ValueError(f"unknown option(s) {', '.join(sorted(options))} for tom{order}")
-        if belief_key not in BELIEF_KEYS:
-            raise ValueError(f"belief_key must be one of {', '.join(BELIEF_KEYS)}, not {belief_key!r}")
-        return ToMBot(
-            seed,
-            order=order,
-            learning_speed=_number("lambda", lam, 0.0, 1.0),
-            belief_key=belief_key,
-            candidates=int(_number("candidates", candidates, 1, 500)),
-            top_targets=int(_number("top_targets", top_targets, 1, 50)),
-            max_offers=int(_number("max_offers", max_offers, 1, 5000)),
-            race=_number("race", race, 0.0, MAX_RACE),
-        )
-
-    make.__doc__ = (
-        f"ToM-{order} negotiator (Colored Trails model); options lambda, belief_key, candidates, top_targets,"
-        " max_offers, race (proposer-side race weight, x c_1)."
+    learning_speed: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("lambda", "learning_speed"),
+        description="learning speed of the confidences, the paper's lambda",
     )
+    belief_key: BeliefKey = Field("kinds", description="what its acceptance counts are kept per")
+    candidates: WholeNumber = Field(96, ge=1, le=500, description="most candidate targets per opponent")
+    top_targets: WholeNumber = Field(6, ge=1, le=50, description="likeliest targets the simulation uses")
+    max_offers: WholeNumber = Field(400, ge=1, le=5000, description="most proposals weighed per decision")
+    race: float = Field(1.0, ge=0, le=MAX_RACE, description="proposer-side race weight, times c_1; 0: off")
+
+
+def _factory(order: int) -> Callable[[int, ToMOptions], ToMBot]:
+    def make(seed: int, options: ToMOptions) -> ToMBot:
+        return ToMBot(seed, order=order, **options.model_dump())
+
+    make.__name__ = f"tom{order}"
+    make.__doc__ = f"ToM-{order} negotiator (Colored Trails model)."
     return make
 
 

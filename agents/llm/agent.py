@@ -18,7 +18,7 @@ One decision (one ``act`` call):
    and jitter (honouring ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget``
    per game, and no new call or retry starts after ``move_seconds`` on one move; a call that still
    fails, or any call once a budget is spent, ends in the fallback. A provider outage therefore ends
-   the decision, never hangs the game.
+   the decision, never hangs the game (:mod:`agents.llm.retries`).
 
 Reasoning (``<think>`` blocks, ``reasoning_content``, chain-of-thought text) goes to the trace only: it
 is cut from every message field sent to the game and from the memory.
@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +46,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
+from agents.llm.retries import ProviderRetries
 from agents.llm.tools import SeatTools, strip_reasoning
 from agents.llm.tracing import (
     count_message_tokens,
@@ -62,12 +61,6 @@ from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stabl
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from server.game.legal import fallback_action
-
-TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
-"""The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
-
-OPENAI_COMPATIBLE = ("openai", "vllm", "ollama", "llamacpp", "lmstudio")
-"""Providers served through ``ChatOpenAI`` (an OpenAI-compatible HTTP API)."""
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 
@@ -141,8 +134,7 @@ class LLMAgent:
         self.model_name = model_name or getattr(model, "model_name", "") or type(model).__name__
         self.settings = settings or AgentSettings()
         self.seed = seed
-        self._rng = random.Random(f"llm-backoff:{seed}")
-        self._sleep = sleep
+        self._provider = ProviderRetries(self.settings, seed=seed, sleep=sleep)
         self._given_rules = rules
         self._rules: RuleSet | None = None
         self._seat: int | None = None
@@ -157,12 +149,16 @@ class LLMAgent:
         self._pending_note: str | None = None
         self._last_submitted: dict[str, Any] | None = None  # the move act() returned last
         self._traces: list[dict[str, Any]] = []
-        self.retries_used = 0
         self.fallbacks = 0
         self._secrets = secrets_in_environment()
 
     def __repr__(self) -> str:
         return f"LLMAgent(model={self.model_name!r}, seed={self.seed!r})"
+
+    @property
+    def retries_used(self) -> int:
+        """Provider retries spent in this game (``game_retry_budget`` bounds them)."""
+        return self._provider.used
 
     # --- the policy contract ------------------------------------------------------------------------
     def observe(self, events: list[dict[str, Any]]) -> None:
@@ -184,7 +180,7 @@ class LLMAgent:
         self._decision = None
         self._pending_note = None
         self._last_submitted = None
-        self.retries_used = 0
+        self._provider.reset()
 
     def refused(self, error: Mapping[str, Any]) -> None:
         """The runner's engine refused the action ``act`` returned: tell the model at the next ``act``."""
@@ -221,7 +217,7 @@ class LLMAgent:
         decision = self._decision
         if decision.invalid >= self.settings.max_invalid:
             return self._fallback(view, legal, "too_many_invalid_calls")
-        if self.retries_used >= self.settings.game_retry_budget and self.settings.game_retry_budget:
+        if self._provider.budget_spent:
             return self._fallback(view, legal, "provider_budget_spent")
         self._memory.append([])
         self._remember(HumanMessage(self._observation(view)))
@@ -340,55 +336,13 @@ class LLMAgent:
     def _call_model(self, decision: _Decision) -> AIMessage | None:
         messages = self.prompt()
         offline_prompt = self.prefix_tokens + count_message_tokens(messages[1:])
-        retries: list[dict[str, Any]] = []
-        attempt = 0
-        while True:
-            started = time.monotonic()
-            try:
-                answer = self._bound.invoke(messages)
-            except Exception as err:  # any provider or transport failure: classify, back off, retry
-                latency = time.monotonic() - started
-                status = _status_of(err)
-                retryable = status is None or status in (408, 409, 429) or status >= 500
-                budget_left = self.settings.game_retry_budget - self.retries_used
-                failure = {
-                    "kind": _failure_kind(err, status),
-                    "error": type(err).__name__,
-                    "status": status,
-                    "message": str(err)[:500],
-                    "latency_s": round(latency, 4),
-                }
-                wait = self._backoff(attempt, _retry_after(err))
-                out_of_time = time.monotonic() + wait >= decision.deadline
-                if (
-                    not retryable
-                    or attempt >= self.settings.provider_retries
-                    or budget_left <= 0
-                    or out_of_time
-                ):
-                    retries.append(failure)
-                    self._trace_call(decision, messages, None, offline_prompt, latency, retries)
-                    return None
-                failure["wait_s"] = round(wait, 4)
-                retries.append(failure)
-                self.retries_used += 1
-                decision.retries += 1
-                attempt += 1
-                self._sleep(wait)
-                continue
-            latency = time.monotonic() - started
-            if not isinstance(answer, AIMessage):
-                answer = AIMessage(content=getattr(answer, "content", str(answer)))
-            self._trace_call(decision, messages, answer, offline_prompt, latency, retries)
-            return answer
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with full jitter in [d/2, d], at least the server's Retry-After, capped."""
-        delay = min(self.settings.backoff_cap, self.settings.backoff_base * 2**attempt)
-        wait = delay * (0.5 + 0.5 * self._rng.random())
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        return min(wait, self.settings.backoff_cap)
+        outcome = self._provider.call(lambda: self._bound.invoke(messages), decision.deadline)
+        decision.retries += outcome.retries
+        answer = outcome.answer
+        if answer is not None and not isinstance(answer, AIMessage):
+            answer = AIMessage(content=getattr(answer, "content", str(answer)))
+        self._trace_call(decision, messages, answer, offline_prompt, outcome.latency, outcome.failures)
+        return answer
 
     def _trace_call(
         self,
@@ -582,155 +536,3 @@ def _reasoning_of(answer: AIMessage) -> str:
             if isinstance(block, Mapping) and block.get("type") in ("reasoning", "thinking"):
                 pieces.append(str(block.get("reasoning") or block.get("thinking") or ""))
     return "\n\n".join(p for p in pieces if p)
-
-
-def _failure_kind(err: Exception, status: int | None) -> str:
-    """rate_limit | server_error | client_error | timeout | connection: what a provider failure was."""
-    if status == 429:
-        return "rate_limit"
-    if status is not None:
-        return "server_error" if status >= 500 else "client_error"
-    names = " ".join(cls.__name__ for cls in type(err).__mro__)
-    return "timeout" if "Timeout" in names else "connection"
-
-
-def _status_of(err: Exception) -> int | None:
-    status = getattr(err, "status_code", None)
-    if status is None:
-        status = getattr(getattr(err, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _retry_after(err: Exception) -> float | None:
-    headers = getattr(getattr(err, "response", None), "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-# ======================================================================================= the factory
-def build_chat_model(
-    provider: str,
-    model: str,
-    *,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    temperature: float | None = None,
-    seed: int | None = None,
-) -> BaseChatModel:
-    """A chat model for ``provider:model``; credentials only from the environment.
-
-    OpenAI and OpenAI-compatible servers (vLLM, Ollama, llama.cpp, LM Studio) use ``ChatOpenAI``: base
-    URL from ``base_url`` or ``OPENAI_BASE_URL``, key from ``OPENAI_API_KEY`` (a local server without
-    one gets a placeholder). Other providers go through ``init_chat_model`` with their own environment
-    variables (e.g. ``ANTHROPIC_API_KEY``). The client's own retries are off: the agent retries.
-    ``seed`` is passed to OpenAI-compatible servers (their best-effort sampling seed).
-    """
-    extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
-    if provider in OPENAI_COMPATIBLE:
-        from langchain_openai import ChatOpenAI
-
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if url is None and provider == "openai":
-                raise ValueError(
-                    "set OPENAI_API_KEY in the environment (or point OPENAI_BASE_URL / base_url= at an "
-                    "OpenAI-compatible server)"
-                )
-            key = "not-needed"  # local servers ignore the key, the client insists on one
-        if seed is not None:
-            extra["seed"] = seed % 2**31  # best-effort determinism where the server supports it
-        return ChatOpenAI(  # type: ignore[arg-type]
-            model=model, base_url=url, api_key=key, timeout=timeout, max_retries=0, **extra
-        )
-    from langchain.chat_models import init_chat_model
-
-    try:
-        return init_chat_model(model, model_provider=provider, timeout=timeout, max_retries=0, **extra)
-    except ImportError as err:
-        raise ValueError(f"provider {provider!r} needs its LangChain package: {err}") from None
-
-
-def _flag(name: str, text: str) -> bool:
-    if text not in ("0", "1", "true", "false"):
-        raise ValueError(f"{name} must be 0 or 1, not {text!r}")
-    return text in ("1", "true")
-
-
-def _number(name: str, text: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, not {text!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be a number from {low:g} to {high:g}, not {text!r}")
-    return value
-
-
-def parse_tom_orders(text: str) -> tuple[int, ...]:
-    """``"0,1"`` -> ``(0, 1)``: one of the paper's order sets (V0, V0+V1, V0+V1+V2)."""
-    orders = TOM_ORDER_SETS.get(text.replace(" ", ""))
-    if orders is None:
-        raise ValueError(
-            f"tom must be one of {', '.join(TOM_ORDER_SETS)} (V0, V0+V1, V0+V1+V2), not {text!r}"
-        )
-    return orders
-
-
-def llm_policy(
-    seed: int,
-    *,
-    model_spec: str = "",
-    tom: str | None = None,
-    persona: str = "none",
-    cot: str = "0",
-    strict: str | None = None,
-    temperature: str | None = None,
-    base_url: str | None = None,
-    timeout: str = "60",
-    memory_tokens: str = "1000",
-    max_queries: str = "3",
-    max_invalid: str = "3",
-    provider_retries: str = "4",
-    retry_budget: str = "40",
-    backoff: str = "1",
-    move_seconds: str = "300",
-) -> LLMAgent:
-    """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
-
-    Credentials only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...). ``tom`` is the ToM
-    order set ``tradecraft play`` asks of this seat (0 | 0,1 | 0,1,2); on a server the game's settings
-    decide. ``strict`` defaults to on for OpenAI itself and off for other servers.
-    """
-    provider, _, model = model_spec.partition(":")
-    if not provider or not model:
-        raise ValueError("name a model as llm:<provider>:<model>, e.g. llm:openai:gpt-4o-mini")
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-    strict_mode = _flag("strict", strict) if strict is not None else (provider == "openai" and url is None)
-    settings = AgentSettings(
-        persona=persona,
-        reasoning="cot" if _flag("cot", cot) else "direct",
-        strict=strict_mode,
-        memory_tokens=int(_number("memory_tokens", memory_tokens, 0, 200_000)),
-        max_queries=int(_number("max_queries", max_queries, 0, 50)),
-        max_invalid=int(_number("max_invalid", max_invalid, 1, 20)),
-        provider_retries=int(_number("provider_retries", provider_retries, 0, 20)),
-        game_retry_budget=int(_number("retry_budget", retry_budget, 0, 10_000)),
-        backoff_base=_number("backoff", backoff, 0, 60),
-        move_seconds=_number("move_seconds", move_seconds, 0.1, 86_400),
-        tom_orders=parse_tom_orders(tom) if tom is not None else None,
-    )
-    chat = build_chat_model(
-        provider,
-        model,
-        base_url=url,
-        timeout=_number("timeout", timeout, 0.01, 3600),
-        temperature=_number("temperature", temperature, 0, 2) if temperature is not None else None,
-        seed=seed,
-    )
-    return LLMAgent(chat, model_name=model_spec, settings=settings, seed=seed)

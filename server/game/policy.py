@@ -63,7 +63,9 @@ class RefusalAwarePolicy(Policy, Protocol):
 
 
 PolicyFactory = Callable[..., Policy]
-"""``factory(seed: int, **options: str) -> Policy``: what the ``tradecraft.policies`` entry points name."""
+"""``factory(seed: int, options: <its PolicyOptions model>) -> Policy``: what the ``tradecraft.policies`` entry
+points name; each declares its options once (:mod:`agents.bots.registry`; a plug-in without a model gets its
+keyword parameters as text options, ``factory(seed, **options)``)."""
 
 
 def observe(policy: Policy, events: list[dict[str, Any]]) -> None:
