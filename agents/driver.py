@@ -113,6 +113,7 @@ def take_turn(
         if view.get("finished") or not view.get("your_turn"):
             return False
         decision = decide(policy, view, view.get("legal_actions") or [], events, refusal)
+        _keep_traces(decision.refusal_traces, conn, outcome, None, clock)
         events, refusal = [], None
         if decision.failure is not None:  # a broken policy must not hang the game: a failed answer
             err = decision.failure

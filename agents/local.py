@@ -246,6 +246,7 @@ def play_local(
         while True:
             view = player_view(game, seat)
             decision = decide(policy, view, legal_actions(game, seat), events, refusal)
+            keep(seat, decision.refusal_traces, None)
             events = []
             if decision.failure is None:
                 try:

@@ -63,9 +63,9 @@ class RefusalAwarePolicy(Policy, Protocol):
 
 
 PolicyFactory = Callable[..., Policy]
-"""``factory(seed: int, options: <its PolicyOptions model>) -> Policy``: what the ``tradecraft.policies`` entry
-points name; each declares its options once (:mod:`agents.bots.registry`; a plug-in without a model gets its
-keyword parameters as text options, ``factory(seed, **options)``)."""
+"""``factory(seed: int, options: <its PolicyOptions model>) -> Policy``, what the ``tradecraft.policies``
+entry points name; each declares its options once (:mod:`agents.bots.registry`; a plug-in without a
+model gets its keyword parameters as text options, ``factory(seed, **options)``)."""
 
 
 def observe(policy: Policy, events: list[dict[str, Any]]) -> None:
@@ -102,6 +102,9 @@ class Decision:
     action: Any = None
     failure: Exception | None = None
     traces: list[dict[str, Any]] = field(default_factory=list)
+    """The records of this move (linked to the first event it produces, if it is applied)."""
+    refusal_traces: list[dict[str, Any]] = field(default_factory=list)
+    """The records it made on hearing its last answer was refused (linked to no event)."""
     trace_failure: Exception | None = None
     """What ``drain_traces`` raised, if it did (the move stands; only its records are lost)."""
 
@@ -120,13 +123,14 @@ def decide(
     """Ask ``policy`` for one move: tell it why its last answer was refused (``refusal``, when it listens),
     show it its new ``events`` (when it observes), ask ``act``, and collect its traces.
 
-    Never raises for the policy: an exception from ``observe``/``act`` is the decision's ``failure`` (the
-    runner's :class:`OnRefusal` treats it as a refusal), one from ``drain_traces`` its ``trace_failure``.
+    Never raises for the policy: an exception from ``refused``/``observe``/``act`` is the decision's
+    ``failure`` (the runner's :class:`OnRefusal` treats it as a refusal), one from ``drain_traces`` its
+    ``trace_failure``.
     """
     decision = Decision()
     try:
-        if refusal is not None:
-            tell_refused(policy, refusal)
+        if refusal is not None and tell_refused(policy, refusal):
+            decision.refusal_traces = drain_traces(policy)
         if events:
             observe(policy, events)
         decision.action = policy.act(view, list(legal))

@@ -181,6 +181,7 @@ class BotSeats:
             failure = decision.trace_failure
             log.error("game %s: seat %s's policy lost its traces: %r", live.game_id, move.seat, failure)
         event_seq = self._bot_decided(live, move, decision)
+        self._store_traces(live.game_id, move.seat, None, decision.refusal_traces)
         self._store_traces(live.game_id, move.seat, event_seq, decision.traces)
 
     def _bot_decided(self, live: LiveGame, move: BotMove, decision: Decision) -> int | None:
