@@ -34,7 +34,7 @@ from server.table.policy_specs import SpecError, check_no_credentials, policy_na
 
 ENV_PREFIX = "TRADECRAFT__"
 CONFIG_ENV_VAR = "TRADECRAFT_CONFIG"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "settings.yaml"
 
 
