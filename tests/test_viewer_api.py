@@ -18,7 +18,7 @@ from e2e_helpers import TRIO, Client, ServerProcess, write_config
 from pydantic import TypeAdapter
 
 from server.game.schemas import PlayerView, SpectatorView, ViewerEvent
-from server.web.replay import ReplayStep
+from server.table.replay import ReplayStep
 
 ADMIN = ("admin", "test-admin-password")
 
