@@ -364,7 +364,7 @@ def test_tradecraft_bot_starts_without_the_web_layer() -> None:
         "result = CliRunner().invoke(main, ['bot', '--help'])\n"
         "assert result.exit_code == 0, result.output\n"
         "import agents.bot_cli, agents.remote, agents.driver\n"
-        "web = ('flask', 'flask_socketio', 'werkzeug', 'server.web.app', 'server.table.table')\n"
+        "web = ('flask', 'flask_socketio', 'werkzeug', 'server.web.app', 'server.table.master')\n"
         "print(sorted(m for m in web if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
