@@ -34,8 +34,9 @@ this many in a row the driver gives up on the move rather than spin."""
 STALE_CODES = frozenset(
     {"not_your_turn", "wrong_phase", "already_finished", "conflict", "game_over", "answer_failed"}
 )
-"""Refusals that mean "the game moved on since your view" (or, ``answer_failed``, "it was applied but the
-answer was lost"), not "your action was wrong": the driver re-reads the view and asks again."""
+"""Refusals that may mean "the game moved on since your view" (or, ``answer_failed``, "it was applied but the
+answer was lost"): when the re-read view shows the game did move on, the driver asks again without counting
+a failure; when it did not, the policy sent the wrong thing and the refusal counts like any other."""
 SEAT_LOST_CODES = frozenset({"seat_taken_over", "not_your_seat", "spectator", "player_left"})
 """Refusals that mean the seat is no longer this player's to play (an idle seat handed to a bot, a
 resigned seat): the driver stops instead of trying again."""
@@ -83,6 +84,16 @@ def _seat_lost(error: dict[str, Any], seat: int) -> bool:
     if code == "player_left":
         return (error.get("details") or {}).get("seat") == seat
     return code in SEAT_LOST_CODES
+
+
+def _moved_on(conn: SeatConnection, view: dict[str, Any]) -> bool:
+    """Whether the game moved on since ``view`` (so a "wrong phase" refusal was the view's age, not the
+    policy's mistake): the seat's log grew or its move changed, once a remote connection has re-read."""
+    refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
+    if refresh is not None:
+        refresh()
+    fresh = conn.view()
+    return fresh.get("log_size") != view.get("log_size") or fresh.get("move_key") != view.get("move_key")
 
 
 def _first_n(answer: dict[str, Any]) -> int | None:
@@ -139,15 +150,10 @@ def take_turn(
                 outcome.seat_lost = error
                 return False
             refusal = error  # a policy that can learn from it (an LLM agent) hears why first
-            if error.get("code") in STALE_CODES:
+            if error.get("code") in STALE_CODES and _moved_on(conn, view):
                 stale += 1
                 if stale > MAX_STALE_ROUNDS:
                     return False
-                refresh = getattr(conn, "refresh", None)  # a remote connection re-reads the view
-                if refresh is not None:
-                    refresh()
-                else:
-                    conn.wait_for_turn(timeout=0.2)
                 continue
             log.info("seat %s: action refused (%s): %s", conn.seat, error.get("code"), error.get("message"))
         failures.append({"action": action, "error": error})
