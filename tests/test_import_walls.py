@@ -7,6 +7,7 @@ contract names every subpackage of ``server`` (so a new server package cannot sl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -140,3 +141,57 @@ def test_a_wrong_import_breaks_the_contract(
     assert "BROKEN" in broken.stdout
     for text in reported(contract_id, relative, wrong_import):
         assert text in broken.stdout, broken.stdout
+
+
+def module_cycles(root: Path) -> list[list[str]]:
+    """Every group of modules of the four packages under ``root`` that import each other in a circle
+    (strongly connected components of the import graph, function-level imports included), sorted."""
+    probe = (
+        "import grimp, json, sys\n"
+        f"graph = grimp.build_graph(*{PACKAGES!r}, cache_dir=None)\n"
+        "modules = set(graph.modules)\n"
+        "order, low, stack, on, groups = {}, {}, [], set(), []\n"
+        "sys.setrecursionlimit(20000)\n"
+        "def visit(module):\n"
+        "    order[module] = low[module] = len(order)\n"
+        "    stack.append(module); on.add(module)\n"
+        "    for other in graph.find_modules_directly_imported_by(module) & modules:\n"
+        "        if other not in order:\n"
+        "            visit(other); low[module] = min(low[module], low[other])\n"
+        "        elif other in on:\n"
+        "            low[module] = min(low[module], order[other])\n"
+        "    if low[module] == order[module]:\n"
+        "        group = []\n"
+        "        while True:\n"
+        "            other = stack.pop(); on.discard(other); group.append(other)\n"
+        "            if other == module: break\n"
+        "        if len(group) > 1: groups.append(sorted(group))\n"
+        "for module in sorted(modules):\n"
+        "    if module not in order: visit(module)\n"
+        "print(json.dumps(sorted(groups)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_no_module_is_in_an_import_cycle() -> None:
+    """Stricter than the sibling contract: no two modules anywhere import each other, even inside a
+    function (a function-level import that hides a cycle is still a cycle)."""
+    assert module_cycles(ROOT) == []
+
+
+def test_a_function_level_import_that_closes_a_circle_is_found(source_copy: Path) -> None:
+    module = source_copy / "server" / "table" / "live.py"
+    original = module.read_text(encoding="utf-8")
+    module.write_text(
+        f"{original}\n\ndef _late() -> None:\n    import server.table.master\n", encoding="utf-8"
+    )
+    try:
+        cycles = module_cycles(source_copy)
+    finally:
+        module.write_text(original, encoding="utf-8")
+    assert any({"server.table.live", "server.table.master"} <= set(group) for group in cycles), cycles
