@@ -173,9 +173,12 @@ def move_key(game: Game, seat: int | None) -> str:
     position it does not depend on how simultaneous moves of other seats interleaved with the seat's own, and
     a seat outside a trade sees ``trade`` as the phase, so the key tells it no more than its view does.
     """
-    phase = "trade" if _outsider_of_trade(game, seat) else game.phase
+    return _move_key(game, seat, _outsider_of_trade(game, seat))
+
+
+def _move_key(game: Game, seat: int | None, outsider: bool) -> str:
     crafts = game.craft_count(seat) if seat is not None else 0
-    return f"{game.turn}:{phase}:{crafts}"
+    return f"{game.turn}:{'trade' if outsider else game.phase}:{crafts}"
 
 
 def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
@@ -191,7 +194,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "turn": game.turn,
         "max_turns": game.max_turns,
         "phase": "trade" if outsider else game.phase,
-        "move_key": move_key(game, viewer),
+        "move_key": _move_key(game, viewer, outsider),
         "proposer": game.proposer,
         "finished": game.finished,
         "winners": game.winners,
