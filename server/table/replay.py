@@ -29,10 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
-from server.game.events import Event, as_events, record_for_viewer, visible_to
+from server.game.events import Event, as_events, visible_to
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
+from server.table.envelope import number_events
 from server.table.errors import ServerError, parse_count
 from server.table.live import LiveGame
 from server.table.master import Table
@@ -282,13 +283,16 @@ class Replays:
         game = replay.game_after(max(index, min(1, len(replay.events) - 1)))
         researcher = viewer == "researcher"
 
-        def numbered(k: int) -> dict[str, Any]:
-            record = replay.records[log[k]]
-            shown = dict(record) if researcher else record_for_viewer(record)
-            event = {"n": k, **{key: v for key, v in shown.items() if key not in ("seq", "game_id")}}
+        def numbered(first: int, end: int) -> list[dict[str, Any]]:
+            """Steps ``first`` .. ``end - 1`` of the viewer's log, numbered as the live game numbered them
+            (:func:`~server.table.envelope.number_events`); a researcher's keep ``seq`` and every field."""
+            records = [replay.records[log[k]] for k in range(first, end)]
             if researcher:
-                event["seq"] = record["seq"]
-            return event
+                return [
+                    {"n": k, **{key: v for key, v in record.items() if key != "game_id"}}
+                    for k, record in zip(range(first, end), records, strict=True)
+                ]
+            return number_events(records, end)
 
         if researcher:
             view = researcher_view(game)
@@ -316,8 +320,8 @@ class Replays:
             "step": step,
             "steps": len(log),
             "turn": game.turn,
-            "event": numbered(step),
+            "event": numbered(step, step + 1)[0],
             "view": view,
-            "recent": [numbered(k) for k in range(max(0, step - RECENT_EVENTS), step)],
+            "recent": numbered(max(0, step - RECENT_EVENTS), step),
             "revealed": revealed,
         }
