@@ -42,7 +42,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from agents.bots.oracle import EPS, Bundle, CraftingOracle, Offer, bundle, gain, holds
-from agents.bots.planner_bot import OracleBot, PlannerBot
+from agents.bots.oracle_bot import OracleBot
+from agents.bots.planner_bot import PlannerBot
 from agents.bots.registry import NoOptions, PolicyOptions
 from craft_rules.model import RuleSet
 
