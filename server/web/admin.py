@@ -28,7 +28,7 @@ from server.web.auth import (
     resolve_principal,
 )
 from server.web.errors import request_object, rest_error
-from server.web.services import Services
+from server.web.services import current_services
 
 log = logging.getLogger(__name__)
 
@@ -49,157 +49,168 @@ def _whole_number(raw: str, name: str) -> int:
     return value
 
 
-def admin_blueprint(services: Services) -> Blueprint:
-    admin = Blueprint("admin", __name__, url_prefix="/api/admin")
-    settings = services.settings
+#: The admin area under ``/api/admin``; every route needs the admin password (see the module's docstring).
+admin = Blueprint("admin", __name__, url_prefix="/api/admin")
 
-    limiter = services.lobby.limiter
 
-    def password_accepted(password: Any) -> bool:
-        """The admin password check, throttled per address: failures count, and an address over
-        ``limits.admin_failures_per_address`` is refused (``rate_limited``) before any comparison."""
-        address = request.remote_addr or "unknown"
-        limiter.check("admin_failures_per_address", address)
-        if check_admin_password(settings, password):
-            return True
-        log.warning("wrong admin password from %s", address)
-        limiter.hit("admin_failures_per_address", address)
-        return False
+def password_accepted(password: Any) -> bool:
+    """The admin password check, throttled per address: failures count, and an address over
+    ``limits.admin_failures_per_address`` is refused (``rate_limited``) before any comparison."""
+    address = request.remote_addr or "unknown"
+    limiter = current_services().lobby.limiter
+    limiter.check("admin_failures_per_address", address)
+    if check_admin_password(current_services().settings, password):
+        return True
+    log.warning("wrong admin password from %s", address)
+    limiter.hit("admin_failures_per_address", address)
+    return False
 
-    def is_admin() -> bool:
-        if session.get("admin") is True:
-            return True
-        password = basic_password(request.headers)
-        if password is not None:
-            return password_accepted(password)
-        principal = resolve_principal(services.store, request.headers, {})
-        return principal is not None and principal.is_admin
 
-    @admin.before_request
-    def _guard() -> None:
-        require_admin_configured(settings)
-        if request.endpoint != "admin.login" and not is_admin():
-            raise ServerError(
-                "forbidden",
-                'This is the admin area: log in with POST /api/admin/login {"password": ...} '
-                "or send HTTP Basic auth with the admin password.",
-                status=403,
-            )
+def is_admin() -> bool:
+    if session.get("admin") is True:
+        return True
+    password = basic_password(request.headers)
+    if password is not None:
+        return password_accepted(password)
+    principal = resolve_principal(current_services().store, request.headers, {})
+    return principal is not None and principal.is_admin
 
-    @admin.errorhandler(Exception)
-    def _error(err: Exception) -> tuple[Response, int]:
-        return rest_error(err, settings.server.max_payload_bytes)
 
-    def body() -> dict[str, Any]:
-        return request_object(settings.server.max_action_bytes)
-
-    @admin.post("/login")
-    def login() -> tuple[Response, int]:
-        if not password_accepted(body().get("password")):
-            raise ServerError("forbidden", "Wrong admin password.", status=403)
-        session["admin"] = True
-        return jsonify({"ok": True}), 200
-
-    @admin.post("/logout")
-    def logout() -> tuple[Response, int]:
-        session.pop("admin", None)
-        return jsonify({"ok": True}), 200
-
-    @admin.get("/settings")
-    def show_settings() -> tuple[Response, int]:
-        return jsonify({"ok": True, "settings": settings.public_dict()}), 200
-
-    @admin.get("/halls/<name>/instances")
-    def hall_instances(name: str) -> tuple[Response, int]:
-        # exact instances with their difficulty: picking one tells the picker every target, so admins only
-        hall = services.lobby.hall(name)
-        return jsonify({"ok": True, "hall": name, "instances": services.lobby.instance_catalog(hall)}), 200
-
-    @admin.get("/tokens")
-    def list_tokens() -> tuple[Response, int]:
-        return jsonify({"ok": True, "tokens": services.store.list_tokens()}), 200
-
-    @admin.post("/tokens")
-    def create_token() -> tuple[Response, int]:
-        data = body()
-        if data.get("name") is None:
-            raise ServerError(
-                "invalid_name", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.'
-            )
-        name = clean_display_name(data.get("name"), "token name")
-        plaintext, record = services.store.create_token(name, _scopes(data.get("scopes")))
-        log.info("admin created API token %s (%s)", record["id"], record["name"])
-        return jsonify({"ok": True, "token": plaintext, "record": record}), 201
-
-    @admin.delete("/tokens/<token_id>")
-    def revoke_token(token_id: str) -> tuple[Response, int]:
-        revoked = services.store.revoke_token(token_id)
-        log.info(
-            "admin revoked API token %s (%s)", token_id, "done" if revoked else "unknown or already revoked"
+@admin.before_request
+def _guard() -> None:
+    require_admin_configured(current_services().settings)
+    if request.endpoint != "admin.login" and not is_admin():
+        raise ServerError(
+            "forbidden",
+            'This is the admin area: log in with POST /api/admin/login {"password": ...} '
+            "or send HTTP Basic auth with the admin password.",
+            status=403,
         )
-        return jsonify({"ok": True, "revoked": revoked}), 200
 
-    @admin.get("/games")
-    def games() -> tuple[Response, int]:
+
+@admin.errorhandler(Exception)
+def _error(err: Exception) -> tuple[Response, int]:
+    return rest_error(err, current_services().settings.server.max_payload_bytes)
+
+
+def body() -> dict[str, Any]:
+    return request_object(current_services().settings.server.max_action_bytes)
+
+
+@admin.post("/login")
+def login() -> tuple[Response, int]:
+    if not password_accepted(body().get("password")):
+        raise ServerError("forbidden", "Wrong admin password.", status=403)
+    session["admin"] = True
+    return jsonify({"ok": True}), 200
+
+
+@admin.post("/logout")
+def logout() -> tuple[Response, int]:
+    session.pop("admin", None)
+    return jsonify({"ok": True}), 200
+
+
+@admin.get("/settings")
+def show_settings() -> tuple[Response, int]:
+    return jsonify({"ok": True, "settings": current_services().settings.public_dict()}), 200
+
+
+@admin.get("/halls/<name>/instances")
+def hall_instances(name: str) -> tuple[Response, int]:
+    # exact instances with their difficulty: picking one tells the picker every target, so admins only
+    lobby = current_services().lobby
+    return jsonify({"ok": True, "hall": name, "instances": lobby.instance_catalog(lobby.hall(name))}), 200
+
+
+@admin.get("/tokens")
+def list_tokens() -> tuple[Response, int]:
+    return jsonify({"ok": True, "tokens": current_services().store.list_tokens()}), 200
+
+
+@admin.post("/tokens")
+def create_token() -> tuple[Response, int]:
+    data = body()
+    if data.get("name") is None:
+        raise ServerError("invalid_name", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.')
+    name = clean_display_name(data.get("name"), "token name")
+    plaintext, record = current_services().store.create_token(name, _scopes(data.get("scopes")))
+    log.info("admin created API token %s (%s)", record["id"], record["name"])
+    return jsonify({"ok": True, "token": plaintext, "record": record}), 201
+
+
+@admin.delete("/tokens/<token_id>")
+def revoke_token(token_id: str) -> tuple[Response, int]:
+    revoked = current_services().store.revoke_token(token_id)
+    log.info("admin revoked API token %s (%s)", token_id, "done" if revoked else "unknown or already revoked")
+    return jsonify({"ok": True, "revoked": revoked}), 200
+
+
+@admin.get("/games")
+def games() -> tuple[Response, int]:
+    status = request.args.get("status") or None
+    limit = _whole_number(request.args.get("limit", "100"), "limit")
+    games = current_services().store.list_games(status=status, limit=min(limit, 10_000))
+    return jsonify({"ok": True, "games": games}), 200
+
+
+@admin.get("/games/<game_id>")
+def researcher(game_id: str) -> tuple[Response, int]:
+    return jsonify({"ok": True, **current_services().table.researcher(game_id)}), 200
+
+
+@admin.post("/games/<game_id>/abort")
+def abort(game_id: str) -> tuple[Response, int]:
+    current_services().table.abort(game_id, str(body().get("reason") or "aborted by an admin"))
+    return jsonify({"ok": True}), 200
+
+
+@admin.get("/games/<game_id>/export")
+def export_game(game_id: str) -> Response:
+    """Researcher JSONL of one game, or with ``?seat=N`` the participant-safe export of that seat."""
+    from server.web import export  # click and analysis load when an admin first exports
+
+    store = current_services().store
+    seat = request.args.get("seat")
+    try:
+        if seat is not None:
+            lines = export.export_participant(store, game_id, _whole_number(seat, "seat"))
+            filename = f"{game_id}-seat{seat}.jsonl"
+        else:
+            lines = export.export_game_jsonl(store, game_id)
+            filename = f"{game_id}.jsonl"
+    except export.ExportError as err:  # raised before anything is streamed
+        status = 404 if err.code in ("unknown_game", "unknown_seat") else 409
+        raise ServerError(err.code, err.message, err.details, status=status) from None
+    return Response(
+        stream_with_context(_lines(lines)),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": f"attachment; filename={filename}"},
+    )
+
+
+@admin.get("/export.zip")
+def export_tables() -> Response:
+    from server.web import export
+
+    store = current_services().store
+    game_ids = request.args.getlist("game_id")
+    if not game_ids:
         status = request.args.get("status") or None
-        limit = _whole_number(request.args.get("limit", "100"), "limit")
-        games = services.store.list_games(status=status, limit=min(limit, 10_000))
-        return jsonify({"ok": True, "games": games}), 200
-
-    @admin.get("/games/<game_id>")
-    def researcher(game_id: str) -> tuple[Response, int]:
-        return jsonify({"ok": True, **services.table.researcher(game_id)}), 200
-
-    @admin.post("/games/<game_id>/abort")
-    def abort(game_id: str) -> tuple[Response, int]:
-        services.table.abort(game_id, str(body().get("reason") or "aborted by an admin"))
-        return jsonify({"ok": True}), 200
-
-    @admin.get("/games/<game_id>/export")
-    def export_game(game_id: str) -> Response:
-        """Researcher JSONL of one game, or with ``?seat=N`` the participant-safe export of that seat."""
-        from server.web import export  # click and analysis load when an admin first exports
-
-        seat = request.args.get("seat")
-        try:
-            if seat is not None:
-                lines = export.export_participant(services.store, game_id, _whole_number(seat, "seat"))
-                filename = f"{game_id}-seat{seat}.jsonl"
-            else:
-                lines = export.export_game_jsonl(services.store, game_id)
-                filename = f"{game_id}.jsonl"
-        except export.ExportError as err:  # raised before anything is streamed
-            status = 404 if err.code in ("unknown_game", "unknown_seat") else 409
-            raise ServerError(err.code, err.message, err.details, status=status) from None
-        return Response(
-            stream_with_context(_lines(lines)),
-            mimetype="application/x-ndjson",
-            headers={"Content-Disposition": f"attachment; filename={filename}"},
-        )
-
-    @admin.get("/export.zip")
-    def export_tables() -> Response:
-        from server.web import export
-
-        game_ids = request.args.getlist("game_id")
-        if not game_ids:
-            status = request.args.get("status") or None
-            game_ids = [g["game_id"] for g in services.store.list_games(status=status, limit=1_000_000)]
-        try:
-            tables = export.export_csv_tables(services.store, game_ids)
-        except export.ExportError as err:
-            raise ServerError(err.code, err.message, err.details, status=404) from None
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, text in tables.items():
-                archive.writestr(name if name.endswith(".csv") else f"{name}.csv", text)
-        return Response(
-            buffer.getvalue(),
-            mimetype="application/zip",
-            headers={"Content-Disposition": "attachment; filename=tradecraft-tables.zip"},
-        )
-
-    return admin
+        game_ids = [g["game_id"] for g in store.list_games(status=status, limit=1_000_000)]
+    try:
+        tables = export.export_csv_tables(store, game_ids)
+    except export.ExportError as err:
+        raise ServerError(err.code, err.message, err.details, status=404) from None
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in tables.items():
+            archive.writestr(name if name.endswith(".csv") else f"{name}.csv", text)
+    return Response(
+        buffer.getvalue(),
+        mimetype="application/zip",
+        headers={"Content-Disposition": "attachment; filename=tradecraft-tables.zip"},
+    )
 
 
 def _lines(lines: Iterator[str]) -> Iterator[str]:

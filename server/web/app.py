@@ -28,14 +28,14 @@ from server.table.config import Settings, load_settings
 from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
-from server.web.admin import admin_blueprint
+from server.web.admin import admin
 from server.web.auth import secret_key
-from server.web.item_catalog import catalog_blueprint
+from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
-from server.web.pages import viewer_pages_blueprint
-from server.web.replay import replay_blueprint
-from server.web.rest import api_blueprint
-from server.web.services import Services
+from server.web.pages import viewer_pages
+from server.web.replay import replay
+from server.web.rest import api
+from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
 from server.web.transport_guards import route_socketio_paths
 
@@ -120,14 +120,11 @@ def create_app(
     table = Table(settings, store, scheduler, bots, SocketIOTransport(socketio, settings))
     lobby = Lobby(settings, store, table, bots)
     services = Services(settings, store, table, lobby, bots, socketio, scheduler, tradecraft_version())
-    app.extensions["tradecraft"] = services
+    app.extensions[EXTENSION_KEY] = services  # what current_services() answers in this app
 
-    SocketProtocol(services, socketio).register()
-    app.register_blueprint(api_blueprint(services))
-    app.register_blueprint(admin_blueprint(services))
-    app.register_blueprint(replay_blueprint(services))
-    app.register_blueprint(catalog_blueprint(services))
-    app.register_blueprint(viewer_pages_blueprint(services))
+    SocketProtocol(socketio).register()
+    for blueprint in (api, admin, replay, item_catalog, viewer_pages):
+        app.register_blueprint(blueprint)
     route_socketio_paths(app)
     _register_health_check(app, services)
     _register_security_headers(app)

@@ -22,11 +22,11 @@ import logging
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, render_template, request, send_from_directory, session
+from flask.blueprints import BlueprintSetupState
 
 from server.table.errors import ServerError
 from server.web.auth import resolve_principal
-from server.web.item_catalog import served_rulesets
-from server.web.services import Services
+from server.web.services import current_services
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +45,19 @@ LOBBY_GAMES_SHOWN = 60
 #: Longest game id a page accepts in its URL (ids are ``secrets.token_urlsafe``: about 16 characters).
 GAME_ID_MAX_CHARS = 64
 
+#: The pages of the module's docstring, with ``templates/`` and ``static/``.
+viewer_pages = Blueprint(
+    "viewer_pages",
+    __name__,
+    template_folder=str(ROOT / "templates"),
+    static_folder=str(ROOT / "static"),
+    static_url_path="/static",
+)
 
-def viewer_pages_blueprint(services: Services) -> Blueprint:
-    pages = Blueprint(
-        "viewer_pages",
-        __name__,
-        template_folder=str(ROOT / "templates"),
-        static_folder=str(ROOT / "static"),
-        static_url_path="/static",
-    )
-    rulesets = served_rulesets(services.settings.halls)
+
+@viewer_pages.record_once
+def _warn_of_missing_front_end(state: BlueprintSetupState) -> None:
+    """Said once per app, when the pages are registered: the pages work but their scripts would 404."""
     missing = [
         f"{p}/{f}" for p, files in VENDOR_FILES.items() for f in files if not (NODE_MODULES / p / f).exists()
     ]
@@ -63,74 +66,83 @@ def viewer_pages_blueprint(services: Services) -> Blueprint:
             "front-end packages missing (%s): run `make setup` (npm ci) for the browser pages", missing
         )
 
-    def checked_game_id(game_id: str) -> str:
-        if len(game_id) > GAME_ID_MAX_CHARS:
-            abort(404)
-        return game_id
 
-    @pages.get("/vendor/<package>/<path:filename>")
-    def vendor(package: str, filename: str) -> Response:
-        if filename not in VENDOR_FILES.get(package, frozenset()):
-            abort(404)
-        response = send_from_directory(NODE_MODULES / package, filename, max_age=3600)
-        return response
+def checked_game_id(game_id: str) -> str:
+    if len(game_id) > GAME_ID_MAX_CHARS:
+        abort(404)
+    return game_id
 
-    @pages.get("/")
-    def lobby() -> str:
-        try:
-            principal = resolve_principal(services.store, request.headers, session)
-        except ServerError:  # a revoked API token: show the page as to anyone
-            principal = None
-        games = services.lobby.list_games(limit=LOBBY_GAMES_SHOWN)
-        return render_template(
-            "lobby.html",
-            user=principal.public() if principal else None,
-            # admins (a session logged in to the admin area, or an admin token) may pick exact instances
-            is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
-            halls=services.lobby.halls(),
-            bots=services.bots.seatable(),
-            default_bot=services.settings.bots.default,
-            my_games=services.lobby.my_games(principal, limit=20) if principal else [],
-            open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],
-            running_games=[g for g in games if g["status"] == "running"],
-            finished_games=[g for g in games if g["status"] in ("finished", "aborted")],
-        )
 
-    def game_page(template: str, game_id: str) -> str:
-        """A game's page with its hall title and rule set (both public, as in the lobby's lists); None for a
-        game id that names no game (the page's script says so). The rule set lets the page fetch its icon
-        catalogue while its socket connects, not after the game's first answer."""
-        game_id = checked_game_id(game_id)
-        meta = services.store.get_game(game_id)  # one read: no replay of the game's log
-        meta = meta or {}
-        ruleset = meta.get("ruleset")
-        return render_template(
-            template,
-            game_id=game_id,
-            title=meta.get("title"),
-            ruleset=ruleset if ruleset in rulesets else None,
-        )
+@viewer_pages.get("/vendor/<package>/<path:filename>")
+def vendor(package: str, filename: str) -> Response:
+    if filename not in VENDOR_FILES.get(package, frozenset()):
+        abort(404)
+    response = send_from_directory(NODE_MODULES / package, filename, max_age=3600)
+    return response
 
-    @pages.get("/games/<game_id>")
-    def room(game_id: str) -> str:
-        return game_page("room.html", game_id)
 
-    @pages.get("/how-to-play")
-    def how_to_play() -> str:
-        return render_template("how_to_play.html")
+@viewer_pages.get("/")
+def lobby() -> str:
+    services = current_services()
+    try:
+        principal = resolve_principal(services.store, request.headers, session)
+    except ServerError:  # a revoked API token: show the page as to anyone
+        principal = None
+    games = services.lobby.list_games(limit=LOBBY_GAMES_SHOWN)
+    return render_template(
+        "lobby.html",
+        user=principal.public() if principal else None,
+        # admins (a session logged in to the admin area, or an admin token) may pick exact instances
+        is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
+        halls=services.lobby.halls(),
+        bots=services.bots.seatable(),
+        default_bot=services.settings.bots.default,
+        my_games=services.lobby.my_games(principal, limit=20) if principal else [],
+        open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],
+        running_games=[g for g in games if g["status"] == "running"],
+        finished_games=[g for g in games if g["status"] in ("finished", "aborted")],
+    )
 
-    @pages.get("/games/<game_id>/replay")
-    def replay(game_id: str) -> str:
-        return game_page("replay.html", game_id)
 
-    @pages.get("/games/<game_id>/watch")
-    def watch(game_id: str) -> str:
-        return game_page("watch.html", game_id)
+def game_page(template: str, game_id: str) -> str:
+    """A game's page with its hall title and rule set (both public, as in the lobby's lists); None for a
+    game id that names no game (the page's script says so). The rule set lets the page fetch its icon
+    catalogue while its socket connects, not after the game's first answer."""
+    game_id = checked_game_id(game_id)
+    services = current_services()
+    meta = services.store.get_game(game_id)  # one read: no replay of the game's log
+    meta = meta or {}
+    ruleset = meta.get("ruleset")
+    return render_template(
+        template,
+        game_id=game_id,
+        title=meta.get("title"),
+        ruleset=ruleset if ruleset in services.rulesets else None,
+    )
 
-    @pages.get("/rulesets/<name>/icons")
-    def icons(name: str) -> str:
-        if name not in rulesets:
-            abort(404)
-        return render_template("icons.html", ruleset=name)
 
-    return pages
+@viewer_pages.get("/games/<game_id>")
+def room(game_id: str) -> str:
+    return game_page("room.html", game_id)
+
+
+@viewer_pages.get("/how-to-play")
+def how_to_play() -> str:
+    return render_template("how_to_play.html")
+
+
+@viewer_pages.get("/games/<game_id>/replay")
+def replay(game_id: str) -> str:
+    return game_page("replay.html", game_id)
+
+
+@viewer_pages.get("/games/<game_id>/watch")
+def watch(game_id: str) -> str:
+    return game_page("watch.html", game_id)
+
+
+@viewer_pages.get("/rulesets/<name>/icons")
+def icons(name: str) -> str:
+    if name not in current_services().rulesets:
+        abort(404)
+    return render_template("icons.html", ruleset=name)

@@ -7,6 +7,7 @@ docs/protocol.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, session
@@ -21,184 +22,207 @@ from server.web.auth import clean_display_name, require_principal, resolve_princ
 from server.web.errors import request_object, rest_error
 from server.web.messages import create_game_request, split_action
 from server.web.schema_catalog import schema_catalogue
-from server.web.services import Services
+from server.web.services import current_services
+
+#: The REST mirror under ``/api``: lobby, games, joining, views, events, actions, schemas.
+api = Blueprint("api", __name__, url_prefix="/api")
 
 
-def api_blueprint(services: Services) -> Blueprint:
-    """The REST mirror under ``/api``: lobby, games, joining, views, events, actions, schemas."""
-    api = Blueprint("api", __name__, url_prefix="/api")
-    limit = services.settings.server.max_action_bytes
+def ok(payload: dict[str, Any], status: int = 200) -> tuple[Response, int]:
+    return jsonify({"ok": True, **payload}), status
 
-    def ok(payload: dict[str, Any], status: int = 200) -> tuple[Response, int]:
-        return jsonify({"ok": True, **payload}), status
 
-    def body() -> dict[str, Any]:
-        return request_object(limit)
+def body() -> dict[str, Any]:
+    """The request's JSON object, at most ``server.max_action_bytes`` long."""
+    return request_object(current_services().settings.server.max_action_bytes)
 
-    def caller() -> Principal | None:
-        return resolve_principal(services.store, request.headers, session)
 
-    @api.errorhandler(Exception)
-    def _error(err: Exception) -> tuple[Response, int]:
-        return rest_error(err, services.settings.server.max_payload_bytes)
+def caller() -> Principal | None:
+    return resolve_principal(current_services().store, request.headers, session)
 
-    @api.post("/login")
-    def login() -> tuple[Response, int]:
-        name = clean_display_name(body().get("name"))
-        services.lobby.limiter.hit("logins_per_address", request.remote_addr or "unknown")
-        user = services.store.create_user(name)
-        session.clear()
-        session.permanent = True
-        session["user_id"] = user["id"]
-        return ok({"user": {"id": user["id"], "name": user["name"], "kind": "human"}})
 
-    @api.post("/logout")
-    def logout() -> tuple[Response, int]:
-        session.clear()
-        return ok({})
+@api.errorhandler(Exception)
+def _error(err: Exception) -> tuple[Response, int]:
+    return rest_error(err, current_services().settings.server.max_payload_bytes)
 
-    @api.get("/me")
-    def me() -> tuple[Response, int]:
-        principal = caller()
-        return ok({"user": principal.public() if principal else None})
 
-    @api.get("/halls")
-    def halls() -> tuple[Response, int]:
-        return ok({"halls": services.lobby.halls()})
+@api.post("/login")
+def login() -> tuple[Response, int]:
+    name = clean_display_name(body().get("name"))
+    services = current_services()
+    services.lobby.limiter.hit("logins_per_address", request.remote_addr or "unknown")
+    user = services.store.create_user(name)
+    session.clear()
+    session.permanent = True
+    session["user_id"] = user["id"]
+    return ok({"user": {"id": user["id"], "name": user["name"], "kind": "human"}})
 
-    @api.get("/games")
-    def list_games() -> tuple[Response, int]:
-        games = services.lobby.list_games(request.args.get("status"), request.args.get("limit", 100))
-        return ok({"games": games})
 
-    @api.post("/games")
-    def create_game() -> tuple[Response, int]:
-        return ok({"game": create_game_request(services, body(), caller())}, 201)
+@api.post("/logout")
+def logout() -> tuple[Response, int]:
+    session.clear()
+    return ok({})
 
-    @api.get("/bots")
-    def bots() -> tuple[Response, int]:
-        return ok({"bots": services.bots.seatable()})
 
-    @api.get("/me/games")
-    def my_games() -> tuple[Response, int]:
-        limit = max(1, min(parse_count(request.args.get("limit", 50), "limit"), 200))
-        return ok({"games": services.lobby.my_games(require_principal(caller()), limit)})
+@api.get("/me")
+def me() -> tuple[Response, int]:
+    principal = caller()
+    return ok({"user": principal.public() if principal else None})
 
-    @api.get("/games/<game_id>")
-    def game_summary(game_id: str) -> tuple[Response, int]:
-        return ok({"game": services.lobby.summary(game_id)})
 
-    @api.post("/games/<game_id>/join")
-    def join(game_id: str) -> tuple[Response, int]:
-        seat = services.lobby.join(game_id, require_principal(caller()), body().get("seat"))
-        live = services.table.get(game_id)
-        with live.lock:
-            services.table.catch_up(live)
-            return ok({**services.table.envelope(live, seat), "events": services.table.history(live, seat)})
+@api.get("/halls")
+def halls() -> tuple[Response, int]:
+    return ok({"halls": current_services().lobby.halls()})
 
-    @api.get("/games/<game_id>/view")
-    def view(game_id: str) -> tuple[Response, int]:
-        return ok(services.table.view(game_id, caller(), _int_arg("seat")))
 
-    @api.get("/games/<game_id>/events")
-    def events(game_id: str) -> tuple[Response, int]:
-        after = _int_arg("after")
-        wait = request.args.get("wait", "0")
-        try:
-            wait_seconds = float(wait) if len(wait) <= NUMBER_TEXT_MAX_CHARS else math.nan
-        except ValueError:
-            wait_seconds = math.nan
-        if not math.isfinite(wait_seconds):
-            raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
-        result = services.table.events_since(
-            game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
-        )
-        return ok(result)
+@api.get("/games")
+def list_games() -> tuple[Response, int]:
+    games = current_services().lobby.list_games(request.args.get("status"), request.args.get("limit", 100))
+    return ok({"games": games})
 
-    def act(game_id: str, action_type: str | None) -> tuple[Response, int]:
-        data = body()
-        envelope, action = split_action(data, action_type)
-        client_action_id = envelope["client_action_id"] or request.headers.get("Idempotency-Key")
-        response = services.table.act(
-            game_id, require_principal(caller()), action, envelope["seat"], client_action_id
-        )
-        return jsonify(response), 200
 
-    api.add_url_rule("/games/<game_id>/actions", "act", lambda game_id: act(game_id, None), methods=["POST"])
-    for action_type in PLAYER_ACTION_TYPES:
-        api.add_url_rule(
-            f"/games/<game_id>/actions/{action_type}",
-            f"act_{action_type}",
-            lambda game_id, _t=action_type: act(game_id, _t),
-            methods=["POST"],
-        )
+@api.post("/games")
+def create_game() -> tuple[Response, int]:
+    return ok({"game": create_game_request(current_services(), body(), caller())}, 201)
 
-    @api.post("/games/<game_id>/traces")
-    def traces(game_id: str) -> tuple[Response, int]:
-        data = request_object(services.settings.server.max_payload_bytes)
-        principal = require_principal(caller())
-        return ok(
-            services.table.record_traces(
-                game_id,
-                principal,
-                data.get("traces"),
-                data.get("seat"),
-                data.get("event_n"),
-                data.get("batch_id"),
-            )
-        )
 
-    def query(game_id: str, query_type: str | None) -> tuple[Response, int]:
-        data = body()
-        if query_type is not None:
-            data = {**data, "type": query_type}
-        return ok(services.table.query(game_id, caller(), data, _int_arg("seat")))
+@api.get("/bots")
+def bots() -> tuple[Response, int]:
+    return ok({"bots": current_services().bots.seatable()})
 
-    api.add_url_rule(
-        "/games/<game_id>/query", "query", lambda game_id: query(game_id, None), methods=["POST"]
+
+@api.get("/me/games")
+def my_games() -> tuple[Response, int]:
+    limit = max(1, min(parse_count(request.args.get("limit", 50), "limit"), 200))
+    return ok({"games": current_services().lobby.my_games(require_principal(caller()), limit)})
+
+
+@api.get("/games/<game_id>")
+def game_summary(game_id: str) -> tuple[Response, int]:
+    return ok({"game": current_services().lobby.summary(game_id)})
+
+
+@api.post("/games/<game_id>/join")
+def join(game_id: str) -> tuple[Response, int]:
+    services = current_services()
+    seat = services.lobby.join(game_id, require_principal(caller()), body().get("seat"))
+    table = services.table
+    live = table.get(game_id)
+    with live.lock:
+        table.catch_up(live)
+        return ok({**table.envelope(live, seat), "events": table.history(live, seat)})
+
+
+@api.get("/games/<game_id>/view")
+def view(game_id: str) -> tuple[Response, int]:
+    return ok(current_services().table.view(game_id, caller(), _int_arg("seat")))
+
+
+@api.get("/games/<game_id>/events")
+def events(game_id: str) -> tuple[Response, int]:
+    after = _int_arg("after")
+    wait = request.args.get("wait", "0")
+    try:
+        wait_seconds = float(wait) if len(wait) <= NUMBER_TEXT_MAX_CHARS else math.nan
+    except ValueError:
+        wait_seconds = math.nan
+    if not math.isfinite(wait_seconds):
+        raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
+    result = current_services().table.events_since(
+        game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
     )
-    for query_type in QUERY_MODELS:
+    return ok(result)
+
+
+def act(game_id: str, action_type: str | None) -> tuple[Response, int]:
+    data = body()
+    envelope, action = split_action(data, action_type)
+    client_action_id = envelope["client_action_id"] or request.headers.get("Idempotency-Key")
+    response = current_services().table.act(
+        game_id, require_principal(caller()), action, envelope["seat"], client_action_id
+    )
+    return jsonify(response), 200
+
+
+def _post_per_type(
+    path: str, endpoint: str, view: Callable[[str, str | None], tuple[Response, int]], types: Iterable[str]
+) -> None:
+    """``POST path`` (the type in the body) and ``POST path/<type>`` for each type, answered by ``view``."""
+    api.add_url_rule(path, endpoint, lambda game_id: view(game_id, None), methods=["POST"])
+    for kind in types:
         api.add_url_rule(
-            f"/games/<game_id>/query/{query_type}",
-            f"query_{query_type}",
-            lambda game_id, _t=query_type: query(game_id, _t),
+            f"{path}/{kind}",
+            f"{endpoint}_{kind}",
+            lambda game_id, _t=kind: view(game_id, _t),
             methods=["POST"],
         )
 
-    @api.get("/actions")
-    def action_schemas() -> tuple[Response, int]:
-        return ok(
-            {
-                "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
-                "union": action_json_schema(),
-                "strict": {t: strict_args_schema(ACTION_MODELS[t]) for t in PLAYER_ACTION_TYPES},
-            }
+
+_post_per_type("/games/<game_id>/actions", "act", act, PLAYER_ACTION_TYPES)
+
+
+@api.post("/games/<game_id>/traces")
+def traces(game_id: str) -> tuple[Response, int]:
+    data = request_object(current_services().settings.server.max_payload_bytes)
+    principal = require_principal(caller())
+    return ok(
+        current_services().table.record_traces(
+            game_id,
+            principal,
+            data.get("traces"),
+            data.get("seat"),
+            data.get("event_n"),
+            data.get("batch_id"),
         )
+    )
 
-    @api.get("/queries")
-    def query_schemas() -> tuple[Response, int]:
-        return ok(
-            {
-                "queries": {t: model.model_json_schema() for t, model in QUERY_MODELS.items()},
-                "strict": {t: strict_args_schema(model) for t, model in QUERY_MODELS.items()},
-            }
-        )
 
-    @api.get("/schemas")
-    def schemas() -> tuple[Response, int]:
-        return ok(schema_catalogue())
+def query(game_id: str, query_type: str | None) -> tuple[Response, int]:
+    data = body()
+    if query_type is not None:
+        data = {**data, "type": query_type}
+    return ok(current_services().table.query(game_id, caller(), data, _int_arg("seat")))
 
-    @api.get("/errors")
-    def error_codes() -> tuple[Response, int]:
-        return ok({"engine": ERROR_CODES, "server": SERVER_ERROR_CODES})
 
-    @api.route("/<path:anything>", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
-    def unknown(anything: str) -> tuple[Response, int]:
-        raise ServerError(
-            "invalid_request", f"There is no API endpoint /api/{anything}; see docs/protocol.md.", status=404
-        )
+_post_per_type("/games/<game_id>/query", "query", query, QUERY_MODELS)
 
-    return api
+
+@api.get("/actions")
+def action_schemas() -> tuple[Response, int]:
+    return ok(
+        {
+            "actions": {t: ACTION_MODELS[t].model_json_schema() for t in PLAYER_ACTION_TYPES},
+            "union": action_json_schema(),
+            "strict": {t: strict_args_schema(ACTION_MODELS[t]) for t in PLAYER_ACTION_TYPES},
+        }
+    )
+
+
+@api.get("/queries")
+def query_schemas() -> tuple[Response, int]:
+    return ok(
+        {
+            "queries": {t: model.model_json_schema() for t, model in QUERY_MODELS.items()},
+            "strict": {t: strict_args_schema(model) for t, model in QUERY_MODELS.items()},
+        }
+    )
+
+
+@api.get("/schemas")
+def schemas() -> tuple[Response, int]:
+    return ok(schema_catalogue())
+
+
+@api.get("/errors")
+def error_codes() -> tuple[Response, int]:
+    return ok({"engine": ERROR_CODES, "server": SERVER_ERROR_CODES})
+
+
+@api.route("/<path:anything>", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+def unknown(anything: str) -> tuple[Response, int]:
+    raise ServerError(
+        "invalid_request", f"There is no API endpoint /api/{anything}; see docs/protocol.md.", status=404
+    )
 
 
 def _int_arg(name: str) -> int | None:

@@ -34,7 +34,7 @@ from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
 from server.web.errors import as_object, error_body, log_refusal
 from server.web.messages import create_game_request, split_action
-from server.web.services import Services
+from server.web.services import current_services
 from server.web.transport_guards import guard_transport
 
 log = logging.getLogger(__name__)
@@ -66,10 +66,11 @@ class Connection:
 
 
 class SocketProtocol:
-    """Socket.IO handlers; one :class:`Connection` per client id (``request.sid``)."""
+    """Socket.IO handlers; one :class:`Connection` per client id (``request.sid``). One per app, as its
+    ``SocketIO`` is; handlers reach the app's services through :func:`current_services` (Flask-SocketIO runs
+    every handler, connect and disconnect included, in a request context of the app)."""
 
-    def __init__(self, services: Services, socketio: SocketIO) -> None:
-        self.services = services
+    def __init__(self, socketio: SocketIO) -> None:
         self.socketio = socketio
         self.connections: dict[str, Connection] = {}
         self._lock = threading.Lock()
@@ -94,23 +95,21 @@ class SocketProtocol:
         }
         for action_type in PLAYER_ACTION_TYPES:
             handlers[action_type] = lambda conn, data, _t=action_type: self.act(conn, data, _t)
-        payload_limit = self.services.settings.server.max_payload_bytes
         for name, handler in handlers.items():
             # trace records carry whole prompts: they get the message limit, not the action limit
-            limit = payload_limit if name == "trace" else None
-            sio.on_event(name, self._wrap(name, handler, limit))
+            sio.on_event(name, self._wrap(name, handler, message_sized=name == "trace"))
 
     def _wrap(
         self,
         name: str,
         handler: Callable[[Connection, dict[str, Any]], dict[str, Any]],
-        limit: int | None = None,
+        message_sized: bool,
     ) -> Callable[..., dict[str, Any]]:
-        limit = limit or self.services.settings.server.max_action_bytes
-
         def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
             conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
             try:
+                limits = current_services().settings.server
+                limit = limits.max_payload_bytes if message_sized else limits.max_action_bytes
                 return {"ok": True, **handler(conn, as_object(data, limit))}
             except Exception as err:
                 log_refusal(f"socket event {name!r}", conn.principal, err)
@@ -122,7 +121,7 @@ class SocketProtocol:
     # -- connection lifecycle
     def on_connect(self, auth: Any = None) -> bool:
         try:
-            principal = resolve_principal(self.services.store, request.headers, session, auth)
+            principal = resolve_principal(current_services().store, request.headers, session, auth)
         except ServerError as err:
             log.info("refused a Socket.IO connection: %s", err.code)
             # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
@@ -136,22 +135,27 @@ class SocketProtocol:
             conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
         if conn is None:
             return
+        table = current_services().table
         for game_id, seat in conn.seats:
             try:
-                self.services.table.presence(game_id, seat, -1)
+                table.presence(game_id, seat, -1)
             except Exception:
                 log.exception("presence update failed for game %s", game_id)
 
     # -- handlers
     def whoami(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return {"user": conn.principal.public() if conn.principal else None, "version": self.services.version}
+        return {
+            "user": conn.principal.public() if conn.principal else None,
+            "version": current_services().version,
+        }
 
     def lobby(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         join_room(LOBBY_ROOM)
-        lobby = self.services.lobby
+        services = current_services()
+        lobby = services.lobby
         answer = {
             "halls": lobby.halls(),
-            "bots": self.services.bots.seatable(),
+            "bots": services.bots.seatable(),
             "games": lobby.list_games(data.get("status"), data.get("limit", 100)),
         }
         if conn.principal is not None:
@@ -159,13 +163,14 @@ class SocketProtocol:
         return answer
 
     def create_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return {"game": create_game_request(self.services, data, conn.principal)}
+        return {"game": create_game_request(current_services(), data, conn.principal)}
 
     def join(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         principal = require_principal(conn.principal)
-        table = self.services.table
+        services = current_services()
+        table = services.table
         live = table.get(data.get("game_id"))
-        seat = self.services.lobby.join(
+        seat = services.lobby.join(
             live.game_id,
             principal,
             data.get("seat"),
@@ -181,7 +186,7 @@ class SocketProtocol:
             return {**table.envelope(live, seat), "events": table.history(live, seat)}
 
     def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        table = self.services.table
+        table = current_services().table
         live = table.get(data.get("game_id"))
         join_room(spectator_room(live.game_id))
         conn.watching.add(live.game_id)
@@ -199,25 +204,29 @@ class SocketProtocol:
         for key in [k for k in conn.seats if k[0] == game_id]:
             leave_room(seat_room(*key))
             conn.seats.discard(key)
-            self.services.table.presence(key[0], key[1], -1)
+            current_services().table.presence(key[0], key[1], -1)
         return {"game_id": game_id}
 
     def view(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return self.services.table.view(data.get("game_id"), conn.principal, data.get("seat"))
+        return current_services().table.view(data.get("game_id"), conn.principal, data.get("seat"))
 
     def events(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         after = data.get("after", -1)
         if not isinstance(after, int) or isinstance(after, bool) or after < -1:
             raise ServerError("invalid_request", "after must be an event number n, or -1 for the whole log.")
-        return self.services.table.events_since(data.get("game_id"), conn.principal, after, data.get("seat"))
+        return current_services().table.events_since(
+            data.get("game_id"), conn.principal, after, data.get("seat")
+        )
 
     def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         if "query" not in data:
             raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
-        return self.services.table.query(data.get("game_id"), conn.principal, data["query"], data.get("seat"))
+        return current_services().table.query(
+            data.get("game_id"), conn.principal, data["query"], data.get("seat")
+        )
 
     def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return self.services.table.record_traces(
+        return current_services().table.record_traces(
             data.get("game_id"),
             require_principal(conn.principal),
             data.get("traces"),
@@ -229,7 +238,7 @@ class SocketProtocol:
     def act(self, conn: Connection, data: dict[str, Any], action_type: str | None) -> dict[str, Any]:
         principal = require_principal(conn.principal)
         envelope, action = split_action(data, action_type)
-        response = self.services.table.act(
+        response = current_services().table.act(
             envelope["game_id"],
             principal,
             action,
