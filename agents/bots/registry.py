@@ -30,6 +30,7 @@ from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from craft_rules.errors import TradeCraftError
 from server.game.policy import Policy, PolicyFactory
 
 ENTRY_POINT_GROUP = "tradecraft.policies"
@@ -41,17 +42,15 @@ _SPEC = re.compile(rf"(?P<name>{_NAME})(?::(?P<model>[A-Za-z0-9._:/@+-]{{1,160}}
 _OPTION = re.compile(r"(?P<key>[a-z][a-z0-9_]{0,39})=(?P<value>[^&?\s]{1,200})")
 
 
-class PolicySpecError(ValueError):
+class PolicySpecError(TradeCraftError, ValueError):
     """A policy spec that names no installed policy or that the policy refuses.
 
     ``code`` is machine-readable: ``unknown_bot`` (no such policy) or ``invalid_bot_spec`` (bad grammar
-    or options); the message says what to do.
+    or options); the message says what to do. ``spec`` is kept out of ``details``: it may hold a credential.
     """
 
     def __init__(self, code: str, message: str, spec: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.spec = spec
 
 
