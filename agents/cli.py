@@ -22,6 +22,7 @@ from agents.bots.registry import (
 )
 from agents.local import LocalPlayError, LocalResult, derive_seed, play_local
 from agents.narrator import narrate_events
+from craft_rules.errors import TradeCraftError
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.tasks import (
     TaskInstance,
@@ -36,13 +37,8 @@ from server.game.gamelog import encode_log
 DEFAULT_RULESET = "minecraft"
 
 
-class PlayError(Exception):
+class PlayError(TradeCraftError):
     """Why ``tradecraft play`` cannot start. ``code`` is machine-readable; the message says what to do."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def split_players(spec: str) -> list[str]:

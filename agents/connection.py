@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from craft_rules.errors import TradeCraftError
+
 MAX_ACTION_BYTES = 16 * 1024
 """Largest action or query (as compact JSON) a connection sends; the server's default
 ``server.max_action_bytes``, checked before anything else so a local game refuses what a server would."""
@@ -55,20 +57,11 @@ class SeatConnection(Protocol):
         ...
 
 
-class ConnectionFailed(Exception):
+class ConnectionFailed(TradeCraftError):
     """The connection itself failed (not a refused action, which is an answer): the server cannot be
     reached or refuses the login or the seat. ``code`` is machine-readable (the server's code when it
     sent one, e.g. ``invalid_token``, ``game_full``; ``connection_lost`` when the network stayed down),
     ``message`` says what to do."""
-
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
 
 
 def refusal(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:

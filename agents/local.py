@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
 from craft_rules.tasks import TaskInstance
@@ -54,13 +55,16 @@ DEFAULT_MAX_ACTIONS_PER_PHASE = 1000
 """Actions a phase may take before the runner ends it with a system timeout (a stuck policy's guard)."""
 
 
-class LocalPlayError(Exception):
+class LocalPlayError(TradeCraftError):
     """A local game could not go on. ``code`` is machine-readable; the message says what to do.
 
     Codes: ``wrong_player_count`` (policies do not match the instance's seats) and every engine code
     (``item_not_held``, ``wrong_phase``, ...) when a policy sends an illegal action; then ``seat`` and
-    ``action`` name the culprit and ``game`` is the game as it was before that action.
+    ``action`` name the culprit (``to_dict`` reports both) and ``game`` is the game as it was before that
+    action.
     """
+
+    extra_fields = ("seat", "action")
 
     def __init__(
         self,
@@ -71,22 +75,10 @@ class LocalPlayError(Exception):
         details: dict[str, Any] | None = None,
         game: Game | None = None,
     ):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message, details)
         self.seat = seat
         self.action = action
-        self.details = dict(details or {})
         self.game = game
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "seat": self.seat,
-            "action": self.action.model_dump() if hasattr(self.action, "model_dump") else self.action,
-            "details": self.details,
-        }
 
 
 @dataclass(frozen=True)

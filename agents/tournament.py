@@ -34,6 +34,7 @@ from typing import Any
 
 from agents.bots.registry import make_policy
 from agents.local import LocalPlayError, derive_seed, play_local
+from craft_rules.errors import TradeCraftError
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance, get_instance, instance_set_ids
 from craft_rules.values import reference_values
@@ -44,13 +45,8 @@ MAX_GAMES = 200_000
 """The most games one tournament may schedule (checked before any is played)."""
 
 
-class TournamentError(Exception):
+class TournamentError(TradeCraftError):
     """A tournament that cannot start. ``code`` is machine-readable; the message says what to do."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -47,9 +47,6 @@ class RuleSetImportError(RuleSetError):
 
     code = "import_failed"
 
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "path": self.path, "message": str(self)}
-
 
 class MalformedInputError(RuleSetImportError):
     """The input file (or a file inside it) is not what its format requires."""

@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import (
     DEFAULT_SMELT_TICKS,
     FuelTable,
@@ -39,13 +40,13 @@ RULE_SETS_DIR = Path(__file__).resolve().parent / "rule_sets"
 CACHE_FORMAT = 1
 
 
-class RuleSetError(ValueError):
-    """A rule set (or one of its files) cannot be loaded."""
+class RuleSetError(TradeCraftError, ValueError):
+    """A rule set (or one of its files) cannot be loaded; the message is ``"{path}: {reason}"``."""
 
     code = "invalid_rule_set"
 
     def __init__(self, path: Path | str, reason: str):
-        super().__init__(f"{path}: {reason}")
+        super().__init__(self.code, f"{path}: {reason}", {"path": str(path), "reason": reason})
         self.path = str(path)
         self.reason = reason
 

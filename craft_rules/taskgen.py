@@ -45,6 +45,7 @@ from fractions import Fraction
 from typing import Any
 
 from craft_rules.crafting import CraftingRuns
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import Recipe, RecipeType, RuleSet
 from craft_rules.planner import Planner, planner_for
 from craft_rules.tasks import TaskInstance, mode_for_players
@@ -848,8 +849,13 @@ TREE_BAND_SHAPES: dict[str, tuple[tuple[float, float], ...]] = {
 DEFAULT_DEAL_ATTEMPTS = 150
 
 
-class GenerationError(RuntimeError):
+class GenerationError(TradeCraftError, RuntimeError):
     """No instance met the request within the attempts allowed (the message says what was asked)."""
+
+    code = "generation_failed"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.code, message)
 
 
 @dataclass(frozen=True)

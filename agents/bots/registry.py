@@ -43,6 +43,7 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 
+from craft_rules.errors import TradeCraftError
 from server.game.policy import Policy, PolicyFactory
 
 ENTRY_POINT_GROUP = "tradecraft.policies"
@@ -54,17 +55,16 @@ _SPEC = re.compile(rf"(?P<name>{_NAME})(?::(?P<model>[A-Za-z0-9._:/@+-]{{1,160}}
 _OPTION = re.compile(r"(?P<key>[a-z][a-z0-9_]{0,39})=(?P<value>[^&?\s]{1,200})")
 
 
-class PolicySpecError(ValueError):
+class PolicySpecError(TradeCraftError, ValueError):
     """A policy spec that names no installed policy or that the policy refuses.
 
     ``code`` is machine-readable: ``unknown_bot`` (no such policy) or ``invalid_bot_spec`` (bad grammar
-    or options); ``option`` names the option at fault, if one is; the message says what to do.
+    or options); ``option`` names the option at fault, if one is; the message says what to do. ``spec`` is
+    kept out of ``details``: it may hold a credential.
     """
 
     def __init__(self, code: str, message: str, spec: str, option: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.spec = spec
         self.option = option  # the option refused, when one is
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from craft_rules.build import alchemy_table
 from craft_rules.catalog import CATALOG_FILE, shipped_catalog_file
+from craft_rules.errors import TradeCraftError
 from craft_rules.importers import combination_recipe, combination_recipe_id, json_bytes, write_rule_set_files
 from craft_rules.loader import RULE_SETS_DIR
 
@@ -33,10 +34,13 @@ LICENCE = "MIT (the TradeCraft project's own licence)"
 _LINE = re.compile(r"^\s*([a-z0-9_]+)\s*\+\s*([a-z0-9_]+)\s*=\s*([a-z0-9_]+)\s*$")
 
 
-class AlchemyTableError(ValueError):
+class AlchemyTableError(TradeCraftError, ValueError):
     """The element table is inconsistent; the message names the line or element to fix."""
 
     code = "invalid_alchemy_table"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.code, message)
 
 
 @dataclass(frozen=True, slots=True)

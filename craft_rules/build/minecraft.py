@@ -28,6 +28,7 @@ from typing import Any
 
 from craft_rules.build import minecraft_tables as tables
 from craft_rules.catalog import CATALOG_FILE, shipped_catalog_file
+from craft_rules.errors import TradeCraftError
 from craft_rules.importers import json_bytes, write_rule_set_files
 from craft_rules.loader import RULE_SETS_DIR, load_rule_set_from, resolve_tags
 
@@ -43,12 +44,8 @@ Source = str | tuple[str, ...]
 """How an ingredient is written: an item id, ``#tag``, or a tuple of alternative item ids."""
 
 
-class GeneratorError(RuntimeError):
+class GeneratorError(TradeCraftError, RuntimeError):
     """The generator cannot build the rule set. ``code`` is machine-readable; the message says what to do."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
 
 
 # --- reading the registry package --------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from craft_rules.crafting import CraftError
+from craft_rules.errors import TradeCraftError
 
 # Every code the engine raises, with what it means. Clients may switch on these strings.
 ERROR_CODES: dict[str, str] = {
@@ -44,24 +45,11 @@ ERROR_CODES: dict[str, str] = {
 }
 
 
-class GameError(Exception):
+class GameError(TradeCraftError):
     """An illegal action or unusable input. Nothing in the game changed when this is raised.
 
-    ``code`` is one of :data:`ERROR_CODES`; ``message`` is a full sentence saying what is wrong and
-    what to do instead; ``details`` is a JSON-safe dict (the offending field, item, seat, ...).
+    ``code`` is one of :data:`ERROR_CODES`; ``message`` says what is wrong and what to do instead.
     """
-
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details: dict[str, Any] = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
-
-    def __repr__(self) -> str:
-        return f"GameError({self.code!r}, {self.message!r})"
 
     @classmethod
     def from_craft_error(cls, err: CraftError) -> GameError:

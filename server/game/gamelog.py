@@ -40,6 +40,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
 from server.game.errors import GameError
@@ -66,21 +67,18 @@ GAME_LOG_ERROR_CODES: dict[str, str] = {
 }
 
 
-class GameLogError(Exception):
+class GameLogError(TradeCraftError):
     """A log that cannot be read or replayed. ``code`` is one of :data:`GAME_LOG_ERROR_CODES`;
-    ``line`` is the 1-based line number of the offending record when there is one."""
+    ``line`` is the 1-based line number of the offending record when there is one (the message starts
+    with it, and ``to_dict`` reports it)."""
+
+    extra_fields = ("line",)
 
     def __init__(
         self, code: str, message: str, *, line: int | None = None, details: Mapping[str, Any] | None = None
     ) -> None:
-        super().__init__(message if line is None else f"line {line}: {message}")
-        self.code = code
-        self.message = str(self)
+        super().__init__(code, message if line is None else f"line {line}: {message}", details)
         self.line = line
-        self.details = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "line": self.line, "details": self.details}
 
 
 class _Record(BaseModel):

@@ -24,6 +24,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
+from craft_rules.errors import TradeCraftError
+
 #: Version of the on-disk layout; backends record it and migrate forward on open.
 SCHEMA_VERSION = 3
 
@@ -125,23 +127,11 @@ class ParticipantRecord(TypedDict, total=False):
 
 
 # -------------------------------------------------------------------------------------------------- errors
-class StoreError(Exception):
-    """A store operation that cannot be done as asked (bad input, unknown game, unreachable backend).
-
-    ``code`` is machine-readable, ``message`` says what is wrong and what to do, ``details`` is JSON-safe.
-    """
-
-    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details: dict[str, Any] = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
+class StoreError(TradeCraftError):
+    """A store operation that cannot be done as asked (bad input, unknown game, unreachable backend)."""
 
 
-class SequenceConflict(Exception):
+class SequenceConflict(TradeCraftError):
     """Another writer already appended an event with one of these sequence numbers; nothing was written.
 
     Not a :class:`StoreError` on purpose: it is the expected outcome of a lost race, and the caller's remedy
@@ -152,18 +142,15 @@ class SequenceConflict(Exception):
     code = "sequence_conflict"
 
     def __init__(self, game_id: str, first_seq: int, expected: int = -1) -> None:
+        super().__init__(
+            self.code,
+            f"game {game_id!r} already has an event with sequence number {first_seq} or later "
+            f"(next free is {expected if expected >= 0 else 'unknown'}): reload the events and retry",
+            {"game_id": game_id, "first_seq": first_seq, "expected": expected},
+        )
         self.game_id = game_id
         self.first_seq = first_seq
         self.expected = expected
-        self.message = (
-            f"game {game_id!r} already has an event with sequence number {first_seq} or later "
-            f"(next free is {expected if expected >= 0 else 'unknown'}): reload the events and retry"
-        )
-        self.details = {"game_id": game_id, "first_seq": first_seq, "expected": expected}
-        super().__init__(self.message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
 
 
 # -------------------------------------------------------------------------------------------------- helpers

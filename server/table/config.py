@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from craft_rules.errors import TradeCraftError
 from server.game.settings import GameSettings
 from server.table.names import normalise_name
 from server.table.policy_specs import SpecError, check_no_credentials, policy_name
@@ -38,8 +39,13 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "settings.yaml"
 
 
-class SettingsError(ValueError):
+class SettingsError(TradeCraftError, ValueError):
     """The settings cannot be used; the message names the key and where its value came from."""
+
+    code = "invalid_server_settings"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.code, message)
 
 
 class _Section(BaseModel):

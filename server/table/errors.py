@@ -9,22 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from craft_rules.errors import TradeCraftError
+
 #: Longest number text (query arguments, limits) read from a client; checked before conversion.
 NUMBER_TEXT_MAX_CHARS = 18
 
 
-class ServerError(Exception):
-    """A request the server refuses: ``code`` for programs, ``message`` (what to do) for people."""
+class ServerError(TradeCraftError):
+    """A request the server refuses: ``code`` for programs, ``message`` (what to do) for people, ``status``
+    the HTTP status of the answer."""
 
     def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None, status: int = 400):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details: dict[str, Any] = dict(details or {})
+        super().__init__(code, message, details)
         self.status = status
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
 
 
 def parse_count(raw: Any, name: str) -> int:

@@ -12,11 +12,18 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from craft_rules.errors import TradeCraftError
+
 NAME_MAX_CHARS = 40
 
 
-class InvalidName(ValueError):
+class InvalidName(TradeCraftError, ValueError):
     """A name breaking the rule; the message says what to change."""
+
+    code = "invalid_name"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(self.code, message)
 
 
 def normalise_name(raw: Any, what: str = "name") -> str:

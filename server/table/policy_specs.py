@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import re
 
+from craft_rules.errors import TradeCraftError
+
 #: Option keys that name a credential; a spec with one is refused (``credentials_in_spec``).
 CREDENTIAL_OPTION = re.compile(r"key|token|secret|passw|auth|credential|cookie|bearer", re.IGNORECASE)
 #: ``scheme://user:password@host`` in an option value (e.g. a base URL with credentials in it).
 CREDENTIAL_URL = re.compile(r"://[^/?#&\s]*@")
 
 
-class SpecError(ValueError):
+class SpecError(TradeCraftError, ValueError):
     """A spec the server refuses before any policy sees it; ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def policy_name(spec: str) -> str:

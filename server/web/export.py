@@ -35,6 +35,7 @@ import click
 from pydantic import ValidationError
 
 from analysis.tables import csv_tables
+from craft_rules.errors import TradeCraftError
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.provenance import package_versions
@@ -75,17 +76,8 @@ MODEL_KEYS = (
 )
 
 
-class ExportError(Exception):
+class ExportError(TradeCraftError):
     """An export that cannot be made (unknown game or seat). ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
 
 
 # ------------------------------------------------------------------------------------------ loading a game
