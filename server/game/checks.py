@@ -311,12 +311,11 @@ def check_against_view(view: Mapping[str, Any], action: Any, rules: RuleSet) -> 
     player ``view`` this is, as far as the view shows (see the module docstring); None when it would
     apply. ``rules`` is the game's rule set. The view must show the real phase: it does for every seat
     whose move is awaited (a third player sees ``"trade"`` during a trade phase)."""
-    seat = view["seat"]
+    seat, kind = view["seat"], action.type
     check_not_over(view["finished"], view["end_reason"], view["winners"])
-    check_active(seat, view["active"][seat])
-    kind = action.type
     if kind == "timeout":
         check_system_actor(seat)
+    check_active(seat, view["active"][seat])
     if kind == "resign":
         return
     check_phase(view["phase"], ACTION_PHASES[kind], kind)
