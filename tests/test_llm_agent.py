@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 from agents.bots.random_bot import RandomBot
 from agents.bots.registry import make_policy
@@ -130,6 +131,29 @@ def test_a_move_the_engine_refuses_after_all_is_told_to_the_model(monkeypatch: p
     assert told.startswith("The game refused your propose: [empty_trade]")
     assert result.refusals == 1
     assert [e.payload["offer"] for e in result.events if e.type == "proposed"] == [{"coal": 1}]
+
+
+def test_a_proposal_from_a_tool_call_is_parsed_once_on_its_way_to_the_game(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import server.game.actions as actions
+
+    parse = actions.parse_tagged
+    proposals_parsed: list[Any] = []
+
+    def counting(obj: Any, models: Any, code: str, noun: str) -> Any:
+        parsed = parse(obj, models, code, noun)
+        if not isinstance(obj, BaseModel) and parsed.type == "propose":  # parsed from JSON
+            proposals_parsed.append(obj)
+        return parsed
+
+    monkeypatch.setattr(actions, "parse_tagged", counting)
+    offer = {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}, "message": "a swap?"}
+    with OpenAITestServer([Reply(tool_calls=[("propose", offer)])], policy=ScriptedPlayer()) as server:
+        result = play(agent_for(server), max_turns=1)
+    proposed = [e.payload for e in result.events if e.type == "proposed"]
+    assert len(proposed) == 1 and proposed[0]["offer"] == {"coal": 1} and proposed[0]["message"] == "a swap?"
+    assert proposals_parsed == [{**offer, "type": "propose"}]
 
 
 def test_every_bad_answer_gets_a_typed_error_then_the_fallback_is_logged() -> None:

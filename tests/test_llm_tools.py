@@ -107,6 +107,15 @@ def test_tools_act_and_query_through_the_connection_with_the_engines_typed_error
     assert game.events[before].type == "tom_reported"
 
 
+def test_a_query_the_parser_refuses_spends_none_of_the_budget() -> None:
+    tools = SeatTools(LocalConnection(small_game(), 0), max_queries=1)
+    refused = tools.call("item_info", {"item": "torch", "colour": "red"})  # parsed by the connection's side
+    assert refused["error"]["code"] == "invalid_query" and refused["error"]["details"]["problems"]
+    assert tools.queries_asked == 0
+    assert tools.call("item_info", {"item": "torch"})["ok"] and tools.queries_asked == 1
+    assert tools.call("item_info", {"item": "coal"})["error"]["code"] == "query_limit"
+
+
 @pytest.mark.parametrize(
     "obj",
     [
