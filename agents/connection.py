@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import BaseModel
+
 from craft_rules.errors import TradeCraftError
 
 MAX_ACTION_BYTES = 16 * 1024
@@ -38,8 +40,9 @@ class SeatConnection(Protocol):
         arrived since the last call, in ``n`` order, each exactly once."""
         ...
 
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        """Send one action (an :data:`~server.game.actions.ACTION_MODELS` object); the typed answer."""
+    def act(self, action: dict[str, Any] | BaseModel) -> dict[str, Any]:
+        """Send one action (an :data:`~server.game.actions.ACTION_MODELS` object as JSON, or an action
+        model the engine's parser already made, which is not parsed again in-process); the typed answer."""
         ...
 
     def query(self, query: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +73,10 @@ def refusal(code: str, message: str, details: dict[str, Any] | None = None) -> d
 
 
 def oversized(payload: Any, what: str) -> dict[str, Any] | None:
-    """``payload_too_large`` when ``payload`` (a dict or JSON text) exceeds :data:`MAX_ACTION_BYTES`."""
+    """``payload_too_large`` when ``payload`` (a dict or JSON text) exceeds :data:`MAX_ACTION_BYTES`; never
+    for a parsed model (its parse was bounded: the parser read JSON of at most that size)."""
+    if isinstance(payload, BaseModel):
+        return None
     try:
         size = len(payload.encode()) if isinstance(payload, str) else len(json.dumps(payload, default=str))
     except (TypeError, ValueError):

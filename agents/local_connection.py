@@ -23,6 +23,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from agents.connection import oversized
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
@@ -255,7 +257,7 @@ class LocalConnection:
             self._numbered += len(visible)
             return number_events(visible, self._numbered)
 
-    def act(self, action: dict[str, Any] | str) -> dict[str, Any]:
+    def act(self, action: dict[str, Any] | str | BaseModel) -> dict[str, Any]:
         too_large = oversized(action, "action")
         if too_large is not None:
             return too_large

@@ -36,6 +36,7 @@ import urllib.request
 from typing import Any
 
 import socketio
+from pydantic import BaseModel
 
 from agents.connection import ConnectionFailed, oversized
 
@@ -201,7 +202,9 @@ class RemoteConnection:
                 self._cursor += 1
             return out
 
-    def act(self, action: dict[str, Any] | str) -> dict[str, Any]:
+    def act(self, action: dict[str, Any] | str | BaseModel) -> dict[str, Any]:
+        if isinstance(action, BaseModel):  # a model a policy's tools parsed: the wire carries its JSON
+            action = action.model_dump(mode="json")
         too_large = oversized(action, "action")
         if too_large is not None:
             return too_large

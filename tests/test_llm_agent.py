@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 from agents.bots.random_bot import RandomBot
 from agents.bots.registry import make_policy
@@ -86,32 +87,73 @@ def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_
         Reply(status=429, retry_after=0.01, content="slow down"),
         Reply(delay=2.5, tool_calls=[("pass", {})]),  # longer than the client's timeout
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 5}, "request": {}})]),  # not held
-        Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),  # the engine refuses it
+        Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),  # an empty trade
         Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}})]),
     ]
     with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
         agent = agent_for(server, timeout=1.0, max_invalid=4)
         result = play(agent, max_turns=1)
-        requests = server.requests
     assert result.end_reason == "max_turns" and agent.fallbacks == 0
     proposals = [e for e in result.events if e.type == "proposed"]
     assert proposals[0].payload["offer"] == {"coal": 1}
-    # the malformed call and the illegal trade got their typed errors as tool results
+    # the malformed call and the illegal trades got their typed errors as tool results, in the engine's words
     answers = [r["answer"] for t in traces(result, "tool_results") for r in t["results"]]
     assert answers[0]["error"]["code"] == "invalid_action"
     assert "not valid JSON" in answers[0]["error"]["message"]
     assert answers[1]["error"]["code"] == "item_not_held" and answers[1]["error"]["details"]["held"] == 2
+    empty = Game.new(INSTANCE, GameSettings(ruleset="minecraft", max_turns=1), RULES, 0)
+    with pytest.raises(GameError) as engine:
+        empty.apply(0, {"type": "propose", "to": 1})
+    assert answers[2]["error"] == engine.value.to_dict()
     # the 429 and the timeout were retried with backoff (Retry-After honoured)
     retried = [r for t in traces(result, "llm_call") for r in t["provider_retries"]]
     assert retried[0]["kind"] == "rate_limit" and retried[0]["status"] == 429
     assert retried[0]["wait_s"] >= 0.01
     assert retried[1]["kind"] == "timeout" and retried[1]["status"] is None
-    # the engine refused the trade; the model was told its typed error and chose again
+    # every refusal came before submitting: the game never had to refuse a move
+    assert not traces(result, "refused") and result.refusals == 0
+
+
+def test_a_move_the_engine_refuses_after_all_is_told_to_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a view the tools judged that no longer holds when the move is applied (here: a check that passes all)
+    monkeypatch.setattr("agents.llm.decision.check_against_view", lambda view, action, rules: None)
+    script = [
+        Reply(tool_calls=[("propose", {"to": 1, "offer": {}, "request": {}})]),
+        Reply(tool_calls=[("propose", {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}})]),
+    ]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play(agent_for(server), max_turns=1)
+        requests = server.requests
     refused = traces(result, "refused")
     assert refused[0]["error"]["code"] == "empty_trade" and refused[0]["event_seq"] is None
-    told = [m["content"] for m in requests[5]["messages"] if m["role"] == "user"][-1]
+    assert refused[0]["action"] == {"type": "propose", "to": 1, "offer": {}, "request": {}, "message": ""}
+    told = [m["content"] for m in requests[1]["messages"] if m["role"] == "user"][-1]
     assert told.startswith("The game refused your propose: [empty_trade]")
     assert result.refusals == 1
+    assert [e.payload["offer"] for e in result.events if e.type == "proposed"] == [{"coal": 1}]
+
+
+def test_a_proposal_from_a_tool_call_is_parsed_once_on_its_way_to_the_game(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import server.game.actions as actions
+
+    parse = actions.parse_tagged
+    proposals_parsed: list[Any] = []
+
+    def counting(obj: Any, models: Any, code: str, noun: str) -> Any:
+        parsed = parse(obj, models, code, noun)
+        if not isinstance(obj, BaseModel) and parsed.type == "propose":  # parsed from JSON
+            proposals_parsed.append(obj)
+        return parsed
+
+    monkeypatch.setattr(actions, "parse_tagged", counting)
+    offer = {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}, "message": "a swap?"}
+    with OpenAITestServer([Reply(tool_calls=[("propose", offer)])], policy=ScriptedPlayer()) as server:
+        result = play(agent_for(server), max_turns=1)
+    proposed = [e.payload for e in result.events if e.type == "proposed"]
+    assert len(proposed) == 1 and proposed[0]["offer"] == {"coal": 1} and proposed[0]["message"] == "a swap?"
+    assert proposals_parsed == [{**offer, "type": "propose"}]
 
 
 def test_every_bad_answer_gets_a_typed_error_then_the_fallback_is_logged() -> None:
@@ -307,11 +349,16 @@ def test_the_llm_spec_refuses_bad_options_and_needs_credentials(monkeypatch: pyt
     assert SECRET_KEY not in repr(agent)
 
 
-def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_driver() -> None:
-    """The path `tradecraft bot` and remote seats take: each seat's driver sends the agent's moves through
-    its own connection (here the in-process LocalConnection, one thread per seat)."""
+def test_two_llm_agents_play_each_other_through_local_connections_and_the_seat_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The path `tradecraft bot` and remote seats take: each seat's driver sends the agent's moves (the action
+    models its tools parsed) through its own connection (here the in-process LocalConnection, one thread per
+    seat). The tools' check against the view passes everything here, so the engine has to refuse the bad move
+    (as it does when the game moved on between the view and the move)."""
     import threading
 
+    monkeypatch.setattr("agents.llm.decision.check_against_view", lambda view, action, rules: None)
     from agents.driver import run_seat
     from agents.local_connection import LocalTable
 
@@ -414,14 +461,15 @@ def test_a_refused_key_is_not_retried_and_never_reaches_the_trace() -> None:
 
 def test_asked_again_for_the_same_move_without_a_refusal_the_agent_knows_it_did_not_go_through() -> None:
     from server.game import Game, legal_actions, player_view
+    from server.game.actions import Pass
 
     game = Game.new(INSTANCE, GameSettings(ruleset="minecraft", max_turns=1), RULES, 0)
     script = [Reply(tool_calls=[("pass", {})]), Reply(tool_calls=[("pass", {})])]
     with OpenAITestServer(script) as server:
         agent = agent_for(server)
         view, legal = player_view(game, 0), legal_actions(game, 0)
-        assert agent.act(view, legal) == {"type": "pass"}
-        assert agent.act(view, legal) == {"type": "pass"}  # a runner without the hook asks again
+        assert agent.act(view, legal) == Pass()  # the model its tools parsed
+        assert agent.act(view, legal) == Pass()  # a runner without the hook asks again
         told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"][-1]
     assert told.startswith("The game refused your pass: [not_applied]")
     assert [t["error"]["code"] for t in agent.drain_traces() if t["trace"] == "refused"] == ["not_applied"]

@@ -17,8 +17,8 @@ from agents.local_connection import LocalConnection
 from agents.testing.openai_server import OpenAITestServer, Reply
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import TaskInstance
-from server.game import Game, GameError, GameSettings, legal_actions, player_view, viewer_log
-from server.game.actions import ACTION_MODELS, parse_action
+from server.game import Game, GameError, GameSettings, player_view, viewer_log
+from server.game.actions import ACTION_MODELS, Pass, parse_action
 from server.game.queries import QUERY_MODELS, parse_query, run_query
 from server.game.schemas import strict_args_schema
 
@@ -107,6 +107,15 @@ def test_tools_act_and_query_through_the_connection_with_the_engines_typed_error
     assert game.events[before].type == "tom_reported"
 
 
+def test_a_query_the_parser_refuses_spends_none_of_the_budget() -> None:
+    tools = SeatTools(LocalConnection(small_game(), 0), max_queries=1)
+    refused = tools.call("item_info", {"item": "torch", "colour": "red"})  # parsed by the connection's side
+    assert refused["error"]["code"] == "invalid_query" and refused["error"]["details"]["problems"]
+    assert tools.queries_asked == 0
+    assert tools.call("item_info", {"item": "torch"})["ok"] and tools.queries_asked == 1
+    assert tools.call("item_info", {"item": "coal"})["error"]["code"] == "query_limit"
+
+
 @pytest.mark.parametrize(
     "obj",
     [
@@ -145,7 +154,7 @@ def test_a_decision_connection_answers_queries_from_the_view_and_holds_the_actio
     game = small_game()
     view = player_view(game, 0)
     seat_log = viewer_log(game.events, 0)
-    conn: SeatConnection = DecisionConnection(view, legal_actions(game, 0), RULES, seat_log)
+    conn: SeatConnection = DecisionConnection(view, RULES, seat_log)
     assert isinstance(conn, SeatConnection)
     same = run_query(game, 0, {"type": "possible_crafts"})
     assert conn.query({"type": "possible_crafts"}) == {"ok": True, "answer": same}
@@ -159,9 +168,9 @@ def test_a_decision_connection_answers_queries_from_the_view_and_holds_the_actio
     assert refused["code"] == "item_not_held" and refused["details"]["held"] == 2
     with pytest.raises(GameError) as engine:  # the engine's own judgement of the same move
         game.apply(0, proposal)
-    assert engine.value.code == refused["code"] and engine.value.details == refused["details"]
+    assert engine.value.to_dict() == refused
     assert conn.act({"type": "pass"}) == {"ok": True, "submitted": "pass"}
-    assert conn.submitted == {"type": "pass"} and game.phase == "trade_propose"  # held, not applied
+    assert conn.submitted == Pass() and game.phase == "trade_propose"  # the parsed model, held, not applied
 
 
 def test_langchains_create_agent_plays_through_the_tools_over_http() -> None:
@@ -189,7 +198,7 @@ def test_langchains_create_agent_plays_through_the_tools_over_http() -> None:
 def test_a_decision_connection_checks_a_tom_report_against_the_duty_like_the_engine() -> None:
     game = small_game(tom_orders=[[0, 1], []])
     view = player_view(game, 0)
-    conn = DecisionConnection(view, legal_actions(game, 0), RULES)
+    conn = DecisionConnection(view, RULES)
     items = sorted(view["tom"]["items"])
     for report in (
         {"type": "report_tom", "v0": dict.fromkeys(items[1:], 3), "v1": {"1": dict.fromkeys(items, 3)}},
@@ -203,7 +212,6 @@ def test_a_decision_connection_checks_a_tom_report_against_the_duty_like_the_eng
         mine = conn.act(report)["error"]
         with pytest.raises(GameError) as engine:
             game.apply(0, report)
-        assert mine["code"] == engine.value.code == "invalid_tom_report"
-        assert mine["details"]["field"] == engine.value.details["field"]
+        assert mine == engine.value.to_dict() and mine["code"] == "invalid_tom_report"
     good = {"type": "report_tom", "v0": dict.fromkeys(items, 3), "v1": {"1": dict.fromkeys(items, 7)}}
     assert conn.act(good)["ok"] and game.apply(0, good)

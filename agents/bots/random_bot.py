@@ -46,7 +46,6 @@ MESSAGES: tuple[str, ...] = (
 )
 
 
-
 class RandomBot:
     """Plays uniformly among simple legal choices.
 

@@ -60,6 +60,7 @@ from agents.llm.tracing import (
 from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
+from server.game.actions import Action
 from server.game.legal import fallback_action
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
@@ -147,7 +148,7 @@ class LLMAgent:
         self._unseen: list[dict[str, Any]] = []
         self._decision: _Decision | None = None
         self._pending_note: str | None = None
-        self._last_submitted: dict[str, Any] | None = None  # the move act() returned last
+        self._last_submitted: dict[str, Any] | None = None  # the move act() returned last, as JSON
         self._traces: list[dict[str, Any]] = []
         self.fallbacks = 0
         self._secrets = secrets_in_environment()
@@ -197,8 +198,9 @@ class LLMAgent:
         out, self._traces = self._traces, []
         return out
 
-    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]:
-        """The seat's next action: decided by the model through the tools, else the fallback."""
+    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any] | Action:
+        """The seat's next action: decided by the model through the tools (the action model the engine's
+        parser made of its tool call, which the runner submits as it is), else the fallback."""
         self._start(view)
         key = view["move_key"]
         if self._decision is None or self._decision.key != key:
@@ -221,7 +223,7 @@ class LLMAgent:
             return self._fallback(view, legal, "provider_budget_spent")
         self._memory.append([])
         self._remember(HumanMessage(self._observation(view)))
-        connection = DecisionConnection(view, legal, self._rules_of(view), self._seat_log)
+        connection = DecisionConnection(view, self._rules_of(view), self._seat_log)
         tools = SeatTools(connection, strict=self.settings.strict, max_queries=self.settings.max_queries)
         self._last_submitted = None
         while decision.steps < self.settings.max_steps:
@@ -233,11 +235,11 @@ class LLMAgent:
                 return self._fallback(view, legal, "provider_failed")
             self._handle(answer, tools, decision)
             if connection.submitted is not None:
-                self._last_submitted = connection.submitted
+                self._last_submitted = connection.submitted.model_dump(mode="json")
                 self._trace(
                     "decision",
                     decision=decision.key,
-                    action=connection.submitted,
+                    action=self._last_submitted,
                     steps=decision.steps,
                     queries=tools.queries_asked,
                     invalid=decision.invalid,

@@ -15,7 +15,8 @@ Strict mode (OpenAI strict tools, which refuse free-key objects) renders the arg
 with :func:`~server.game.schemas.from_strict` into the very same action or query.
 
 Every tool calls a :class:`~agents.connection.SeatConnection` (``act`` / ``query``), so it plays the same
-in-process and over the network; it returns the connection's typed answer as JSON text
+in-process and over the network, and the connection's side parses it (once: the engine's parser,
+in-process or at the server); it returns the connection's typed answer as JSON text
 (``{"ok": true, ...}`` or ``{"ok": false, "error": {"code", "message", "details"}}``), never raises, and
 so works inside any tool-calling loop, LangChain's ``create_agent`` included.
 """
@@ -33,9 +34,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from agents.connection import SeatConnection
-from server.game.actions import ACTION_MODELS, parse_action
-from server.game.errors import GameError
-from server.game.queries import QUERY_MODELS, parse_query
+from server.game.actions import ACTION_MODELS
+from server.game.queries import QUERY_MODELS
 from server.game.schemas import from_strict, strict_args_schema, to_strict
 
 ACTION_TOOLS: dict[str, str] = {
@@ -137,15 +137,6 @@ def error_answer(code: str, message: str, details: Mapping[str, Any] | None = No
     return {"ok": False, "error": {"code": code, "message": message, "details": dict(details or {})}}
 
 
-def validate_request(spec: ToolSpec, request: Any) -> dict[str, Any] | None:
-    """None when ``request`` parses as ``spec``'s action/query, else the engine parser's typed error."""
-    try:
-        (parse_action if spec.kind == "action" else parse_query)(request)
-    except GameError as err:
-        return {"ok": False, "error": err.to_dict()}
-    return None
-
-
 _ANSWER_KEYS = ("ok", "error", "answer", "events", "submitted")
 
 
@@ -153,6 +144,13 @@ def compact(answer: Mapping[str, Any]) -> dict[str, Any]:
     """What a model needs of a connection's answer: ok / error, a query's answer, the events an action
     produced; not the envelope (game id, seats, the whole view) a server acknowledges with."""
     return {key: answer[key] for key in _ANSWER_KEYS if key in answer}
+
+
+def _unparsable(answer: Mapping[str, Any]) -> bool:
+    """Whether ``answer`` refuses a query the engine's parser could not read (its error lists the
+    ``problems``, as :func:`server.game.actions.parse_tagged`'s errors do)."""
+    error = answer.get("error") or {}
+    return error.get("code") == "invalid_query" and "problems" in (error.get("details") or {})
 
 
 class SeatTools:
@@ -206,26 +204,25 @@ class SeatTools:
             )
         try:
             request = spec.request(args, self.strict)
-            refused = validate_request(spec, request)
         except Exception as err:  # arguments no rendering can read: the model hears why, nothing is sent
             return error_answer(
                 "invalid_action" if spec.kind == "action" else "invalid_query",
                 f"The arguments of {name} cannot be read ({type(err).__name__}); follow the tool's schema.",
                 {"tool": name},
             )
-        if refused is not None:
-            return refused
-        if spec.kind == "query":
-            if self.max_queries is not None and self.queries_asked >= self.max_queries:
-                return error_answer(
-                    "query_limit",
-                    f"You have asked {self.queries_asked} queries for this decision, the most allowed; "
-                    "decide now with one of the action tools.",
-                    {"limit": self.max_queries},
-                )
+        if spec.kind == "action":
+            return compact(self.connection.act(request))
+        if self.max_queries is not None and self.queries_asked >= self.max_queries:
+            return error_answer(
+                "query_limit",
+                f"You have asked {self.queries_asked} queries for this decision, the most allowed; "
+                "decide now with one of the action tools.",
+                {"limit": self.max_queries},
+            )
+        answer = compact(self.connection.query(request))
+        if not _unparsable(answer):  # a query that could not be parsed was never asked: it costs nothing
             self.queries_asked += 1
-            return compact(self.connection.query(request))
-        return compact(self.connection.act(request))
+        return answer
 
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """LangChain tools (all, or those named) whose results are the typed answers as JSON text."""

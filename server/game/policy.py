@@ -1,9 +1,11 @@
 """What a policy is, and the one decide step every runner calls.
 
-A **policy** plays one seat: any object with ``act(view, legal) -> dict``, where ``view`` is the seat's
+A **policy** plays one seat: any object with ``act(view, legal) -> action``, where ``view`` is the seat's
 player view (:func:`server.game.views.player_view`), ``legal`` the action types it may send now
 (:func:`server.game.legal.legal_actions`), and the answer an action dict in the engine's schema
-(:mod:`server.game.actions`). Three hooks are optional:
+(:mod:`server.game.actions`), or an action model the engine's parser already made (an LLM agent's tools
+parse its tool call once; every runner passes a model on without parsing it again). Three hooks are
+optional:
 
 - ``observe(events)``: the seat's viewer-log records that are new since the last call, exactly what a
   remote client receives (``{"n", "type", "actor", "payload", "visibility"}``, plus ``"time"`` where a clock
@@ -31,14 +33,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from server.game.actions import Action
 from server.game.legal import fallback_action
+
+PolicyAnswer = dict[str, Any] | Action
+"""What ``Policy.act`` returns: an action dict in the engine's schema, or an already parsed action model."""
 
 
 @runtime_checkable
 class Policy(Protocol):
     """Anything that picks an action for one seat from what that seat may see."""
 
-    def act(self, view: dict[str, Any], legal: list[str]) -> dict[str, Any]: ...
+    def act(self, view: dict[str, Any], legal: list[str]) -> PolicyAnswer: ...
 
 
 @runtime_checkable

@@ -26,9 +26,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from craft_rules.crafting import CraftError, craft, floor_hand, fmt_qty, parse_runs
+from craft_rules.crafting import floor_hand, fmt_qty
 from craft_rules.model import RuleSet
 from craft_rules.tasks import TaskInstance
+from server.game import checks
 from server.game.actions import Action, parse_action
 from server.game.errors import GameError
 from server.game.events import EVENT_TYPES, PUBLIC, Event, Visibility, as_events
@@ -419,12 +420,7 @@ class Game:
         :class:`~server.game.errors.GameError` and the game is unchanged.
         """
         parsed = parse_action(action)
-        if self._phase == "finished":
-            raise GameError(
-                "game_over",
-                f"The game is over ({self._end_reason}); no more actions are accepted.",
-                {"winners": self.winners},
-            )
+        checks.check_not_over(self._phase == "finished", self._end_reason, self.winners)
         start = len(self._events)
         try:
             self._HANDLERS[parsed.type](self, actor, parsed)
@@ -460,104 +456,26 @@ class Game:
                 f"Seat {actor!r} is not a player of this game; seats are 0..{self._n - 1}.",
                 {"actor": actor if isinstance(actor, int) else str(actor)},
             )
-        if not self._active[actor]:
-            raise GameError(
-                "player_left", f"Seat {actor} has resigned and can no longer act.", {"seat": actor}
-            )
+        checks.check_active(actor, self._active[actor])
         return actor
 
     def _check_phase(self, wanted: str, action: str) -> None:
-        if self._phase != wanted:
-            raise GameError(
-                "wrong_phase",
-                f"'{action}' is only allowed in the {wanted} phase; the phase now is {self._phase}.",
-                {"phase": self._phase, "expected": wanted},
-            )
-
-    def _check_message(self, message: str, field: str) -> None:
-        limit = self.settings.message_max_chars
-        if len(message) > limit:
-            raise GameError(
-                "message_too_long",
-                f"The {field} has {len(message)} characters; shorten it to at most {limit}.",
-                {"field": field, "length": len(message), "max": limit},
-            )
-
-    def _canonical_item(self, item: str, field: str) -> str:
-        canonical = self.rules.canonical(item)
-        if canonical not in self.rules.items:
-            raise GameError(
-                "unknown_item",
-                f"There is no item {item!r} in rule set {self.rules.name}; check the spelling "
-                "(item ids look like 'oak_planks').",
-                {"field": field, "item": item},
-            )
-        return canonical
-
-    def _canonical_counts(self, counts: Mapping[str, int], field: str) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for item, count in counts.items():
-            canonical = self._canonical_item(item, field)
-            out[canonical] = out.get(canonical, 0) + count
-        return dict(sorted(out.items()))
-
-    def _check_held(self, seat: int, wanted: Mapping[str, int], side: str) -> None:
-        hand = self._hands[seat]
-        for item, count in wanted.items():
-            have = hand.get(item, 0)
-            if have < count:
-                whose = "you hold" if side == "offer" else f"seat {seat} holds"
-                raise GameError(
-                    "item_not_held",
-                    f"The {side} names {count} {item} but {whose} {have}; "
-                    f"{side} only items {'you hold' if side == 'offer' else 'that player holds'}.",
-                    {"side": side, "seat": seat, "item": item, "wanted": count, "held": have},
-                )
+        checks.check_phase(self._phase, wanted, action)
 
     # --- action handlers: validate everything, then emit ---------------------------------------
     def _do_report_tom(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "report_tom")
         self._check_phase("tom_report", "report_tom")
         orders = self.settings.orders_for(seat)
-        if not orders:
-            raise GameError(
-                "tom_not_requested",
-                f"This game asks no ToM reports of seat {seat}; wait for the trade phase.",
-                {"seat": seat},
-            )
-        if seat not in self._tom_awaiting:
-            raise GameError(
-                "already_reported",
-                f"Seat {seat}'s ToM report for turn {self._turn} is already closed; wait for the others.",
-                {"seat": seat, "turn": self._turn},
-            )
-        items = set(self._tom_items)
-        v0 = self._check_values("v0", action.v0, items)
-        opponents = [s for s in range(self._n) if s != seat and self._active[s]]
-        per_order: dict[str, dict[str, dict[str, int]] | None] = {}
-        for order, name, given in ((1, "v1", action.v1), (2, "v2", action.v2)):
-            if order not in orders:
-                if given is not None:
-                    raise GameError(
-                        "tom_not_requested",
-                        f"This game does not ask seat {seat} for {name}; send only "
-                        f"{', '.join('v' + str(o) for o in orders)}.",
-                        {"seat": seat, "order": order},
-                    )
-                per_order[name] = None
-                continue
-            expected_keys = {str(s) for s in opponents}
-            if given is None or set(given) != expected_keys:
-                raise GameError(
-                    "invalid_tom_report",
-                    f"{name} must hold one value dict per opponent, keyed by seat: "
-                    f"{sorted(expected_keys)}; got {sorted(given or {})}.",
-                    {"field": name, "expected_seats": sorted(expected_keys), "got": sorted(given or {})},
-                )
-            per_order[name] = {
-                key: self._check_values(f"{name}.{key}", values, items)
-                for key, values in sorted(given.items())
-            }
+        checks.check_tom_due(seat, orders, seat in self._tom_awaiting, self._turn)
+        v0, per_order = checks.check_tom_report(
+            seat,
+            action,
+            orders=orders,
+            opponents=[s for s in range(self._n) if s != seat and self._active[s]],
+            items=self._tom_items,
+            rules=self.rules,
+        )
         self._emit(
             "tom_reported",
             seat,
@@ -566,111 +484,45 @@ class Game:
         )
         self._after_tom_report()
 
-    def _check_values(self, field: str, values: Mapping[str, int], items: set[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for item, value in values.items():
-            out[self.rules.canonical(item)] = value
-        missing = sorted(items - out.keys())
-        extra = sorted(out.keys() - items)
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append(f"missing {', '.join(missing)}")
-            if extra:
-                parts.append(f"not in any public hand: {', '.join(extra)}")
-            raise GameError(
-                "invalid_tom_report",
-                f"{field} must give a 0-10 value for exactly the items in the public hands "
-                f"({'; '.join(parts)}).",
-                {"field": field, "missing": missing, "extra": extra},
-            )
-        return dict(sorted(out.items()))
-
     def _do_propose(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "propose")
         self._check_phase("trade_propose", "propose")
-        if seat != self._proposer:
-            raise GameError(
-                "not_your_turn",
-                f"Seat {self._proposer} is the proposer this turn; wait for its proposal.",
-                {"proposer": self._proposer},
-            )
-        to = action.to
-        if not 0 <= to < self._n:
-            raise GameError(
-                "unknown_player",
-                f"There is no seat {to}; propose to one of seats 0..{self._n - 1} other than yours.",
-                {"to": to},
-            )
-        if to == seat:
-            raise GameError(
-                "proposal_to_self", "You cannot trade with yourself; propose to another seat.", {"to": to}
-            )
-        if not self._active[to]:
-            raise GameError(
-                "player_left", f"Seat {to} has left the game; propose to an active seat.", {"to": to}
-            )
-        offer = self._canonical_counts(action.offer, "offer")
-        request = self._canonical_counts(action.request, "request")
-        if not offer and not request:
-            raise GameError(
-                "empty_trade",
-                "A proposal must offer or request at least one item (or pass, if the game allows it).",
-                {},
-            )
-        both = sorted(offer.keys() & request.keys())
-        if both:
-            raise GameError(
-                "same_item_both_sides",
-                f"{', '.join(both)} cannot be both offered and requested; trade only the difference.",
-                {"items": both},
-            )
-        self._check_held(seat, offer, "offer")
-        self._check_held(to, request, "request")
-        self._check_message(action.message, "message")
+        checks.check_proposer(seat, self._proposer, "propose")
+        offer, request = checks.check_proposal(
+            seat,
+            action,
+            hands=self._hands,
+            active=self._active,
+            rules=self.rules,
+            message_max_chars=self.settings.message_max_chars,
+        )
         self._emit(
             "proposed",
             seat,
             {
                 "turn": self._turn,
                 "proposer": seat,
-                "to": to,
+                "to": action.to,
                 "offer": offer,
                 "request": request,
                 "message": action.message,
             },
-            tuple(sorted((seat, to))),
+            tuple(sorted((seat, action.to))),
         )
 
     def _do_pass(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "pass")
         self._check_phase("trade_propose", "pass")
-        if seat != self._proposer:
-            raise GameError(
-                "not_your_turn",
-                f"Seat {self._proposer} is the proposer this turn; only it may pass.",
-                {"proposer": self._proposer},
-            )
-        if not self.pass_allowed():
-            raise GameError("not_allowed", "This game does not allow passing; make a proposal instead.", {})
+        checks.check_proposer(seat, self._proposer, "pass")
+        checks.check_pass_allowed(self.pass_allowed())
         self._emit("passed", seat, {"turn": self._turn, "seat": seat}, (seat,))
         self._start_craft()
 
     def _do_decide(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "decide")
         self._check_phase("trade_decide", "decide")
-        pending = self._pending
-        assert pending is not None
-        if seat != pending["to"]:
-            raise GameError(
-                "not_your_turn",
-                "The pending proposal is not addressed to you; wait for the trade phase to end.",
-                {},
-            )
-        self._check_message(action.message, "reply")
-        if action.accept:
-            self._check_held(pending["proposer"], pending["offer"], "offer")
-            self._check_held(seat, pending["request"], "request")
+        assert self._pending is not None
+        checks.check_decision(seat, action, self._pending, self._hands, self.settings.message_max_chars)
         self._decide(seat, action.accept, action.message, None)
 
     def _decide(self, seat: int, accept: bool, message: str, reason: str | None) -> None:
@@ -703,36 +555,23 @@ class Game:
     def _do_craft(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "craft")
         self._check_phase("craft", "craft")
-        if seat in self._crafting_done:
-            raise GameError(
-                "already_finished",
-                "You have finished crafting this phase; wait for the others.",
-                {"seat": seat},
-            )
+        checks.check_crafting_open(seat, seat in self._crafting_done, "craft")
         assert self._crafting is not None
-        recipe = action.recipe
-        if recipe not in self.rules.recipes:
-            recipe = self.rules.canonical(recipe)
-        choices = {i: self._canonical_item(item, f"choices.{i}") for i, item in action.choices.items()}
-        fuel = self._canonical_item(action.fuel, "fuel") if action.fuel is not None else None
-        whole = self.settings.whole_runs
-        try:
-            runs = parse_runs(action.runs, whole_runs=whole)
-            result = craft(self.rules, self._crafting[seat], recipe, runs, choices, fuel, whole_runs=whole)
-        except CraftError as err:
-            raise GameError.from_craft_error(err) from None
+        checked = checks.check_craft(
+            self.rules, self._crafting[seat], action, whole_runs=self.settings.whole_runs
+        )
         self._emit(
             "crafted",
             seat,
             {
                 "turn": self._turn,
                 "seat": seat,
-                "recipe": recipe,
-                "runs": fmt_qty(runs),
-                "choices": {str(i): item for i, item in sorted(choices.items())},
-                "fuel": fuel,
-                "consumed": {k: fmt_qty(v) for k, v in sorted(result.consumed.items())},
-                "produced": {k: fmt_qty(v) for k, v in sorted(result.produced.items())},
+                "recipe": checked.recipe,
+                "runs": fmt_qty(checked.runs),
+                "choices": {str(i): item for i, item in sorted(checked.choices.items())},
+                "fuel": checked.fuel,
+                "consumed": {k: fmt_qty(v) for k, v in sorted(checked.result.consumed.items())},
+                "produced": {k: fmt_qty(v) for k, v in sorted(checked.result.produced.items())},
             },
             (seat,),
         )
@@ -740,20 +579,12 @@ class Game:
     def _do_finish_crafting(self, actor: int | None, action: Any) -> None:
         seat = self._check_seat(actor, "finish_crafting")
         self._check_phase("craft", "finish_crafting")
-        if seat in self._crafting_done:
-            raise GameError(
-                "already_finished",
-                "You have already finished crafting this phase; wait for the others.",
-                {"seat": seat},
-            )
+        checks.check_crafting_open(seat, seat in self._crafting_done, "finish_crafting")
         self._emit("craft_finished", seat, {"turn": self._turn, "seat": seat})
         self._after_craft_progress()
 
     def _do_timeout(self, actor: int | None, action: Any) -> None:
-        if actor is not None:
-            raise GameError(
-                "not_allowed", "'timeout' is a system action; players cannot send it.", {"actor": actor}
-            )
+        checks.check_system_actor(actor)
         if (action.phase is not None and action.phase != self._phase) or (
             action.turn is not None and action.turn != self._turn
         ):

@@ -37,8 +37,8 @@ def race_attempts() -> Iterator[int]:
 
 
 def parse_player_action(action: Any) -> BaseModel:
-    """A seat's action (a client's or a bot's) validated by the engine's action models; a seat may not send
-    what only the server sends (a timeout)."""
+    """A seat's action (a client's or a bot's) validated by the engine's action models (a model a policy's
+    tools already parsed is taken as it is); a seat may not send what only the server sends (a timeout)."""
     parsed = parse_action(action)
     if parsed.type == "timeout":
         raise GameError(
