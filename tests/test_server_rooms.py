@@ -131,11 +131,11 @@ def _rival_appends_first(a: Worker, b: Worker, game_id: str, races: int | None) 
     real_append = b.store.append_events
     won = [0]
 
-    def append_after_a_rival(game: str, events: Any) -> None:
+    def append_after_a_rival(game: str, events: Any) -> list[Any]:
         if races is None or won[0] < races:
             won[0] += 1
             assert a.table.act(game_id, ADA, {"type": "craft", "recipe": "stick", "runs": "1/1000"})["ok"]
-        real_append(game, events)
+        return real_append(game, events)
 
     b.store.append_events = append_after_a_rival  # type: ignore[method-assign]
     return won
