@@ -40,13 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tqdm import tqdm
 
-from craft_rules import planner as planner_module
+from craft_rules import lp
 from craft_rules.loader import load_rule_set, rule_set_dirs
 from craft_rules.model import RuleSet
 from craft_rules.planner import Planner, planner_for
 from craft_rules.values import reference_values
 
-planner_module.SILENCE_SOLVER_STDOUT = True  # a printed report, like the CLI's, stays free of solver noise
+lp.SILENCE_SOLVER_STDOUT = True  # a printed report, like the CLI's, stays free of solver noise
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     planner = planner_for(rules)
     planner.possible_crafts({})
-    _ = planner.item_levels, planner.obtain_rank
+    _ = planner.graph.item_levels, planner.graph.obtain_rank
     figures["planner_setup_ms"] = round((time.perf_counter() - start) * 1000, 1)
     cases = draw_cases(rules, planner, args.samples, args.seed)
     for hand, target, _ in cases[:20]:  # warm the per-target caches the way a running game would

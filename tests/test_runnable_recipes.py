@@ -1,4 +1,4 @@
-"""One answer to "what can this hand run": craft_rules.crafting.runnable_recipes, and everyone agrees with it.
+"""One answer to "what can this hand run": craft_rules.possible_crafts.runnable_recipes; everyone agrees.
 
 The engine's legal moves, the planner's possible crafts and the random bot all ask the same function,
 and every amount it names is accepted by the engine; these tests fail if any consumer grows its own rule.
@@ -22,10 +22,10 @@ from craft_rules.crafting import (
     craft,
     max_runs,
     parse_runs,
-    runnable_recipes,
 )
 from craft_rules.loader import load_rule_set
 from craft_rules.planner import Planner
+from craft_rules.possible_crafts import runnable_recipes
 from server.game import Game, GameSettings
 from server.game.legal import legal_actions, possible_crafts
 from server.game.views import player_view
