@@ -42,7 +42,8 @@ class PossibleCraft:
 
 @dataclass(frozen=True, slots=True)
 class _RunBound:
-    """What limits the run amount of one recipe under the default choices, as :func:`max_runs` counts it:
+    """What limits the run amount of one recipe under the default choices, as
+    :func:`craft_rules.crafting.max_runs` counts it:
     each pooled ingredient (the ingredients with the same options) affords ``have / divisor`` runs, where
     the divisor is its count plus the counts of other ingredients sharing an option with it; a cooking
     recipe also needs fuel, ``fuel_uses[fuel]`` being what the ingredients use of a fuel as well."""
