@@ -19,7 +19,7 @@ from craft_rules.crafting import MAX_RUNS, fmt_qty
 from craft_rules.model import Recipe, RuleSet
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PossibleCraft:
     recipe_id: str
     result: str
@@ -56,14 +56,15 @@ class _RunBound:
 
 class _RunIndex:
     """The ingredient index of one rule set, built once: item -> (recipe number, pooled ingredient number,
-    how many pooled ingredients the recipe has) for every pooled ingredient the item can fill."""
+    how many pooled ingredients the recipe has) for every pooled ingredient the item can fill. Recipes are
+    numbered by result, then id (the order of :func:`possible_crafts`); ``id_rank`` orders them by id."""
 
     def __init__(self, rules: RuleSet):
         self.burn_ticks = rules.fuels.burn_ticks
         self.smelt_ticks = rules.fuels.smelt_ticks
         self.bounds: list[_RunBound] = []
         fills: dict[str, list[tuple[int, int, int]]] = {}
-        for recipe in rules.recipes.values():
+        for recipe in sorted(rules.recipes.values(), key=lambda r: (r.result, r.id)):
             pooled: dict[tuple[str, ...], int] = {}
             for ing in recipe.ingredients:
                 pooled[ing.options] = pooled.get(ing.options, 0) + ing.count
@@ -82,6 +83,10 @@ class _RunIndex:
                 for option in options:
                     fills.setdefault(option, []).append((number, group, len(pooled)))
         self.fills = {item: tuple(pairs) for item, pairs in fills.items()}
+        by_id = sorted(range(len(self.bounds)), key=lambda number: self.bounds[number].recipe.id)
+        self.id_rank = [0] * len(by_id)
+        for rank, number in enumerate(by_id):
+            self.id_rank[number] = rank
 
 
 _RUN_INDEXES: dict[int, tuple[RuleSet, _RunIndex]] = {}
@@ -105,16 +110,14 @@ def _whole_units(hand: Mapping[str, Fraction | int]) -> tuple[dict[str, int], in
     return {item: int(qty * scale) for item, qty in held.items()}, scale
 
 
-def iter_runnable_recipes(
-    rules: RuleSet, hand: Mapping[str, Fraction | int], *, whole_runs: bool = False
-) -> Iterator[tuple[Recipe, Fraction]]:
-    """:func:`runnable_recipes` lazily and in no particular order: for "can it run anything at all",
-    which the first hit settles (legal moves are computed for every seat after every change).
+def _runnable(
+    index: _RunIndex, hand: Mapping[str, Fraction | int], whole_runs: bool
+) -> Iterator[tuple[int, Fraction]]:
+    """(recipe number, largest run amount) of every recipe ``hand`` can run, in no particular order.
 
     One pass over the ingredient index sums, per recipe, what the hand holds of each pooled ingredient;
     only the recipes with every ingredient held are then bounded, so the work grows with the recipes the
     hand touches and runs, not with the rule set."""
-    index = _run_index(rules)
     units, scale = _whole_units(hand)
     bounds = index.bounds
     held_sums: dict[int, list[int]] = {}
@@ -149,7 +152,17 @@ def iter_runnable_recipes(
         den *= scale
         if num * (1 if whole_runs else MAX_RUNS) < den:
             continue  # not one whole run (whole rule), or less than the smallest step
-        yield bound.recipe, _clamped(num, den, whole_runs)
+        yield number, _clamped(num, den, whole_runs)
+
+
+def iter_runnable_recipes(
+    rules: RuleSet, hand: Mapping[str, Fraction | int], *, whole_runs: bool = False
+) -> Iterator[tuple[Recipe, Fraction]]:
+    """:func:`runnable_recipes` lazily and in no particular order: for "can it run anything at all",
+    which the first hit settles (legal moves are computed for every seat after every change)."""
+    index = _run_index(rules)
+    for number, runs in _runnable(index, hand, whole_runs):
+        yield index.bounds[number].recipe, runs
 
 
 @lru_cache(maxsize=4096)  # the same few amounts (1, 2, 1/2, ...) come back hand after hand
@@ -176,7 +189,11 @@ def runnable_recipes(
     With ``whole_runs`` the amounts are whole numbers and recipes the hand cannot run once are left out.
     ``hand`` uses the rule set's item ids (see :meth:`RuleSet.canonical` for prefixed names).
     """
-    return sorted(iter_runnable_recipes(rules, hand, whole_runs=whole_runs), key=lambda pair: pair[0].id)
+    index = _run_index(rules)
+    found = sorted(
+        (index.id_rank[number], number, runs) for number, runs in _runnable(index, hand, whole_runs)
+    )
+    return [(index.bounds[number].recipe, runs) for _, number, runs in found]
 
 
 def possible_crafts(
@@ -184,10 +201,10 @@ def possible_crafts(
 ) -> list[PossibleCraft]:
     """Every recipe the hand can run now, with its largest run amount
     (:func:`runnable_recipes`), by result then recipe id."""
+    index = _run_index(rules)
     held = {rules.canonical(item): q for item, q in hand.items() if q > 0}
-    out = [
-        PossibleCraft(recipe.id, recipe.result, recipe.count, runs)
-        for recipe, runs in iter_runnable_recipes(rules, held, whole_runs=whole_runs)
-    ]
-    out.sort(key=lambda p: (p.result, p.recipe_id))
+    out = []
+    for number, runs in sorted(_runnable(index, held, whole_runs)):  # numbered by result, then id
+        recipe = index.bounds[number].recipe
+        out.append(PossibleCraft(recipe.id, recipe.result, recipe.count, runs))
     return out
