@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from craft_rules import planner as planner_module
+from craft_rules import lp
 from craft_rules.grid import recipe_grid
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RecipeType
@@ -32,7 +32,7 @@ from craft_rules.tasks import TaskInstance
 from server.game import Game, GameSettings
 from server.game.queries import answer_query, parse_query, query_context
 
-planner_module.SILENCE_SOLVER_STDOUT = True  # the printed figures stay free of solver noise
+lp.SILENCE_SOLVER_STDOUT = True  # the printed figures stay free of solver noise
 
 
 def timed(samples: list[Any], run: Callable[[Any], object]) -> list[float]:

@@ -207,7 +207,8 @@ def craft_plan(ruleset: str, hand: str, target: str, available: str | None, runs
     Prints the answer, the crafting depth and number of steps, and one valid craft sequence (exact
     fractional run amounts, the option chosen for tag ingredients and the fuel burnt)."""
     from craft_rules.crafting import floor_hand
-    from craft_rules.planner import PlannerError, parse_counts, parse_target, planner_for
+    from craft_rules.plan_inputs import PlannerError, parse_counts, parse_target
+    from craft_rules.planner import planner_for
 
     try:
         rules = load_rule_set(ruleset)
@@ -247,7 +248,8 @@ def craft_plan(ruleset: str, hand: str, target: str, available: str | None, runs
 def craft_possible(ruleset: str, hand: str, runs: str, as_json: bool) -> None:
     """Every recipe the hand can run now, with the largest run amount it affords."""
     from craft_rules.crafting import fmt_qty
-    from craft_rules.planner import PlannerError, parse_counts, planner_for
+    from craft_rules.plan_inputs import PlannerError, parse_counts
+    from craft_rules.planner import planner_for
 
     try:
         rules = load_rule_set(ruleset)
@@ -272,7 +274,8 @@ def craft_possible(ruleset: str, hand: str, runs: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def craft_info(ruleset: str, item: str, as_json: bool) -> None:
     """An item: display name, recipes that make it and use it, its tags, its fuel value."""
-    from craft_rules.planner import PlannerError, planner_for
+    from craft_rules.plan_inputs import PlannerError
+    from craft_rules.planner import planner_for
 
     try:
         rules = load_rule_set(ruleset)
@@ -311,7 +314,7 @@ def craft_values(ruleset: str, target: str, hands: str, runs: str, as_json: bool
     """Reference values (0-10) of the items in the public hands for crafting the target.
 
     Definition: docs/reference-values.md."""
-    from craft_rules.planner import InvalidQuantityError, PlannerError, parse_counts, parse_target
+    from craft_rules.plan_inputs import InvalidQuantityError, PlannerError, parse_counts, parse_target
     from craft_rules.values import value_report
 
     try:

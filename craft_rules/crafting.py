@@ -20,15 +20,15 @@ covers the whole need on its own (cheap fuels first: sticks before planks before
 
 At the end of a craft phase every quantity is rounded down by :func:`floor_hand`.
 
-"What can this hand run" has one answer, :func:`runnable_recipes` (with :func:`clamp_runs` and the one
-run limit :data:`MAX_RUNS`): the engine's legal moves, the planner, the bots, the GUI and the action
-masks all ask it, so they agree with what :func:`craft` accepts.
+"What can this hand run" has one answer, :func:`craft_rules.possible_crafts.runnable_recipes` (with
+:func:`clamp_runs` and the one run limit :data:`MAX_RUNS`), so that every caller agrees with what
+:func:`craft` accepts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -341,41 +341,6 @@ def clamp_runs(runs: Fraction, *, whole_runs: bool = False) -> Fraction:
     if runs.denominator <= MAX_RUNS:
         return runs
     return Fraction(math.floor(runs * MAX_RUNS), MAX_RUNS)
-
-
-def iter_runnable_recipes(
-    rules: RuleSet, hand: Mapping[str, Fraction], *, whole_runs: bool = False
-) -> Iterator[tuple[Recipe, Fraction]]:
-    """:func:`runnable_recipes` lazily and in no particular order: for "can it run anything at all",
-    which the first hit settles (legal moves are computed for every seat after every change)."""
-    held = {item for item, qty in hand.items() if qty > 0}
-    has_fuel = not held.isdisjoint(rules.fuels.burn_ticks)
-    seen: set[str] = set()
-    for item in held:
-        for recipe in rules.recipes_by_ingredient.get(item, ()):
-            if recipe.id in seen:
-                continue
-            seen.add(recipe.id)
-            # cheap filter before the exact max_runs: a recipe missing an ingredient (or fuel) cannot run
-            if recipe.burns_fuel and not has_fuel:
-                continue
-            if any(held.isdisjoint(ing.options) for ing in recipe.ingredients):
-                continue
-            runs = clamp_runs(max_runs(rules, hand, recipe), whole_runs=whole_runs)
-            if runs > 0:
-                yield recipe, runs
-
-
-def runnable_recipes(
-    rules: RuleSet, hand: Mapping[str, Fraction], *, whole_runs: bool = False
-) -> list[tuple[Recipe, Fraction]]:
-    """Every recipe ``hand`` can run now with the default tag and fuel choices, each with the largest
-    run amount :func:`craft` accepts (:func:`max_runs` through :func:`clamp_runs`), sorted by recipe id.
-
-    With ``whole_runs`` the amounts are whole numbers and recipes the hand cannot run once are left out.
-    ``hand`` uses the rule set's item ids (see :meth:`RuleSet.canonical` for prefixed names).
-    """
-    return sorted(iter_runnable_recipes(rules, hand, whole_runs=whole_runs), key=lambda pair: pair[0].id)
 
 
 def floor_hand(hand: Mapping[str, Fraction | int]) -> dict[str, int]:

@@ -346,7 +346,7 @@ def candidate_targets(rules: RuleSet, planner: Planner, max_depth: int = 6) -> d
     for item in sorted(rules.recipes_by_result):
         if item in rules.starting_items or not _obtainable(item):
             continue
-        depth = planner.item_levels.get(item)
+        depth = planner.graph.item_levels.get(item)
         if depth is not None and 1 <= depth <= max_depth:
             by_depth.setdefault(depth, []).append(item)
     return by_depth
@@ -484,7 +484,7 @@ def _deal(
 
     for owner, target in enumerate(targets):
         # later instances expand their targets closer to raw materials: easy to hard across the set
-        full = planner.item_levels.get(target, 1)
+        full = planner.graph.item_levels.get(target, 1)
         levels = max(1, round(full * (0.3 + 0.7 * hardness) + rng.uniform(-0.5, 0.5)))
         bill = {i: math.ceil(q) for i, q in expander.expand(target, Fraction(1), levels, frozenset()).items()}
         items = sorted(bill)
@@ -708,7 +708,7 @@ def _generate_from_pool(
     whole = crafting_runs == "whole"
     planner = planner_for(rules, whole_runs=whole)
     world = _PoolWorld(rules, pool, whole, rng)
-    levels = planner.item_levels
+    levels = planner.graph.item_levels
     by_depth = {d: world.targets(d, levels) for d in range(1, MAX_POOL_DEPTH + 1)}
     depths = [d for d, items in by_depth.items() if items]
     if not depths:
@@ -934,7 +934,7 @@ def _pool_drawer(
     pool: tuple[str, ...],
 ) -> _Draw:
     world = _PoolWorld(rules, pool, planner.whole_runs, rng)
-    by_depth = {d: world.targets(d, planner.item_levels) for d in range(1, MAX_POOL_DEPTH + 1)}
+    by_depth = {d: world.targets(d, planner.graph.item_levels) for d in range(1, MAX_POOL_DEPTH + 1)}
     if not any(by_depth.values()):
         raise GenerationError(f"the item pool makes no target in rule set {rules.name}")
     shapes = (

@@ -14,18 +14,12 @@ from fractions import Fraction as F
 import pytest
 from click.testing import CliRunner
 
+from craft_rules import lp
 from craft_rules.crafting import craft
 from craft_rules.model import RuleSet
-from craft_rules.planner import (
-    InvalidQuantityError,
-    Plan,
-    Planner,
-    PlanStep,
-    UnknownItemError,
-    parse_counts,
-    parse_target,
-    planner_for,
-)
+from craft_rules.plan_crafts import Plan, PlanStep
+from craft_rules.plan_inputs import InvalidQuantityError, UnknownItemError, parse_counts, parse_target
+from craft_rules.planner import Planner, planner_for
 from tradecraft.cli import main
 
 
@@ -180,8 +174,8 @@ def test_one_computation_solves_a_repeated_question_once_and_no_other_caller_sha
 ) -> None:
     planner = Planner(mini)
     solves = []
-    solve = planner._solve
-    monkeypatch.setattr(planner, "_solve", lambda *a, **k: solves.append(1) or solve(*a, **k))
+    solve = planner.lp.solve
+    monkeypatch.setattr(planner.lp, "solve", lambda *a, **k: solves.append(1) or solve(*a, **k))
     hand, target = {"planks": 1, "coal": 1}, {"torch": 1}
     with planner.remembering():
         first = planner.plan(hand, target)
@@ -209,7 +203,7 @@ def test_a_private_computation_keeps_its_ancestor_graphs_to_itself(mini: RuleSet
     planner.ancestors({"torch": 1})
     shared = planner._ancestors_cached.cache_info()
     with planner.remembering(private=True):
-        assert planner.ancestors({"torch": 1}) == planner._compute_ancestors(frozenset({"torch"}), False)
+        assert planner.ancestors({"torch": 1}) == planner.graph.ancestors(frozenset({"torch"}), False)
         planner.plan({"planks": 1, "coal": 1}, {"shears": 1})
         with planner.remembering():  # a shared block inside a private one stays private
             planner.ancestors({"stick": 1})
@@ -223,16 +217,44 @@ def test_task_validation_solves_each_plan_once(minecraft: RuleSet, monkeypatch: 
 
     planner = planner_for(minecraft)
     asked: list[tuple[object, ...]] = []
-    solve_plan = planner._solve_plan
+    solve_plan = planner.crafts.solve_plan
 
     def counted(hand: dict[str, F], need: dict[str, int]) -> object:
         asked.append((tuple(hand.items()), tuple(need.items())))
         return solve_plan(hand, need)
 
-    monkeypatch.setattr(planner, "_solve_plan", counted)
+    monkeypatch.setattr(planner.crafts, "solve_plan", counted)
     for instance in list(iter_instances("minecraft", mode_for_players(2)))[:5]:
         assert taskgen.assess_instance(minecraft, instance, planner).valid
     assert asked and len(asked) == len(set(asked))
+
+
+def test_solves_print_nothing_to_stdout_or_stderr(
+    minecraft: RuleSet, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scipy's HiGHS options keep the solver's logging off: LPs and MILPs (missing items, whole runs,
+    smallest sub-hands) print nothing to descriptors 1 and 2, even with the descriptor swap off."""
+    monkeypatch.setattr(lp, "SILENCE_SOLVER_STDOUT", False)
+    capfd.readouterr()
+    for whole in (False, True):
+        planner = Planner(minecraft, whole_runs=whole)
+        assert planner.plan({"oak_log": 2, "coal": 1}, {"torch": 4}).craftable
+        assert planner.missing({"stick": 2}, {"iron_pickaxe": 1}, never=["iron_pickaxe"])
+        assert planner.min_units({"torch": 1}, {"coal": 3, "stick": 2, "oak_log": 1}) is not None
+        assert planner.fewest_kinds({"stick": 2}, {"iron_pickaxe": 1}, {"iron_ingot": 5, "raw_iron": 3})
+    assert capfd.readouterr() == ("", "")
+
+
+def test_the_descriptor_swap_discards_what_c_code_writes_to_stdout(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What no HiGHS option silences (a bare printf in its MIP solver) is written straight to descriptor
+    1; with the swap on (as the command line sets it) none of it reaches the real stdout."""
+    monkeypatch.setattr(lp, "SILENCE_SOLVER_STDOUT", True)
+    with lp.quiet_solver_stdout():
+        os.write(1, b"stray solver line\n")
+    os.write(1, b"after\n")
+    assert capfd.readouterr().out == "after\n"
 
 
 # --- possible crafts and item info -----------------------------------------------------------------------

@@ -234,8 +234,8 @@ def test_a_query_does_the_same_work_whatever_anyone_planned_before(monkeypatch: 
     seat 1's first question about that item faster: queries use no planner cache another caller fills."""
     game = new()
     computed: list[object] = []
-    compute = PLANNER._compute_ancestors
-    monkeypatch.setattr(PLANNER, "_compute_ancestors", lambda *a: computed.append(a) or compute(*a))
+    compute = PLANNER.graph.ancestors
+    monkeypatch.setattr(PLANNER.graph, "ancestors", lambda *a: computed.append(a) or compute(*a))
     PLANNER.plan({"coal": 1, "stick": 1}, {"torch": 1})  # seat 0's private planning warms the shared cache
     shared_before = PLANNER._ancestors_cached.cache_info()
     query = {"type": "craftable", "item": "torch"}

@@ -1,4 +1,4 @@
-"""One answer to "what can this hand run": craft_rules.crafting.runnable_recipes, and everyone agrees with it.
+"""One answer to "what can this hand run": craft_rules.possible_crafts.runnable_recipes; everyone agrees.
 
 The engine's legal moves, the planner's possible crafts and the random bot all ask the same function,
 and every amount it names is accepted by the engine; these tests fail if any consumer grows its own rule.
@@ -6,12 +6,15 @@ and every amount it names is accepted by the engine; these tests fail if any con
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Mapping
 from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite_support import ORIGINAL_PROBLEMS
 from test_engine_support import instance, small_rules
 
 from agents.bots.random_bot import RandomBot
@@ -22,10 +25,12 @@ from craft_rules.crafting import (
     craft,
     max_runs,
     parse_runs,
-    runnable_recipes,
 )
 from craft_rules.loader import load_rule_set
+from craft_rules.model import RuleSet
 from craft_rules.planner import Planner
+from craft_rules.possible_crafts import possible_crafts as possible_crafts_of
+from craft_rules.possible_crafts import runnable_recipes
 from server.game import Game, GameSettings
 from server.game.legal import legal_actions, possible_crafts
 from server.game.views import player_view
@@ -120,3 +125,76 @@ def test_every_consumer_agrees_with_what_the_engine_accepts(hand: dict[str, int]
         assert action["recipe"] in listed
         assert Fraction(action["runs"]) <= dict(answer)[action["recipe"]]
         game.apply(0, action)
+
+
+# --- the ingredient index answers exactly what the definition does -------------------------------------
+
+MINECRAFT = load_rule_set("minecraft")
+# what can matter to "what can run": every ingredient option and fuel, and two items that feed nothing
+FEEDING = sorted({o for r in MINECRAFT.recipes.values() for ing in r.ingredients for o in ing.options})
+MINECRAFT_ITEMS = sorted(set(FEEDING) | set(MINECRAFT.fuels.burn_ticks) | {"diamond_sword", "dragon_egg"})
+UNUSED = next(item for item in sorted(MINECRAFT.items) if item not in MINECRAFT_ITEMS)
+
+
+def defined_runnable(
+    rules: RuleSet, hand: Mapping[str, Fraction], whole_runs: bool
+) -> list[tuple[str, Fraction]]:
+    """The definition, slowly: every recipe of the rule set, its :func:`max_runs` clamped as a craft
+    accepts it, kept when positive, by recipe id."""
+    out = []
+    for recipe in sorted(rules.recipes.values(), key=lambda r: r.id):
+        runs = clamp_runs(max_runs(rules, hand, recipe), whole_runs=whole_runs)
+        if runs > 0:
+            out.append((recipe.id, runs))
+    return out
+
+
+quantities = st.one_of(
+    st.integers(1, 12),
+    st.integers(1, 3 * MAX_RUNS),  # past the run limit
+    st.fractions(min_value=Fraction(1, 12), max_value=40, max_denominator=12),
+    st.integers(MAX_RUNS + 1, 10**15).map(lambda d: Fraction(1, d)),  # finer than a craft's step
+    st.integers(1, 10**18).map(lambda d: Fraction(d + 7, d)),  # huge denominators, about 1
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hand=st.dictionaries(st.sampled_from(MINECRAFT_ITEMS), quantities, max_size=80),
+    whole_runs=st.booleans(),
+)
+def test_runnable_recipes_are_what_the_definition_says_on_random_hands(
+    hand: dict[str, Fraction | int], whole_runs: bool
+) -> None:
+    expected = defined_runnable(MINECRAFT, {k: Fraction(v) for k, v in hand.items()}, whole_runs)
+    assert [(r.id, n) for r, n in runnable_recipes(MINECRAFT, hand, whole_runs=whole_runs)] == expected
+    assert all(type(n) is Fraction for _, n in runnable_recipes(MINECRAFT, hand, whole_runs=whole_runs))
+    # the possible crafts: the same recipes and amounts, by result then id, whatever the name's prefix
+    prefixed = {MINECRAFT.qualified(item): qty for item, qty in hand.items()}
+    by_result = sorted(expected, key=lambda pair: (MINECRAFT.recipes[pair[0]].result, pair[0]))
+    for asked in (hand, {**prefixed, UNUSED: 0}):
+        crafts = possible_crafts_of(MINECRAFT, asked, whole_runs=whole_runs)
+        assert [(c.recipe_id, c.max_runs) for c in crafts] == by_result
+        assert all(c.result == MINECRAFT.recipes[c.recipe_id].result for c in crafts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hand=st.dictionaries(st.sampled_from(ITEMS), quantities, max_size=12), whole_runs=st.booleans())
+def test_runnable_recipes_are_what_the_definition_says_on_the_small_rule_set(
+    hand: dict[str, Fraction | int], whole_runs: bool
+) -> None:
+    expected = defined_runnable(SMALL, {k: Fraction(v) for k, v in hand.items()}, whole_runs)
+    assert [(r.id, n) for r, n in runnable_recipes(SMALL, hand, whole_runs=whole_runs)] == expected
+
+
+def test_the_original_games_public_hands_can_run_what_the_definition_says() -> None:
+    if not ORIGINAL_PROBLEMS.exists():
+        pytest.skip(f"oracle data absent: {ORIGINAL_PROBLEMS}")
+    problems = json.loads(ORIGINAL_PROBLEMS.read_text(encoding="utf-8"))
+    for hand in (hand for problem in problems for hand in problem["hands"]):
+        held = {MINECRAFT.canonical(item): Fraction(qty) for item, qty in hand.items()}
+        for whole_runs in (True, False):
+            crafts = possible_crafts_of(MINECRAFT, hand, whole_runs=whole_runs)
+            expected = defined_runnable(MINECRAFT, held, whole_runs)
+            assert sorted((c.recipe_id, c.max_runs) for c in crafts) == expected
+            assert crafts or not expected

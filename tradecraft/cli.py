@@ -75,9 +75,9 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="tradecraft")
 def main() -> None:
     """TradeCraft: a trade-and-craft game and research platform."""
-    from craft_rules import planner  # light: numpy and scipy load only when something solves
+    from craft_rules import lp  # light: numpy and scipy load only when something solves
 
-    planner.SILENCE_SOLVER_STDOUT = True  # keep --json output parseable (see craft_rules.planner)
+    lp.SILENCE_SOLVER_STDOUT = True  # keep --json output parseable (see craft_rules.lp)
 
 
 if __name__ == "__main__":

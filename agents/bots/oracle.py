@@ -34,7 +34,8 @@ from typing import Any
 from craft_rules.crafting import fmt_qty
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
-from craft_rules.planner import Planner, PlannerError, planner_for
+from craft_rules.plan_inputs import PlannerError
+from craft_rules.planner import Planner, planner_for
 
 Hand = Mapping[str, int]
 Bundle = tuple[tuple[str, int], ...]
@@ -109,7 +110,7 @@ def candidate_targets(planner: Planner, pool: Hand, limit: int) -> tuple[str, ..
     with _CACHE_LOCK:
         cached = _CANDIDATES.get(key)
     if cached is None:
-        reach, _ = planner._fireable(pool, frozenset(planner.rules.recipes))
+        reach, _ = planner.graph.fireable(pool, frozenset(planner.rules.recipes))
         sized = []
         for item in sorted(reach - set(pool)):
             need = requirement(planner, {item: 1}, pool)

@@ -3,7 +3,7 @@
 It sees exactly what a remote player sees (the player view and the list of legal action types) and
 nothing else, so the server can seat it without handing it the game. The concrete moves come from
 the view: proposals are random bundles of the two public hands, crafts are the recipes the private
-crafting hand affords (:func:`craft_rules.crafting.runnable_recipes`, the same answer the engine's
+crafting hand affords (:func:`craft_rules.possible_crafts.runnable_recipes`, the same answer the engine's
 legal moves give), each run a random fraction of its largest amount.
 
 Deterministic for a seed: each move draws from a generator seeded with the seed and where the seat is in
@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from agents.bots.registry import PolicyOptions, WholeNumber
-from craft_rules.crafting import clamp_runs, fmt_qty, runnable_recipes
+from craft_rules.crafting import clamp_runs, fmt_qty
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
+from craft_rules.possible_crafts import runnable_recipes
 
 # Fractions of the largest run amount a random craft uses: whole runs and the usual exact parts.
 RUN_FRACTIONS: tuple[Fraction, ...] = (

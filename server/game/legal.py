@@ -15,7 +15,8 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from craft_rules.crafting import fmt_qty, iter_runnable_recipes, runnable_recipes
+from craft_rules.crafting import fmt_qty
+from craft_rules.possible_crafts import iter_runnable_recipes, runnable_recipes
 from server.game.actions import PLAYER_ACTION_TYPES, Craft, Decide, Propose
 from server.game.state import Game
 
@@ -134,8 +135,8 @@ def possible_crafts(game: Game, seat: int, limit: int | None = None) -> list[dic
 
     Each entry: ``{"recipe", "result", "count" (per run), "max_runs" (str), "action" (a Craft
     running the recipe max_runs times)}``, sorted by recipe id: the answer of
-    :func:`craft_rules.crafting.runnable_recipes` (default tag and fuel choices). Empty outside the craft
-    phase or once the seat has finished crafting.
+    :func:`craft_rules.possible_crafts.runnable_recipes` (default tag and fuel choices). Empty outside
+    the craft phase or once the seat has finished crafting.
     """
     if game.phase != "craft" or seat not in game.waiting_for():
         return []

@@ -35,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from craft_rules.crafting import clamp_runs, fmt_qty, max_runs
 from craft_rules.grid import GRID_SIZE, match_grid, recipe_grid
 from craft_rules.model import Recipe, RuleSet
-from craft_rules.planner import Planner, PlannerError, UnknownItemError, planner_for
+from craft_rules.plan_inputs import PlannerError, UnknownItemError
+from craft_rules.planner import Planner, planner_for
 from server.game.actions import parse_tagged
 from server.game.errors import GameError
 from server.game.events import for_viewer, visible_to
@@ -502,7 +503,7 @@ def _tree_node(
     if depth <= 0:
         node["stop"] = "depth"
         return node
-    levels = _planner(ctx).item_levels
+    levels = _planner(ctx).graph.item_levels
 
     def simplicity(recipe: Recipe) -> tuple[int, int, int, str]:
         # first the ways whose inputs the hands already hold (sticks from the planks someone has, not
