@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import Hand, Recipe, RuleSet
 
 MAX_RUNS = 10**6
@@ -49,15 +50,13 @@ view can print. Ordinary play stays far below it (it allows three crafts with co
 denominators in one phase); the craft phase's end floors every quantity, so the bound is per phase."""
 
 
-class CraftError(ValueError):
+class CraftError(TradeCraftError, ValueError):
     """An illegal craft. ``code`` is machine-readable; the message says what to do."""
 
     code = "craft_error"
 
     def __init__(self, message: str, **details: object):
-        super().__init__(message)
-        self.message = message
-        self.details = details
+        super().__init__(self.code, message, details)
 
 
 class UnknownRecipeError(CraftError):

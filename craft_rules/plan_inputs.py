@@ -8,18 +8,17 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from craft_rules.errors import TradeCraftError
 from craft_rules.model import RuleSet
 
 
-class PlannerError(ValueError):
+class PlannerError(TradeCraftError, ValueError):
     """Bad input to the planner. ``code`` is machine-readable; the message says what to do."""
 
     code = "planner_error"
 
     def __init__(self, message: str, **details: object):
-        super().__init__(message)
-        self.message = message
-        self.details = details
+        super().__init__(self.code, message, details)
 
 
 class UnknownItemError(PlannerError):

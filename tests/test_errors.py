@@ -17,7 +17,6 @@ from agents.local import LocalPlayError
 from agents.tournament import TournamentError
 from craft_rules.build.alchemy import AlchemyTableError
 from craft_rules.build.minecraft import GeneratorError
-from craft_rules.crafting import CraftError
 from craft_rules.errors import TradeCraftError
 from craft_rules.importers import (
     DestinationExistsError,
@@ -27,7 +26,6 @@ from craft_rules.importers import (
     UnsupportedInputError,
 )
 from craft_rules.loader import RuleSetError, load_rule_set
-from craft_rules.planner import PlannerError
 from craft_rules.taskgen import GenerationError
 from craft_rules.vanilla_check import VanillaCheckError
 from server.game.actions import parse_action
@@ -42,8 +40,6 @@ from server.web.export import ExportError
 
 PACKAGES = ("craft_rules", "server", "agents", "analysis")
 
-# Errors whose rebase onto TradeCraftError waits for the planner/crafting split; drop them once rebased.
-PENDING_REBASE: tuple[type[Exception], ...] = (CraftError, PlannerError)
 
 REFUSED_ACTION = parse_action({"type": "finish_crafting"})
 
@@ -337,7 +333,7 @@ def test_no_error_declares_its_own_shape(module_name: str) -> None:
             continue
         assert "to_dict" not in vars(cls), f"{cls.__qualname__} repeats TradeCraftError.to_dict"
         has_code = hasattr(cls, "code") or "code" in inspect.signature(cls.__init__).parameters
-        if has_code and not cls.__name__.startswith("_") and not issubclass(cls, PENDING_REBASE):
+        if has_code and not cls.__name__.startswith("_"):
             assert issubclass(cls, TradeCraftError), (
                 f"{cls.__qualname__} has a code but is no TradeCraftError"
             )
