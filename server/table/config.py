@@ -110,7 +110,7 @@ class SocketIOSection(_Section):
 
 
 class BotsSection(_Section):
-    """Bot and LLM-agent seats the server plays itself (server/table/bot_seats.py, run by the table in server/table/master.py)."""
+    """Bot and LLM-agent seats the server plays itself (server/table/bot_seats.py)."""
 
     default: str = Field("random", description="built-in bot used for bot seats that name none")
     move_delay_seconds: float = Field(
