@@ -19,7 +19,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ import pytest
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="tradecraft-tests-data-")
 os.environ.pop("TRADECRAFT_RULE_SETS", None)
 
-from e2e_helpers import Participant, ServerProcess, write_config
-from in_process import InProcessApp
+from e2e_helpers import MakeServer, Participant, ServerProcess, write_config
+from in_process import InProcessApp, MakeApp
 from suite_support import shipped_rule_set
 from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
@@ -65,10 +65,6 @@ def clients() -> Iterator[list[Participant]]:
     yield made
     for client in made:
         client.close()
-
-
-MakeServer = Callable[..., ServerProcess]
-MakeApp = Callable[..., InProcessApp]
 
 
 @pytest.fixture(scope="module")

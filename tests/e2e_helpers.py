@@ -214,6 +214,10 @@ class ServerProcess:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
 
+MakeServer = Callable[..., ServerProcess]
+"""The ``make_server`` fixture of conftest.py: ``make_server(config=None, *, port, env, script, **opts)``."""
+
+
 class Participant(ABC):
     """One participant, whatever carries its messages: REST, Socket.IO calls, and every message pushed to it
     (with the acks of its own actions), with waits on them. A subclass delivers pushes to :meth:`_record`."""

@@ -11,7 +11,7 @@ server; their pushes reach the test clients as they happen.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,10 @@ class InProcessApp:
     def close(self) -> None:
         self.services.close()
         logging.getLogger().removeHandler(self._log_handler)
+
+
+MakeApp = Callable[..., InProcessApp]
+"""The ``make_app`` fixture of conftest.py: ``make_app(config=None, **write_config_options)``."""
 
 
 class InProcessClient(Participant):
