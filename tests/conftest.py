@@ -94,6 +94,13 @@ def make_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeServer
 
 
 @pytest.fixture(scope="module")
+def server(make_server: MakeServer) -> ServerProcess:
+    """The module's real server process over the default test settings; a module needing other settings
+    overrides this fixture with one call of ``make_server``."""
+    return make_server()
+
+
+@pytest.fixture(scope="module")
 def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeApp]:
     """``make_app(config=None, **write_config_options)``: the app built in-process (its own settings file,
     SQLite file and data dir); closed when the module ends."""

@@ -11,7 +11,6 @@ replays a generated game exactly, that the researcher export carries the instanc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,13 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from e2e_helpers import DUEL_ID, Client, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL_ID, Client, MakeServer, ServerProcess, write_config
 
 from craft_rules.tasks import iter_instances
 from server.table.config import DEFAULT_CONFIG_PATH, SettingsError, load_settings
 from server.web.app import create_app
 from server.web.lobby import DEAL_SECRET_NAME, DIFFICULTY_BANDS, repeats_published
 
-ADMIN = ("admin", "test-admin-password")
 REAL_HALLS = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))["halls"]
 GENERATED_HALLS = [name for name, hall in REAL_HALLS.items() if hall["instances"]["choice"] == "generated"]
 
@@ -55,23 +53,20 @@ def assert_in_no_shipped_file(instance: dict[str, Any]) -> None:
     assert targets not in SHIPPED_TARGETS, f"a shipped instance file holds the targets {targets}"
 
 
+def untimed(hall: str) -> dict[str, Any]:
+    """A shipped hall as it is, but without deadlines."""
+    return {**REAL_HALLS[hall], "game": {**REAL_HALLS[hall].get("game", {}), "deadlines": {}}}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("fresh-deals")
-    config = write_config(folder)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    for name in [*GENERATED_HALLS, "paper"]:  # the shipped halls as they are, beside the tests' fixed ones
-        data["halls"][name] = {key: value for key, value in REAL_HALLS[name].items() if key != "game"}
-        data["halls"][name]["game"] = {**REAL_HALLS[name].get("game", {}), "deadlines": {}}
-    data["halls"]["stingy"] = {  # three players, one draw per game: easy deals often fail
+def server(make_server: MakeServer) -> ServerProcess:
+    halls = {name: untimed(name) for name in [*GENERATED_HALLS, "paper"]}  # beside the tests' fixed halls
+    halls["stingy"] = {  # three players, one draw per game: easy deals often fail
         "ruleset": "minecraft",
         "players": 3,
         "instances": {"choice": "generated", "max_attempts": 1},
     }
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+    return make_server(overrides={"halls": halls})
 
 
 def admin_record(server: ServerProcess, game_id: str) -> dict[str, Any]:
@@ -115,15 +110,12 @@ def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
 
 
 def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_kill(
-    tmp_path: Path,
+    tmp_path: Path, make_server: MakeServer
 ) -> None:
     """Players see hands that match no shipped instance; killed mid-game, the server replays the game
     exactly from the store; the researcher export carries the instance and replays it."""
-    config = write_config(tmp_path)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["halls"]["duel"] = {**REAL_HALLS["duel"], "game": {**REAL_HALLS["duel"]["game"], "deadlines": {}}}
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    server = ServerProcess(config).start()
+    config = write_config(tmp_path, overrides={"halls": {"duel": untimed("duel")}})
+    server = make_server(config)
     p0, p1, spectator = (
         Client(server.url, "Ada").connect(),
         Client(server.url, "Bob").connect(),
@@ -151,7 +143,7 @@ def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_k
         proposer = view["proposer"]
         clients = (p0, p1)
         offer_item = sorted(dealt_hands[proposer])[0]
-        ask_item = sorted(dealt_hands[1 - proposer])[0]
+        ask_item = next(item for item in sorted(dealt_hands[1 - proposer]) if item != offer_item)
         ack = clients[proposer].act(
             game_id, "propose", to=1 - proposer, offer={offer_item: 1}, request={ask_item: 1}, message="swap?"
         )

@@ -19,13 +19,13 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 import simple_websocket
-from e2e_helpers import DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL_TRADE, Client, MakeServer, ServerProcess
 
 from server.game.actions import PLAYER_ACTION_TYPES
 from server.game.queries import QUERY_MODELS
@@ -212,11 +212,8 @@ def error_code(answer: requests.Response) -> str | None:
 
 # ------------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("fuzz")
-    proc = ServerProcess(write_config(folder, admin_password=ADMIN_PASSWORD)).start()
-    yield proc
-    proc.stop()
+def server(make_server: MakeServer) -> ServerProcess:
+    return make_server(admin_password=ADMIN_PASSWORD)
 
 
 def _never_an_action(data: bytes) -> bytes:

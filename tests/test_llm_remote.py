@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
-from e2e_helpers import DUEL, Client, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL, Client, ServerProcess
 
 from agents.bot_cli import run_bot
 from agents.driver import run_seat
@@ -20,15 +19,7 @@ from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 from server.game.gamelog import decode_log
 
-ADMIN = ("admin", "test-admin-password")
 API_KEY = "sk-remote-test-key-0123456789"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(write_config(tmp_path_factory.mktemp("llm-remote"))).start()
-    yield proc
-    proc.stop()
 
 
 def test_two_llm_agents_play_a_tom_game_through_a_live_server(

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import Client, ServerProcess
+from e2e_helpers import Client, MakeServer, ServerProcess
 
 from agents.bots.random_bot import RandomBot
 from agents.narrator import narrate_events, observation
@@ -113,7 +112,7 @@ def test_a_paper_game_tells_an_llm_the_whole_runs_rule_the_scoring_and_the_revea
 
 # --- a real server -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
     folder = tmp_path_factory.mktemp("paper")
     config = {
         "server": {"host": "127.0.0.1", "data_dir": str(folder / "data"), "log_level": "INFO"},
@@ -122,9 +121,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     }
     path = folder / "settings.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    proc = ServerProcess(path).start()
-    yield proc
-    proc.stop()
+    return make_server(path)
 
 
 def test_two_bots_play_a_full_game_in_the_paper_hall(server: ServerProcess) -> None:

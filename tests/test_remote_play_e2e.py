@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import requests
-from e2e_helpers import DUEL_TRADE, ROOT, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL_TRADE, ROOT, MakeServer, ServerProcess
 from net_proxy import Proxy
 
 from agents.bots.registry import make_policy
@@ -34,16 +34,6 @@ from agents.remote import RemoteConnection, login_cookie
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import parse_instance_file
 from server.game import GameSettings
-
-ADMIN = ("admin", "test-admin-password")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("remote")
-    proc = ServerProcess(write_config(folder)).start()
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture
@@ -409,55 +399,48 @@ def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelo
     assert not ready and conn.envelope()["log_size"] == 7
 
 
-def test_remote_players_ride_out_a_server_crash_and_restart(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "crash")
-    first = ServerProcess(config).start()
-    second: ServerProcess | None = None
-    try:
-        tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
-        game_id = create_game(first, tokens[0], ["agent", "agent"])
-        players = [
-            Recording(make_policy("random", 11), delay=0.2),
-            Recording(make_policy("random", 12), delay=0.2),
-        ]
-        conns = [
-            RemoteConnection(
-                first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
-            ).connect()
-            for s in (0, 1)
-        ]
-        outcomes: dict[int, SeatOutcome] = {}
-        errors: list[BaseException] = []
+def test_remote_players_ride_out_a_server_crash_and_restart(make_server: MakeServer) -> None:
+    first = make_server()
+    tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
+    game_id = create_game(first, tokens[0], ["agent", "agent"])
+    players = [
+        Recording(make_policy("random", 11), delay=0.2),
+        Recording(make_policy("random", 12), delay=0.2),
+    ]
+    conns = [
+        RemoteConnection(
+            first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
+        ).connect()
+        for s in (0, 1)
+    ]
+    outcomes: dict[int, SeatOutcome] = {}
+    errors: list[BaseException] = []
 
-        def play(seat: int) -> None:
-            try:
-                outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
-            except BaseException as err:  # reported by the assertion below
-                errors.append(err)
+    def play(seat: int) -> None:
+        try:
+            outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
+        except BaseException as err:  # reported by the assertion below
+            errors.append(err)
 
-        threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
-        for thread in threads:
-            thread.start()
-        time.sleep(0.8)  # a few moves in
-        first.kill()  # SIGKILL: no goodbye to any socket
-        assert not conns[0].finished  # the crash really is mid-game
-        seen_before = len(players[0].seen)
-        time.sleep(1.0)
-        second = ServerProcess(config, port=first.port).start()
-        for thread in threads:
-            thread.join(timeout=120)
-        for conn in conns:
-            conn.close()
-        assert not errors, errors
-        assert all(conn.reconnects >= 1 for conn in conns)
-        for seat in (0, 1):
-            assert outcomes[seat].final_view["finished"]
-            assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
-        assert len(players[0].seen) > seen_before
-    finally:
-        first.kill()
-        if second is not None:
-            second.stop()
+    threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.8)  # a few moves in
+    first.kill()  # SIGKILL: no goodbye to any socket
+    assert not conns[0].finished  # the crash really is mid-game
+    seen_before = len(players[0].seen)
+    time.sleep(1.0)
+    second = make_server(first.config, port=first.port)
+    for thread in threads:
+        thread.join(timeout=120)
+    for conn in conns:
+        conn.close()
+    assert not errors, errors
+    assert all(conn.reconnects >= 1 for conn in conns)
+    for seat in (0, 1):
+        assert outcomes[seat].final_view["finished"]
+        assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
+    assert len(players[0].seen) > seen_before
 
 
 class Tracing(Recording):
@@ -562,35 +545,31 @@ def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerPr
     assert [t.model_dump().get("note") for t in log.traces] == ["kept"]
 
 
-def test_each_seat_has_its_own_share_of_the_games_trace_records(tmp_path: Path) -> None:
+def test_each_seat_has_its_own_share_of_the_games_trace_records(make_server: MakeServer) -> None:
     """One agent used to be able to fill the game's whole trace quota and crowd out its opponent's."""
-    config = write_config(tmp_path)
-    server = ServerProcess(config, env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"}).start()
-    try:
-        tokens = [make_token(server, "share-a"), make_token(server, "share-b")]
-        game_id = create_game(server, tokens[0], ["agent", "agent"])
-        for seat, token in enumerate(tokens):
-            requests.post(
-                f"{server.url}/api/games/{game_id}/join",
-                json={"seat": seat},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
-            )
+    server = make_server(env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"})
+    tokens = [make_token(server, "share-a"), make_token(server, "share-b")]
+    game_id = create_game(server, tokens[0], ["agent", "agent"])
+    for seat, token in enumerate(tokens):
+        requests.post(
+            f"{server.url}/api/games/{game_id}/join",
+            json={"seat": seat},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
 
-        def send(token: str, count: int) -> dict[str, Any]:
-            return requests.post(
-                f"{server.url}/api/games/{game_id}/traces",
-                json={"traces": [{"i": i} for i in range(count)]},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
-            ).json()
+    def send(token: str, count: int) -> dict[str, Any]:
+        return requests.post(
+            f"{server.url}/api/games/{game_id}/traces",
+            json={"traces": [{"i": i} for i in range(count)]},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ).json()
 
-        greedy = send(tokens[0], 8)
-        assert greedy["ok"] and (greedy["stored"], greedy["dropped"]) == (5, 3)
-        assert send(tokens[0], 1)["stored"] == 0
-        fair = send(tokens[1], 5)
-        assert fair["ok"] and fair["stored"] == 5
-        log = researcher_log(server, game_id)
-        assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5
-    finally:
-        server.stop()
+    greedy = send(tokens[0], 8)
+    assert greedy["ok"] and (greedy["stored"], greedy["dropped"]) == (5, 3)
+    assert send(tokens[0], 1)["stored"] == 0
+    fair = send(tokens[1], 5)
+    assert fair["ok"] and fair["stored"] == 5
+    log = researcher_log(server, game_id)
+    assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
-from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, MakeServer
 
 DEADLINE = 3.0
 BOT_DELAY = 1.5
@@ -35,9 +34,8 @@ SCRIPT = [
 ]
 
 
-def test_kill_9_and_restart_resumes_every_game(tmp_path: Path) -> None:
-    config = write_config(tmp_path, deadline=DEADLINE, bot_delay=BOT_DELAY)
-    server = ServerProcess(config).start()
+def test_kill_9_and_restart_resumes_every_game(make_server: MakeServer) -> None:
+    server = make_server(deadline=DEADLINE, bot_delay=BOT_DELAY)
     made: list[Client] = []
     try:
         # several running games, each stopped at a different point of the script (all actions acked)
@@ -112,4 +110,3 @@ def test_kill_9_and_restart_resumes_every_game(tmp_path: Path) -> None:
     finally:
         for client in made:
             client.close()
-        server.stop()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from e2e_helpers import (
+    ADMIN,
     DUEL,
     DUEL_CRAFTS,
     DUEL_TRADE,
@@ -23,21 +24,11 @@ from e2e_helpers import (
     Client,
     ServerProcess,
     play_duel,
-    write_config,
 )
 
 from server.game.actions import PLAYER_ACTION_TYPES
 
-ADMIN = ("admin", "test-admin-password")
 PRIVATE_EVENT_TYPES = {"tom_reported", "proposed", "decided", "proposal_cancelled", "crafted"}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("e2e")
-    proc = ServerProcess(write_config(folder)).start()
-    yield proc
-    proc.stop()
 
 
 def new_client(server: ServerProcess, made: list[Client], name: str | None = None, **kwargs: Any) -> Client:
