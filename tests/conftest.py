@@ -30,8 +30,8 @@ os.environ.pop("TRADECRAFT_RULE_SETS", None)
 
 from e2e_helpers import MakeServer, Participant, ServerProcess, write_config
 from in_process import InProcessApp, MakeApp
+from mini_rules import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 from suite_support import shipped_rule_set
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
 from craft_rules.loader import load_rule_set_from
 from craft_rules.model import RuleSet

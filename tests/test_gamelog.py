@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from e2e_helpers import ADMIN, DUEL_ID
+from engine_support import TWO_PLAYER, small_rules
 from in_process import InProcessApp
-from test_engine_support import TWO_PLAYER, small_rules
 
 from agents.bots import RandomBot, make_policy
 from agents.local import play_local

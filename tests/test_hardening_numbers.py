@@ -13,9 +13,9 @@ import time
 from fractions import Fraction
 
 import pytest
+from engine_support import new_game
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_support import new_game
 
 from craft_rules.crafting import MAX_HAND_DENOMINATOR, MAX_RUNS, InvalidRunsError, parse_runs
 from server.game import Game, GameError

@@ -10,9 +10,9 @@ import random
 from fractions import Fraction
 
 import pytest
+from engine_support import instance, small_rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_support import instance, small_rules
 
 from agents.bots.random_bot import RandomBot
 from craft_rules.crafting import (
