@@ -157,6 +157,7 @@ action_like = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     action=action_like | json_values,

@@ -15,6 +15,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from engine_support import property_worlds, random_move
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -235,6 +236,7 @@ def make_game(world: tuple[RuleSet, TaskInstance], options: dict[str, Any], seed
     return Game.new(inst, GameSettings(ruleset=rules.name, tom_orders=orders, **options), rules, seed)
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=st.sampled_from(WORLDS), options=game_settings, seed=st.integers(0, 2**32 - 1))
 def test_random_games_keep_every_invariant(world, options, seed):
@@ -246,6 +248,7 @@ def test_random_games_keep_every_invariant(world, options, seed):
     assert twin.log_digest() == game.log_digest()
 
 
+@pytest.mark.slow
 @settings(max_examples=max(EXAMPLES // 3, 20), deadline=None)
 @given(world=st.sampled_from(WORLDS), seed=st.integers(0, 2**32 - 1))
 def test_long_random_games_replay_exactly(world, seed):
@@ -302,4 +305,4 @@ class EngineMachine(RuleBasedStateMachine):
 EngineMachine.TestCase.settings = settings(
     max_examples=max(EXAMPLES // 3, 20), stateful_step_count=40, deadline=None
 )
-test_engine_state_machine = EngineMachine.TestCase
+test_engine_state_machine = pytest.mark.slow(EngineMachine.TestCase)

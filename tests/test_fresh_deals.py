@@ -1,5 +1,7 @@
 """Fresh deals: the public play halls give each game an instance made for it, which no public file holds.
 
+Needs a real server process: a server killed with SIGKILL must replay a generated game from its store alone.
+
 Every player sees every starting hand, and the shipped instance files (craft_rules/TC_GAMES) are public: a
 game dealt from them can be looked up by its hands and every target read. These tests run the halls of the
 real settings.yaml on a live server and search every shipped instance for the hands and targets it deals;
@@ -82,7 +84,10 @@ def create(server: ServerProcess, user: str, hall: str, **body: Any) -> tuple[in
     return answer.status_code, answer.json()
 
 
-@pytest.mark.parametrize("hall", GENERATED_HALLS)
+@pytest.mark.parametrize(
+    "hall",  # three-player deals take many draws: over ten seconds
+    [pytest.param(hall, marks=pytest.mark.slow) if hall == "trio" else hall for hall in GENERATED_HALLS],
+)
 def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
     server: ServerProcess, hall: str
 ) -> None:
@@ -109,6 +114,7 @@ def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
         assert record["instance_id"] == f"{record['ruleset']}/{record['mode']}/dealt-{game['game_id']}#0"
 
 
+@pytest.mark.slow
 def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_kill(
     tmp_path: Path, make_server: MakeServer
 ) -> None:

@@ -1,5 +1,7 @@
 """Fuzz a live server: over 10,000 generated malformed requests over REST and Socket.IO (real sockets).
 
+Needs a real server process: frames that are not Socket.IO packets reach only a real socket.
+
 A game is left mid-play; then an anonymous client, a logged-in outsider and one of the game's own players send
 malformed requests to every route and event (bodies the JSON parser refuses, wrong types, junk fields, huge
 and odd numbers, hostile strings, unknown ids) plus frames that are not Socket.IO packets at all. Asserted:
@@ -237,6 +239,7 @@ def digest(server: ServerProcess, admin: requests.Session, players: list[Client]
 
 
 # ------------------------------------------------------------------------------------------ the fuzz
+@pytest.mark.slow
 def test_ten_thousand_malformed_requests_break_nothing(server: ServerProcess) -> None:
     p0 = Client(server.url, "Fuzz P0").connect()
     p1 = Client(server.url, "Fuzz P1").connect()

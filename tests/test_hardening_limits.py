@@ -1,5 +1,7 @@
 """Hardening of the edges: abuse limits, one rule for names, security headers, quiet logs, unreadable bodies.
 
+Needs a real server process: per-address limits, transport guards, two processes sharing Redis.
+
 One live server (real sockets) with low limits serves the module; the limiter's counters are also checked
 directly, in-process and in a real Redis (skipped when no ``redis-server`` is installed).
 """
@@ -408,6 +410,7 @@ def test_limits_storage_must_be_redis() -> None:
         LimitsSection(storage="memcached://x")
 
 
+@pytest.mark.slow
 def test_two_server_processes_share_the_limits_through_redis(
     tmp_path: Path, redis_url: str, make_server: MakeServer
 ) -> None:

@@ -1,6 +1,9 @@
 """Two LLM agents play each other through a live server: each with `run_bot` (what `tradecraft bot` runs),
 a RemoteConnection over Socket.IO with an API token, and the real ChatOpenAI against the project's
-OpenAI-compatible test server."""
+OpenAI-compatible test server.
+
+Needs a real server process: the agents are remote clients (RemoteConnection), as `tradecraft bot` is.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The `paper` hall: the paper's protocol as the shipped settings declare it, played for real.
 
+Needs a real server process: the shipped hall is played as deployed, bots seated by a server process.
+
 A real server (subprocess, real sockets, a real SQLite file) runs the shipped `paper` hall between two
 built-in bots; the lobby's instance order and first-proposer rotation are checked in-process; the
 narration an LLM would read is checked on a game of the hall's settings."""

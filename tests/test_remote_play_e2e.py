@@ -1,6 +1,8 @@
 """Remote play over a live server: RemoteConnection (python-socketio client, API token or session cookie)
 against ``run_server.py`` on loopback, through a TCP proxy that can break the network on purpose.
 
+Needs a real server process: remote clients over the network, a proxy breaking sockets, a crash.
+
 Covered: a remote random bot plays a whole game against a server bot; a browser-less "human" (cookie
 login, a scripted client using queries) plays a whole game, and its query answers equal the local
 connection's; dropped sockets mid-game are healed without losing or repeating an event; an action whose
@@ -399,6 +401,7 @@ def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelo
     assert not ready and conn.envelope()["log_size"] == 7
 
 
+@pytest.mark.slow
 def test_remote_players_ride_out_a_server_crash_and_restart(make_server: MakeServer) -> None:
     first = make_server()
     tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]

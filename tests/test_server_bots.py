@@ -1,6 +1,8 @@
 """Bot and LLM seats on a live server (tests/policy_server.py: run_server.py with the test-only policies of
 tests/bot_policies.py injected through create_app(policy_factory=...)), over real sockets and real SQLite.
 
+Needs a real server process: kill -9 and restart of bot seats, hung policies, policies plugged in.
+
 - a bot that sleeps 2 s per move delays no other game's actions nor any deadline, nor reads of its own game;
 - a bot's move is validated like a client's: an illegal one is refused, counted, retried with other seeds,
   and the seat finally resigns;

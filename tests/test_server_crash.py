@@ -1,11 +1,15 @@
 """Crash safety: SIGKILL the server during several running games, restart it, and every game continues from
-its last acknowledged event — including a pending deadline and a bot seat that was about to move."""
+its last acknowledged event — including a pending deadline and a bot seat that was about to move.
+
+Needs a real server process: kill -9 and a restart.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
 
+import pytest
 from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, MakeServer
 
 DEADLINE = 3.0
@@ -34,6 +38,7 @@ SCRIPT = [
 ]
 
 
+@pytest.mark.slow
 def test_kill_9_and_restart_resumes_every_game(make_server: MakeServer) -> None:
     server = make_server(deadline=DEADLINE, bot_delay=BOT_DELAY)
     made: list[Client] = []

@@ -1,5 +1,7 @@
 """End-to-end tests over real sockets: python-socketio and HTTP clients against ``run_server.py`` on loopback.
 
+Needs a real server process: websocket and long-polling transports, the documented example client.
+
 One server process serves the whole module (each test makes its own games). Every Socket.IO message each
 client receives is captured and, where it matters, scanned for private information of other seats.
 """

@@ -1,5 +1,7 @@
 """Scale-out: two server processes share one SQLite file and one Redis message queue.
 
+Needs a real server process: two processes over one Redis message queue.
+
 The two players of a game are connected to different processes; both see every push, and concurrent actions
 through both processes never fork the game (the store's unique sequence numbers + catch-up/replay on
 conflict)."""

@@ -1,5 +1,7 @@
 """Browser tests: a live server, Debian's chromium through Playwright, a folder for screenshots.
 
+Needs a real server process: a browser loads its pages and sockets from one.
+
 Never `playwright install` (it downloads a browser): `make browser` installs Debian's chromium.
 """
 
