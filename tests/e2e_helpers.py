@@ -121,8 +121,8 @@ def write_config(
     bot_delay: float = 0.0,
     overrides: dict[str, Any] | None = None,
 ) -> Path:
-    """The test settings file in ``folder``; ``overrides`` (say ``{"halls": {"banded": {...}}}``) are merged
-    into it section by section, a dict into a dict, anything else replacing what stood."""
+    """The test settings file in ``folder``. ``overrides`` go in section by section: each key given replaces
+    that key of its section (``{"halls": {"banded": {...}}}`` adds or replaces one hall, keeps the rest)."""
     folder.mkdir(parents=True, exist_ok=True)
     instances_root = write_instances(folder / "instances")
     config = {
@@ -133,18 +133,11 @@ def write_config(
         "bots": {"move_delay_seconds": bot_delay},
         "halls": hall_settings(instances_root, deadline),
     }
-    _merge(config, overrides or {})
+    for section, values in (overrides or {}).items():
+        config[section] = {**config.get(section, {}), **values} if isinstance(values, dict) else values
     path = folder / "settings.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
-
-
-def _merge(into: dict[str, Any], overrides: dict[str, Any]) -> None:
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
 
 
 class ServerProcess:
