@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 import socketio
@@ -205,6 +205,16 @@ class ServerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def client(self, name: str | None = None, token: str | None = None) -> Client:
+        """A participant over the network (as ``InProcessApp.client`` is one in-process)."""
+        return Client(self.url, name, token)
+
+
+class Host(Protocol):
+    """Whatever serves the game to participants: a :class:`ServerProcess` or an in-process app."""
+
+    def client(self, name: str | None = None, token: str | None = None) -> Participant: ...
 
 
 MakeServer = Callable[..., ServerProcess]
