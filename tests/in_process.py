@@ -10,7 +10,9 @@ server; their pushes reach the test clients as they happen.
 
 from __future__ import annotations
 
+import gc
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ class InProcessApp:
         self._log_lines: list[str] = []
         self._log_handler = _ListHandler(self._log_lines)
         logging.getLogger().addHandler(self._log_handler)
+        self._switch_interval = sys.getswitchinterval()
         self.flask: Flask = create_app(load_settings(settings_path, environ=environ or {}))
         self.services: Services = self.flask.extensions["tradecraft"]
         self.socketio: SocketIO = self.flask.extensions["socketio"]
@@ -52,6 +55,10 @@ class InProcessApp:
     def close(self) -> None:
         self.services.close()
         logging.getLogger().removeHandler(self._log_handler)
+        # create_app tunes the process for serving (a 1 ms GIL switch interval, every object frozen out of the
+        # cyclic collector); the rest of the suite runs as it did before
+        sys.setswitchinterval(self._switch_interval)
+        gc.unfreeze()
 
 
 MakeApp = Callable[..., InProcessApp]

@@ -78,3 +78,15 @@ def test_where_shared_data_is_present_every_oracle_the_suite_reads_is_there() ->
         pytest.skip(f"no shared data at {SHARED_DATA}: the oracle tests skip too (set TRADECRAFT_SHARED_DIR)")
     missing = [str(path) for path in ORACLES if not path.exists()]
     assert not missing, f"oracle paths the suite names are missing under {SHARED_DATA}: {missing}"
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in helper modules (e2e_helpers, in_process, engine_support, ...): importing a test
+    module runs its collection-time work again and ties one test file's refactors to another's."""
+    importing = re.compile(r"^\s*(?:from\s+test_\w+\s+import|import\s+test_\w+)", re.M)
+    offenders = [
+        str(path.relative_to(TESTS))
+        for path in sorted(TESTS.rglob("*.py"))
+        if importing.search(path.read_text())
+    ]
+    assert not offenders, offenders
