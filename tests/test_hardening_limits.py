@@ -83,6 +83,7 @@ def test_healthz_names_no_path(server: ServerProcess) -> None:
 
 
 # ------------------------------------------------------------------------------------------ quiet logs
+@pytest.mark.slow
 def test_clean_disconnects_log_no_error(server: ServerProcess) -> None:
     since = len(server.log())
     for transports in (["websocket"], ["polling"], ["polling", "websocket"]):

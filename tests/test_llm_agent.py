@@ -137,6 +137,7 @@ def test_every_bad_answer_gets_a_typed_error_then_the_fallback_is_logged() -> No
     assert passed.type == "passed" and passed.actor == 0
 
 
+@pytest.mark.slow
 def test_with_20_percent_provider_faults_20_of_20_games_complete_and_every_fallback_is_logged() -> None:
     fallbacks = logged = 0
     with OpenAITestServer(policy=ScriptedPlayer(), fault_rate=0.2, seed=11) as server:

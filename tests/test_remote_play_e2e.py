@@ -328,6 +328,7 @@ def test_tradecraft_bot_plays_a_whole_game_against_another_remote_client(
     assert tokens[1] not in out + err
 
 
+@pytest.mark.slow
 def test_tradecraft_bot_refusals_are_typed(server: ServerProcess) -> None:
     token = make_token(server, "cli-refusals")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])

@@ -198,6 +198,7 @@ def test_a_bot_sleeping_2_s_per_move_delays_no_other_game_nor_any_deadline(
 
 
 # ------------------------------------------------------------------------------------------ illegal bots
+@pytest.mark.slow
 def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_then_resigns(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -257,6 +258,7 @@ def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerPr
 
 
 # ------------------------------------------------------------------------------------------------ traces
+@pytest.mark.slow
 def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participant_export(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -378,6 +380,7 @@ def observed_runs(records: Path, seed: int) -> list[list[dict[str, Any]]]:
     return [r for r in acted(read_records(records, "observer")) if r[0]["seed"] == seed]
 
 
+@pytest.mark.slow
 def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(
     tmp_path: Path, make_server: MakeServer
 ) -> None:

@@ -70,6 +70,7 @@ print(json.dumps([(r.get("error"), r["log_sha256"]) for r in run_games(specs)]))
 """
 
 
+@pytest.mark.slow
 def test_same_games_whatever_the_hash_seed_with_the_planner_and_tom2():
     # the same games in processes with other hash seeds: a bot whose choices followed a set's iteration
     # order would play others (the planner's craft steps once did: 89 of 1920 games differed between two
