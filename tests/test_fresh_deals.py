@@ -85,6 +85,7 @@ def create(app: InProcessApp, user: str, hall: str, **body: Any) -> tuple[int, d
     return app.client(user).rest("POST", "/api/games", {"hall": hall, **body})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hall", GENERATED_HALLS)
 def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
     app: InProcessApp, hall: str

@@ -25,6 +25,7 @@ from server.game.gamelog import decode_log
 API_KEY = "sk-remote-test-key-0123456789"
 
 
+@pytest.mark.slow
 def test_two_llm_agents_play_a_tom_game_through_a_live_server(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +108,7 @@ class TerminalHuman:
         return {"type": "finish_crafting"}
 
 
+@pytest.mark.slow
 def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_through_a_live_server(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -206,6 +206,7 @@ def test_planning_still_loads_the_solver_when_it_solves() -> None:
     assert "scipy.optimize" in planned
 
 
+@pytest.mark.slow
 def test_the_server_package_never_imports_agents() -> None:
     offenders = [
         str(path.relative_to(ROOT))

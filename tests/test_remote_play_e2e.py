@@ -90,6 +90,7 @@ class Recording:
         return self.policy.act(view, legal)
 
 
+@pytest.mark.slow
 def test_a_remote_random_bot_plays_a_whole_game_against_a_server_bot(server: ServerProcess) -> None:
     token = make_token(server, "remote-random")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])
@@ -205,6 +206,7 @@ def test_remote_and_local_queries_agree(server: ServerProcess, tmp_path: Path) -
                 assert far["error"]["code"] == near["error"]["code"], query
 
 
+@pytest.mark.slow
 def test_dropped_sockets_mid_game_are_healed_without_losing_or_repeating_events(
     server: ServerProcess, proxy: Proxy
 ) -> None:
@@ -282,6 +284,7 @@ def tradecraft_cli() -> list[str]:
     return [sys.executable, "-c", "from tradecraft.cli import main; main()"]
 
 
+@pytest.mark.slow
 def test_tradecraft_bot_plays_a_whole_game_against_another_remote_client(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -365,6 +368,7 @@ def test_tradecraft_bot_starts_without_the_web_layer() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_seat_handed_to_a_bot_for_idleness_stops_the_driver(server: ServerProcess) -> None:
     token = make_token(server, "too-slow")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}], hall="idle")
@@ -549,6 +553,7 @@ def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerPr
     assert [t.model_dump().get("note") for t in log.traces] == ["kept"]
 
 
+@pytest.mark.slow
 def test_each_seat_has_its_own_share_of_the_games_trace_records(make_server: MakeServer) -> None:
     """One agent used to be able to fill the game's whole trace quota and crowd out its opponent's."""
     server = make_server(env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"})

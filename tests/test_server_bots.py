@@ -122,6 +122,7 @@ def acted(records: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------------------ slow bots
+@pytest.mark.slow
 def test_a_bot_sleeping_2_s_per_move_delays_no_other_game_nor_any_deadline(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -232,6 +233,7 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     assert {code for _, code in counted} == {refused["error"]["code"]}
 
 
+@pytest.mark.slow
 def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerProcess, Path]) -> None:
     """A policy with a refused(error) hook (an LLM agent) keeps its seat's policy: it is told the engine's
     typed error (the one a client gets) and asked again, instead of being replaced by another seed."""
@@ -418,6 +420,7 @@ def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(
 
 
 # ---------------------------------------------------------------------------------------- hung policies
+@pytest.mark.slow
 def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(
     tmp_path: Path, make_server: MakeServer
 ) -> None:
@@ -581,6 +584,7 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
 
 
 # ----------------------------------------------------------------------------------- a real LLM agent
+@pytest.mark.slow
 def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(
     tmp_path: Path, make_server: MakeServer
 ) -> None:

@@ -433,6 +433,7 @@ def test_rest_only_game_with_api_token_and_idempotent_retries(
     )
 
 
+@pytest.mark.slow
 def test_deadlines_submit_timeouts(app_client: InProcessApp, clients: list[Participant]) -> None:
     game_id, (p0, _p1) = start_game(app_client, clients, "timed", 2)
     first = snapshot(p0, game_id)

@@ -29,6 +29,7 @@ def two_servers(make_server: MakeServer) -> tuple[ServerProcess, ServerProcess]:
     return first, make_server(first.config)  # the first made the database and the shared secret key
 
 
+@pytest.mark.slow
 def test_players_on_different_processes_play_a_full_game(
     two_servers: tuple[ServerProcess, ServerProcess],
 ) -> None:

@@ -56,6 +56,7 @@ def test_schedule_swaps_seats_with_the_same_game_seeds():
     assert len({s.seed for s in specs}) == 4  # one seed per (instance, repeat)
 
 
+@pytest.mark.slow
 def test_same_seed_same_records_serial_and_parallel(serial_records):
     specs = schedule(["tom1", "random"], resolve_instances(INSTANCES), 1, seed=7)
     assert run_games(specs) == serial_records
