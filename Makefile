@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser valgrind run test lint bench clean
+.PHONY: setup browser valgrind run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/pytest
+
+# the quick lane while working: no browser, no test marked slow (CI runs `make test`)
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/pytest -m "not slow" --ignore=tests/browser
 
 bench: $(STAMP) browser valgrind
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -8,6 +8,9 @@ ships, never what this machine happens to have.
   server processes started by the tests inherit that.
 - The shipped rule sets are part of the package: a missing one is a failure, not a skip.
   :func:`suite_support.shipped_rule_set` is the one way for a test to ask for one by name.
+- Servers: ``make_server`` starts real server processes (for tests of the process and its sockets),
+  ``make_app`` / ``app_client`` build the app in-process (for tests of what it answers); both write the test
+  settings with :func:`e2e_helpers.write_config` and shut down all they started when the module ends.
 """
 
 from __future__ import annotations
@@ -17,15 +20,18 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="tradecraft-tests-data-")
 os.environ.pop("TRADECRAFT_RULE_SETS", None)
 
-from e2e_helpers import Client
+from e2e_helpers import MakeServer, Participant, ServerProcess, write_config
+from in_process import InProcessApp, MakeApp
+from mini_rules import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 from suite_support import shipped_rule_set
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 
 from craft_rules.loader import load_rule_set_from
 from craft_rules.model import RuleSet
@@ -53,9 +59,64 @@ def mini(tmp_path_factory: pytest.TempPathFactory) -> RuleSet:
 
 
 @pytest.fixture
-def clients() -> Iterator[list[Client]]:
-    """Socket.IO/REST clients a test opens (append them); closed when the test ends."""
-    made: list[Client] = []
+def clients() -> Iterator[list[Participant]]:
+    """Participants a test opens, network or in-process (append them); closed when the test ends."""
+    made: list[Participant] = []
     yield made
     for client in made:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def make_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeServer]:
+    """``make_server(config=None, *, port=None, env=None, script=None, **write_config_options)``: a started
+    ``run_server.py`` process (or ``script``) over ``config``, else over a fresh test settings file. Every
+    server it started is stopped when the module ends (a test may stop or kill one sooner)."""
+    started: list[ServerProcess] = []
+
+    def make(
+        config: Path | None = None,
+        *,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        script: Path | None = None,
+        **options: Any,
+    ) -> ServerProcess:
+        if config is None:
+            config = write_config(tmp_path_factory.mktemp("server"), **options)
+        server = ServerProcess(config, port=port, env=env, **({"script": script} if script else {}))
+        started.append(server)
+        return server.start()
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(make_server: MakeServer) -> ServerProcess:
+    """The module's real server process over the default test settings; a module needing other settings
+    overrides this fixture with one call of ``make_server``."""
+    return make_server()
+
+
+@pytest.fixture(scope="module")
+def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeApp]:
+    """``make_app(config=None, **write_config_options)``: the app built in-process (its own settings file,
+    SQLite file and data dir); closed when the module ends."""
+    made: list[InProcessApp] = []
+
+    def make(config: Path | None = None, **options: Any) -> InProcessApp:
+        app = InProcessApp(config or write_config(tmp_path_factory.mktemp("app"), **options))
+        made.append(app)
+        return app
+
+    yield make
+    for app in made:
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def app_client(make_app: MakeApp) -> InProcessApp:
+    """The module's in-process app over the default test settings: ``app_client.client("Ada").connect()``."""
+    return make_app()

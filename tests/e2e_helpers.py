@@ -4,7 +4,8 @@
 instances (written by :func:`write_config`), waits for ``/healthz`` and can be killed with SIGKILL.
 ``Client`` is what a browser or a bot is: a ``requests`` session (REST, the login cookie) plus a
 python-socketio client; every Socket.IO message it receives is captured (event name and payload) so tests can
-scan all of them for private information.
+scan all of them for private information. :class:`Participant` holds that capturing and waiting, shared
+with the in-process client of tests/in_process.py.
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 import socketio
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+ADMIN_PASSWORD = "test-admin-password"
+ADMIN = ("admin", ADMIN_PASSWORD)
+"""HTTP basic auth of the admin area of a server configured by :func:`write_config`."""
 
 # Small minecraft instances whose games a script can finish in one turn.
 # Duel: seat 0 needs coal (from seat 1) for a torch; seat 1 needs seat 0's iron ingot for shears.
@@ -111,10 +116,13 @@ def write_config(
     message_queue: str | None = None,
     channel: str = "tradecraft-test",
     database_uri: str | None = None,
-    admin_password: str | None = "test-admin-password",
+    admin_password: str | None = ADMIN_PASSWORD,
     deadline: float | None = None,
     bot_delay: float = 0.0,
+    overrides: dict[str, Any] | None = None,
 ) -> Path:
+    """The test settings file in ``folder``. ``overrides`` go in section by section: each key given replaces
+    that key of its section (``{"halls": {"banded": {...}}}`` adds or replaces one hall, keeps the rest)."""
     folder.mkdir(parents=True, exist_ok=True)
     instances_root = write_instances(folder / "instances")
     config = {
@@ -125,6 +133,8 @@ def write_config(
         "bots": {"move_delay_seconds": bot_delay},
         "halls": hall_settings(instances_root, deadline),
     }
+    for section, values in (overrides or {}).items():
+        config[section] = {**config.get(section, {}), **values} if isinstance(values, dict) else values
     path = folder / "settings.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -196,33 +206,46 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
 
+    def client(self, name: str | None = None, token: str | None = None) -> Client:
+        """A participant over the network (as ``InProcessApp.client`` is one in-process)."""
+        return Client(self.url, name, token)
 
-class Client:
-    """One participant: REST session + Socket.IO connection; records every pushed message."""
 
-    def __init__(self, url: str, name: str | None = None, token: str | None = None) -> None:
-        self.url = url
-        self.http = requests.Session()
-        self.token = token
-        if token:
-            self.http.headers["Authorization"] = f"Bearer {token}"
-        self.user: dict[str, Any] | None = None
+class Host(Protocol):
+    """Whatever serves the game to participants: a :class:`ServerProcess` or an in-process app."""
+
+    def client(self, name: str | None = None, token: str | None = None) -> Participant: ...
+
+
+MakeServer = Callable[..., ServerProcess]
+"""The ``make_server`` fixture of conftest.py: ``make_server(config=None, *, port, env, script, **opts)``."""
+
+
+class Participant(ABC):
+    """One participant, whatever carries its messages: REST, Socket.IO calls, and every message pushed to it
+    (with the acks of its own actions), with waits on them. A subclass delivers pushes to :meth:`_record`."""
+
+    def __init__(self) -> None:
         self.received: list[tuple[str, Any]] = []
         self._cond = threading.Condition()
-        self.sio = socketio.Client(reconnection=False)
-        self.sio.on("*", self._record)
-        if name is not None:
-            self.login(name)
+        self.user: dict[str, Any] | None = None
 
     def _record(self, event: str, data: Any = None) -> None:
         with self._cond:
             self.received.append((event, data))
             self._cond.notify_all()
 
-    # -- REST
+    @abstractmethod
     def rest(self, method: str, path: str, payload: Any = None, **kwargs: Any) -> tuple[int, dict[str, Any]]:
-        response = self.http.request(method, self.url + path, json=payload, timeout=15, **kwargs)
-        return response.status_code, response.json()
+        """``method path`` with a JSON body; returns the status and the JSON answer."""
+
+    @abstractmethod
+    def call(self, event: str, data: Any = None, timeout: float = 15) -> dict[str, Any]:
+        """Emit a Socket.IO event and return its ack."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Disconnect and let go of the session."""
 
     def login(self, name: str) -> dict[str, Any]:
         status, body = self.rest("POST", "/api/login", {"name": name})
@@ -230,41 +253,11 @@ class Client:
         self.user = body["user"]
         return body["user"]
 
-    # -- Socket.IO
-    def connect(self, transports: list[str] | None = None) -> Client:
-        cookie = "; ".join(f"{c.name}={c.value}" for c in self.http.cookies)
-        headers = {"Cookie": cookie} if cookie else {}
-        auth = {"token": self.token} if self.token else None
-        self.sio.connect(
-            self.url, headers=headers, auth=auth, transports=transports or ["websocket"], wait_timeout=10
-        )
-        return self
-
-    def call(self, event: str, data: Any = None, timeout: float = 15) -> dict[str, Any]:
-        return self.sio.call(event, data, timeout=timeout)
-
     def act(self, game_id: str, action_type: str, **fields: Any) -> dict[str, Any]:
         """Send one action; its ack (with the new events this seat may see) is recorded like a push."""
         ack = self.call(action_type, {"game_id": game_id, **fields})
         self._record("ack", ack)
         return ack
-
-    def drop(self) -> None:
-        """Disconnect without waiting: websocket-client blocks up to 3 s for the server's close frame after
-        the server has already handled the disconnect, so the wait is done on a daemon thread."""
-        if self.sio.connected:
-            threading.Thread(target=self.sio.disconnect, daemon=True).start()
-
-    def reconnect(self) -> Client:
-        """A fresh Socket.IO connection with the same login (cookie or token), like a reloaded page."""
-        self.drop()
-        self.sio = socketio.Client(reconnection=False)
-        self.sio.on("*", self._record)
-        return self.connect()
-
-    def close(self) -> None:
-        self.drop()
-        self.http.close()
 
     # -- captured messages
     def messages(self, event: str | None = None) -> list[Any]:
@@ -307,6 +300,57 @@ class Client:
     def pushed_events(self, game_id: str) -> list[dict[str, Any]]:
         """Every event that reached this client for ``game_id`` (pushes and own acks), in arrival order."""
         return [e for u in self._updates() if u.get("game_id") == game_id for e in u["events"]]
+
+
+class Client(Participant):
+    """One participant over the network: REST session + Socket.IO connection; records every pushed message."""
+
+    def __init__(self, url: str, name: str | None = None, token: str | None = None) -> None:
+        super().__init__()
+        self.url = url
+        self.http = requests.Session()
+        self.token = token
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
+        self.sio = socketio.Client(reconnection=False)
+        self.sio.on("*", self._record)
+        if name is not None:
+            self.login(name)
+
+    # -- REST
+    def rest(self, method: str, path: str, payload: Any = None, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+        response = self.http.request(method, self.url + path, json=payload, timeout=15, **kwargs)
+        return response.status_code, response.json()
+
+    # -- Socket.IO
+    def connect(self, transports: list[str] | None = None) -> Client:
+        cookie = "; ".join(f"{c.name}={c.value}" for c in self.http.cookies)
+        headers = {"Cookie": cookie} if cookie else {}
+        auth = {"token": self.token} if self.token else None
+        self.sio.connect(
+            self.url, headers=headers, auth=auth, transports=transports or ["websocket"], wait_timeout=10
+        )
+        return self
+
+    def call(self, event: str, data: Any = None, timeout: float = 15) -> dict[str, Any]:
+        return self.sio.call(event, data, timeout=timeout)
+
+    def drop(self) -> None:
+        """Disconnect without waiting: websocket-client blocks up to 3 s for the server's close frame after
+        the server has already handled the disconnect, so the wait is done on a daemon thread."""
+        if self.sio.connected:
+            threading.Thread(target=self.sio.disconnect, daemon=True).start()
+
+    def reconnect(self) -> Client:
+        """A fresh Socket.IO connection with the same login (cookie or token), like a reloaded page."""
+        self.drop()
+        self.sio = socketio.Client(reconnection=False)
+        self.sio.on("*", self._record)
+        return self.connect()
+
+    def close(self) -> None:
+        self.drop()
+        self.http.close()
 
 
 def play_duel(game_id: str, p0: Client, p1: Client) -> dict[str, Any]:

@@ -101,6 +101,7 @@ def test_flooring_never_raises_a_quantity(hand: dict[str, F | int]) -> None:
     assert all(hand[item] < 1 for item in set(hand) - set(floored))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data())
 def test_max_runs_executes_with_the_default_rules(rules: RuleSet, data: st.DataObject) -> None:
@@ -131,6 +132,7 @@ def test_a_feasible_plan_executes_step_by_step(rules: RuleSet, data: st.DataObje
         assert plan.steps == ()
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=40)
 @given(data=st.data())
 def test_missing_items_make_the_target_craftable(rules: RuleSet, data: st.DataObject) -> None:

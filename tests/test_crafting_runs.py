@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import pytest
 from click.testing import CliRunner
+from engine_support import TWO_PLAYER, expect_error, instance, new_game, small_rules
 from suite_support import ORIGINAL_PROBLEMS
-from test_engine_support import TWO_PLAYER, expect_error, instance, new_game, small_rules
 
 from agents.bots.random_bot import RandomBot
 from agents.narrator import rules_preamble, settings_from_view

@@ -8,9 +8,9 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from engine_support import new_game
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_engine_support import new_game
 
 from craft_rules.crafting import InsufficientItemsError
 from server.game import ACTION_MODELS, Event, GameError, parse_action
@@ -157,6 +157,7 @@ action_like = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     action=action_like | json_values,

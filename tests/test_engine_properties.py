@@ -15,60 +15,23 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+import pytest
+from engine_support import property_worlds, random_move
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from suite_support import SHIPPED_RULE_SETS, shipped_rule_set
-from test_engine_support import THREE_PLAYER, TWO_PLAYER, random_move, small_rules
+from suite_support import SHIPPED_RULE_SETS
 
 from craft_rules.crafting import craft, floor_hand
 from craft_rules.model import RuleSet
-from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
+from craft_rules.tasks import TaskInstance
 from server.game import Game, GameError, GameSettings, filter_events
 from server.game.views import player_view, spectator_view
 
 EXAMPLES = int(os.environ.get("ENGINE_PROPERTY_EXAMPLES", "300"))
 
 
-# --- worlds: (rule set, instances) ---------------------------------------------------------------
-def drawn_instances(rules: RuleSet, players: int, count: int, seed: int) -> list[TaskInstance]:
-    """Instances from recipes: each target is a recipe result, its ingredients spread over the hands."""
-    rng = random.Random(seed)
-    recipes = sorted(rules.recipes.values(), key=lambda r: r.id)
-    mode = mode_for_players(players)
-    out = []
-    for index in range(count):
-        hands: list[dict[str, int]] = [{} for _ in range(players)]
-        targets = []
-        for _ in range(players):
-            recipe = rng.choice(recipes)
-            targets.append({recipe.result: recipe.count})
-            for ing in recipe.ingredients:
-                item = rng.choice(ing.options)
-                holder = hands[rng.randrange(players)]
-                holder[item] = holder.get(item, 0) + ing.count * rng.randint(1, 2)
-            if recipe.burns_fuel and rules.fuels.burn_ticks:
-                fuel = rng.choice(sorted(rules.fuels.burn_ticks))
-                hands[rng.randrange(players)][fuel] = rng.randint(1, 3)
-        out.append(
-            TaskInstance(f"{rules.name}/{mode}/drawn#{index}", rules.name, mode, tuple(hands), tuple(targets))
-        )
-    return out
-
-
-def _worlds() -> list[tuple[RuleSet, TaskInstance]]:
-    small = small_rules()
-    worlds = [(small, TWO_PLAYER), (small, THREE_PLAYER)]
-    worlds += [(small, inst) for p in (2, 3) for inst in drawn_instances(small, p, 4, p)]
-    for name in SHIPPED_RULE_SETS:  # what the package ships, never what this machine imported
-        rules = shipped_rule_set(name)
-        for players in (2, 3):
-            shipped = list(iter_instances(name, mode_for_players(players)))[:20]
-            worlds += [(rules, inst) for inst in shipped or drawn_instances(rules, players, 8, players)]
-    return worlds
-
-
-WORLDS = _worlds()
+WORLDS = property_worlds()
 SHIPPED = sorted({rules.name for rules, _ in WORLDS} - {"small"})
 
 
@@ -273,6 +236,7 @@ def make_game(world: tuple[RuleSet, TaskInstance], options: dict[str, Any], seed
     return Game.new(inst, GameSettings(ruleset=rules.name, tom_orders=orders, **options), rules, seed)
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=st.sampled_from(WORLDS), options=game_settings, seed=st.integers(0, 2**32 - 1))
 def test_random_games_keep_every_invariant(world, options, seed):
@@ -284,6 +248,7 @@ def test_random_games_keep_every_invariant(world, options, seed):
     assert twin.log_digest() == game.log_digest()
 
 
+@pytest.mark.slow
 @settings(max_examples=max(EXAMPLES // 3, 20), deadline=None)
 @given(world=st.sampled_from(WORLDS), seed=st.integers(0, 2**32 - 1))
 def test_long_random_games_replay_exactly(world, seed):
@@ -340,4 +305,4 @@ class EngineMachine(RuleBasedStateMachine):
 EngineMachine.TestCase.settings = settings(
     max_examples=max(EXAMPLES // 3, 20), stateful_step_count=40, deadline=None
 )
-test_engine_state_machine = EngineMachine.TestCase
+test_engine_state_machine = pytest.mark.slow(EngineMachine.TestCase)

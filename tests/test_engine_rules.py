@@ -9,8 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from pydantic import ValidationError
-from test_engine_support import (
+from engine_support import (
     THREE_PLAYER,
     TWO_PLAYER,
     expect_error,
@@ -19,6 +18,7 @@ from test_engine_support import (
     replayed,
     small_rules,
 )
+from pydantic import ValidationError
 
 from server.game import Game, GameError, GameSettings
 
@@ -643,3 +643,12 @@ def test_small_rules_fixture_is_not_mutated_between_games():
     a.apply(0, {"type": "pass"})
     b = Game.new(TWO_PLAYER, GameSettings(ruleset="small"), rules, 0)
     assert b.hands == [dict(h) for h in TWO_PLAYER.hands]
+
+
+def test_small_rules_are_consistent() -> None:
+    rules = small_rules()
+    for recipe in rules.recipes.values():
+        assert recipe.result in rules.items
+        for ing in recipe.ingredients:
+            assert set(ing.options) <= set(rules.items)
+    assert set(rules.fuels.burn_ticks) <= set(rules.items)

@@ -35,6 +35,7 @@ def test_gymnasium_check_env_passes_without_warnings() -> None:
     assert env.unwrapped.instance.id.startswith("minecraft/1p_v_1p/")
 
 
+@pytest.mark.slow
 def test_pettingzoo_api_test_passes() -> None:
     api_test(tradecraft_v0.env(), num_cycles=300)
     api_test(tradecraft_v0.env(players=3), num_cycles=100)

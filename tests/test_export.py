@@ -1,6 +1,6 @@
 """Exports: researcher JSONL, CSV tables, participant-safe JSONL and the `tradecraft export` command.
 
-Games are played with the real engine (the small rule set of tests/test_engine_support.py), stored with a fake
+Games are played with the real engine (the small rule set of tests/engine_support.py), stored with a fake
 clock so latencies are exact, then exported.
 """
 
@@ -17,7 +17,7 @@ from unittest.mock import ANY
 
 import pytest
 from click.testing import CliRunner
-from test_engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
+from engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
 
 from analysis.tables import COLUMNS as CSV_COLUMNS
 from craft_rules.tasks import TaskInstance

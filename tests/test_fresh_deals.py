@@ -2,16 +2,15 @@
 
 Every player sees every starting hand, and the shipped instance files (craft_rules/TC_GAMES) are public: a
 game dealt from them can be looked up by its hands and every target read. These tests run the halls of the
-real settings.yaml on a live server and search every shipped instance for the hands and targets it deals;
-they check the band a creator asks for, that the deal depends on the server's secret, that a killed server
-replays a generated game exactly, that the researcher export carries the instance, and that file halls
-(fixed, the paper set) work as before.
+real settings.yaml (the app in-process; the kill test on a real server process, which it kills) and search
+every shipped instance for the hands and targets it deals; they check the band a creator asks for, that the
+deal depends on the server's secret, that a killed server replays a generated game exactly, that the
+researcher export carries the instance, and that file halls (fixed, the paper set) work as before.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,14 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from e2e_helpers import DUEL_ID, Client, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL_ID, Client, MakeServer, Participant, write_config
+from in_process import InProcessApp, MakeApp
 
 from craft_rules.tasks import iter_instances
 from server.table.config import DEFAULT_CONFIG_PATH, SettingsError, load_settings
 from server.web.app import create_app
 from server.web.lobby import DEAL_SECRET_NAME, DIFFICULTY_BANDS, repeats_published
 
-ADMIN = ("admin", "test-admin-password")
 REAL_HALLS = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))["halls"]
 GENERATED_HALLS = [name for name, hall in REAL_HALLS.items() if hall["instances"]["choice"] == "generated"]
 
@@ -55,54 +54,52 @@ def assert_in_no_shipped_file(instance: dict[str, Any]) -> None:
     assert targets not in SHIPPED_TARGETS, f"a shipped instance file holds the targets {targets}"
 
 
+def untimed(hall: str) -> dict[str, Any]:
+    """A shipped hall as it is, but without deadlines."""
+    return {**REAL_HALLS[hall], "game": {**REAL_HALLS[hall].get("game", {}), "deadlines": {}}}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("fresh-deals")
-    config = write_config(folder)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    for name in [*GENERATED_HALLS, "paper"]:  # the shipped halls as they are, beside the tests' fixed ones
-        data["halls"][name] = {key: value for key, value in REAL_HALLS[name].items() if key != "game"}
-        data["halls"][name]["game"] = {**REAL_HALLS[name].get("game", {}), "deadlines": {}}
-    data["halls"]["stingy"] = {  # three players, one draw per game: easy deals often fail
+def app(make_app: MakeApp) -> InProcessApp:
+    halls = {name: untimed(name) for name in [*GENERATED_HALLS, "paper"]}  # beside the tests' fixed halls
+    halls["stingy"] = {  # three players, one draw per game: easy deals often fail
         "ruleset": "minecraft",
         "players": 3,
         "instances": {"choice": "generated", "max_attempts": 1},
     }
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+    return make_app(overrides={"halls": halls})
 
 
-def admin_record(server: ServerProcess, game_id: str) -> dict[str, Any]:
-    """The game's stored record, as only an admin (a researcher) reads it."""
-    answer = requests.get(f"{server.url}/api/admin/games?limit=10000", auth=ADMIN, timeout=10).json()
-    return next(g for g in answer["games"] if g["game_id"] == game_id)
+def admin_games(reader: Participant) -> list[dict[str, Any]]:
+    """Every game's stored record, as only an admin (a researcher) reads them."""
+    status, answer = reader.rest("GET", "/api/admin/games?limit=10000", auth=ADMIN)
+    assert status == 200, answer
+    return list(answer["games"])
 
 
-def create(server: ServerProcess, user: str, hall: str, **body: Any) -> tuple[int, dict[str, Any]]:
-    http = requests.Session()
-    http.post(server.url + "/api/login", json={"name": user}, timeout=10).raise_for_status()
-    answer = http.post(server.url + "/api/games", json={"hall": hall, **body}, timeout=30)
-    return answer.status_code, answer.json()
+def admin_record(reader: Participant, game_id: str) -> dict[str, Any]:
+    return next(g for g in admin_games(reader) if g["game_id"] == game_id)
 
 
+def create(app: InProcessApp, user: str, hall: str, **body: Any) -> tuple[int, dict[str, Any]]:
+    return app.client(user).rest("POST", "/api/games", {"hall": hall, **body})
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("hall", GENERATED_HALLS)
 def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
-    server: ServerProcess, hall: str
+    app: InProcessApp, hall: str
 ) -> None:
-    listed = next(
-        h for h in requests.get(server.url + "/api/halls", timeout=10).json()["halls"] if h["name"] == hall
-    )
+    listed = next(h for h in app.http().get("/api/halls").json["halls"] if h["name"] == hall)
     assert listed["instance_choice"] == "generated"
     assert [b["band"] for b in listed["difficulties"]] == list(DIFFICULTY_BANDS)
     for band in [*DIFFICULTY_BANDS, None]:
         body = {"difficulty": band} if band else {}
-        status, answer = create(server, f"{hall}-{band}", hall, **body)
+        status, answer = create(app, f"{hall}-{band}", hall, **body)
         assert status == 201, answer
         game = answer["game"]
         assert game["instance_id"] is None and "dealt" not in json.dumps(game)
-        record = admin_record(server, game["game_id"])
+        record = admin_record(app.client(), game["game_id"])
         choice, instance = record["instance_choice"], record["instance"]
         assert choice["choice"] == "generated" and choice["attempts"] >= 1
         assert instance["difficulty"]["level"] == choice["difficulty"]
@@ -114,16 +111,14 @@ def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
         assert record["instance_id"] == f"{record['ruleset']}/{record['mode']}/dealt-{game['game_id']}#0"
 
 
+@pytest.mark.slow
 def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_kill(
-    tmp_path: Path,
+    tmp_path: Path, make_server: MakeServer
 ) -> None:
     """Players see hands that match no shipped instance; killed mid-game, the server replays the game
     exactly from the store; the researcher export carries the instance and replays it."""
-    config = write_config(tmp_path)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["halls"]["duel"] = {**REAL_HALLS["duel"], "game": {**REAL_HALLS["duel"]["game"], "deadlines": {}}}
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    server = ServerProcess(config).start()
+    config = write_config(tmp_path, overrides={"halls": {"duel": untimed("duel")}})
+    server = make_server(config)
     p0, p1, spectator = (
         Client(server.url, "Ada").connect(),
         Client(server.url, "Bob").connect(),
@@ -141,7 +136,7 @@ def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_k
         dealt_hands = started["payload"]["hands"]
         for hand in dealt_hands:
             assert hand_key(hand) not in SHIPPED_HANDS
-        stored = admin_record(server, game_id)["instance"]
+        stored = admin_record(spectator, game_id)["instance"]
         assert [hand_key(h) for h in dealt_hands] == [hand_key(h) for h in stored["hands"]]
         seen = json.dumps([p0.received, p1.received, spectator.received])
         assert "dealt-" not in seen and game_id + "#" not in seen  # no view or push names the instance
@@ -151,7 +146,7 @@ def test_a_played_generated_game_shows_hands_no_file_holds_and_replays_after_a_k
         proposer = view["proposer"]
         clients = (p0, p1)
         offer_item = sorted(dealt_hands[proposer])[0]
-        ask_item = sorted(dealt_hands[1 - proposer])[0]
+        ask_item = next(item for item in sorted(dealt_hands[1 - proposer]) if item != offer_item)
         ack = clients[proposer].act(
             game_id, "propose", to=1 - proposer, offer={offer_item: 1}, request={ask_item: 1}, message="swap?"
         )
@@ -216,11 +211,11 @@ def test_the_deal_depends_on_the_servers_secret(tmp_path: Path) -> None:
     assert not repeats_published(dealt, "minecraft")
 
 
-def test_a_deal_that_does_not_come_is_a_typed_error_that_creates_nothing(server: ServerProcess) -> None:
+def test_a_deal_that_does_not_come_is_a_typed_error_that_creates_nothing(app: InProcessApp) -> None:
     """One draw per game: a three-player easy deal mostly fails; the answer says what to do."""
     failures = 0
     for attempt in range(12):
-        status, answer = create(server, f"Stingy {attempt}", "stingy", difficulty="easy")
+        status, answer = create(app, f"Stingy {attempt}", "stingy", difficulty="easy")
         if status == 201:
             continue
         failures += 1
@@ -228,10 +223,9 @@ def test_a_deal_that_does_not_come_is_a_typed_error_that_creates_nothing(server:
         error = answer["error"]
         assert error["code"] == "deal_failed" and "Try again" in error["message"], error
     assert failures > 0
-    games = requests.get(f"{server.url}/api/admin/games?limit=10000", auth=ADMIN, timeout=10).json()["games"]
-    stingy = [g for g in games if g.get("hall") == "stingy"]
+    stingy = [g for g in admin_games(app.client()) if g.get("hall") == "stingy"]
     assert len(stingy) == 12 - failures  # a failed deal stored nothing
-    assert "Traceback" not in server.log()
+    assert "Traceback" not in app.log()
 
 
 @pytest.mark.parametrize(
@@ -241,22 +235,20 @@ def test_a_deal_that_does_not_come_is_a_typed_error_that_creates_nothing(server:
         ({"difficulty": ["easy"]}, "difficulty_not_offered"),
     ],
 )
-def test_bad_bands_are_refused_before_any_deal(
-    server: ServerProcess, body: dict[str, Any], code: str
-) -> None:
-    status, answer = create(server, "Picky", "duel_vs_bot", **body)
+def test_bad_bands_are_refused_before_any_deal(app: InProcessApp, body: dict[str, Any], code: str) -> None:
+    status, answer = create(app, "Picky", "duel_vs_bot", **body)
     assert status == 400 and answer["error"]["code"] == code
 
 
-def test_file_halls_deal_from_their_files_as_before(server: ServerProcess) -> None:
-    status, answer = create(server, "Fixed", "slow")  # a fixed hall of the tests (duel is the real one here)
+def test_file_halls_deal_from_their_files_as_before(app: InProcessApp) -> None:
+    status, answer = create(app, "Fixed", "slow")  # a fixed hall of the tests (duel is the real one here)
     assert status == 201
-    record = admin_record(server, answer["game"]["game_id"])
+    record = admin_record(app.client(), answer["game"]["game_id"])
     assert record["instance_id"] == DUEL_ID and "instance" not in record
     assert record["instance_choice"] == {"choice": "fixed", "instance_id": DUEL_ID}
-    status, answer = create(server, "Replicator", "paper")  # the published paper set, by design
+    status, answer = create(app, "Replicator", "paper")  # the published paper set, by design
     assert status == 201
-    record = admin_record(server, answer["game"]["game_id"])
+    record = admin_record(app.client(), answer["game"]["game_id"])
     assert record["instance_choice"]["choice"] == "sequential"
     assert record["instance_id"].startswith("minecraft/1p_v_1p/paper#") and "instance" not in record
 

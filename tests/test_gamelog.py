@@ -1,7 +1,8 @@
 """The researcher game log (server/game/gamelog.py): one format for server exports and headless games.
 
-- A headless game and the same game played over a live server (same instance, seed and actions) give logs
-  that the same reader loads into the same events, which replay to the same digests and the same tables.
+- A headless game and the same game played on the server (the app in-process; same instance, seed and
+  actions) give logs that the same reader loads into the same events, which replay to the same digests
+  and the same tables.
 - An export made before this format (tests/fixtures/researcher_export_v1.jsonl) still reads and replays.
 - `tradecraft play --log` writes the format; traces round-trip; bad logs get typed errors with line numbers.
 """
@@ -11,15 +12,14 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 from click.testing import CliRunner
-from e2e_helpers import DUEL_ID, Client, ServerProcess, write_config
-from test_engine_support import TWO_PLAYER, small_rules
+from e2e_helpers import ADMIN, DUEL_ID
+from engine_support import TWO_PLAYER, small_rules
+from in_process import InProcessApp
 
 from agents.bots import RandomBot, make_policy
 from agents.local import play_local
@@ -38,7 +38,6 @@ from server.game.gamelog import (
 from tradecraft.cli import main as cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
-ADMIN = ("admin", "test-admin-password")
 #: log_digest of the game in the old-format fixture, as its own summary recorded it when it was made
 OLD_EXPORT_DIGEST = "5bba88a4b510762f576ab5a0d70d2f5da2f69b1e9d2bb41e6b6a9ac03f17a869"
 
@@ -71,21 +70,14 @@ def round_trip(log: GameLog) -> GameLog:
 
 
 # ------------------------------------------------------------------------------------ server vs headless
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(write_config(tmp_path_factory.mktemp("gamelog"))).start()
-    yield proc
-    proc.stop()
-
-
-def server_export(server: ServerProcess, game_id: str) -> GameLog:
-    response = requests.get(f"{server.url}/api/admin/games/{game_id}/export", auth=ADMIN, timeout=30)
+def server_export(app: InProcessApp, game_id: str) -> GameLog:
+    response = app.http().get(f"/api/admin/games/{game_id}/export", auth=ADMIN)
     assert response.status_code == 200, response.text
     return decode_log(response.text.splitlines())
 
 
-def test_headless_log_and_server_export_read_back_the_same(server: ServerProcess) -> None:
-    seated = [Client(server.url, f"log-{seat}").connect() for seat in range(2)]
+def test_headless_log_and_server_export_read_back_the_same(app_client: InProcessApp) -> None:
+    seated = [app_client.client(f"log-{seat}").connect() for seat in range(2)]
     try:
         created = seated[0].call("create_game", {"hall": "duel", "seed": 4242})
         assert created["ok"], created
@@ -93,7 +85,7 @@ def test_headless_log_and_server_export_read_back_the_same(server: ServerProcess
         for seat, client in enumerate(seated):
             assert client.call("join", {"game_id": game_id})["seat"] == seat
         seated[1].wait_log(game_id, 2)
-        started = server_export(server, game_id)  # the server's own settings, instance and seed
+        started = server_export(app_client, game_id)  # the server's own settings, instance and seed
 
         rules = load_rule_set("minecraft")
         actions: list[tuple[int, dict[str, Any]]] = []
@@ -107,7 +99,7 @@ def test_headless_log_and_server_export_read_back_the_same(server: ServerProcess
             fields = {k: v for k, v in action.items() if k != "type"}
             ack = seated[seat].act(game_id, action["type"], **fields)
             assert ack["ok"], (action, ack)
-        exported = server_export(server, game_id)
+        exported = server_export(app_client, game_id)
     finally:
         for client in seated:
             client.close()
@@ -138,10 +130,10 @@ def test_headless_log_and_server_export_read_back_the_same(server: ServerProcess
     assert tables[0]["proposals"] or tables[0]["crafts"]
 
 
-def test_same_game_seed_gives_the_same_bot_moves_over_a_live_server(server: ServerProcess) -> None:
+def test_same_game_seed_gives_the_same_bot_moves_on_the_server(app_client: InProcessApp) -> None:
     """The server seeds each bot move from the game seed and where the seat is in its own play: two all-bot
     games with one seed play the same moves; another seed plays others."""
-    creator = Client(server.url, "bot-seeder").connect()
+    creator = app_client.client("bot-seeder").connect()
     bots = [{"kind": "bot", "bot": "random"}, {"kind": "bot", "bot": "random"}]
     try:
         game_ids = []
@@ -152,7 +144,7 @@ def test_same_game_seed_gives_the_same_bot_moves_over_a_live_server(server: Serv
         logs = []
         for game_id in game_ids:
             for _ in range(400):
-                log = server_export(server, game_id)
+                log = server_export(app_client, game_id)
                 if log.header.status == "finished":
                     break
                 time.sleep(0.05)

@@ -1,6 +1,7 @@
-"""Hardening over real sockets: what a curious or hostile client can learn or break on a live server.
+"""Hardening: what a curious or hostile client can learn or break (the app in-process, REST and Socket.IO
+test clients; the same answers and pushes as over sockets).
 
-One server process serves the module. Its "privacy" hall draws a game from a pool file of many instances, so
+One app serves the module. Its "privacy" hall draws a game from a pool file of many instances, so
 the instance's file name and index are distinctive enough to be searched for in everything a client receives.
 """
 
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import yaml
-from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, Participant, write_config
+from in_process import InProcessApp, InProcessClient, MakeApp
 
 POOL_FILE_STEM = "privacy_pool"
 POOL_SIZE = 200
@@ -71,17 +72,14 @@ def write_privacy_hall(config: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("hardening")
-    config = write_config(folder)
+def app(make_app: MakeApp, tmp_path_factory: pytest.TempPathFactory) -> InProcessApp:
+    config = write_config(tmp_path_factory.mktemp("hardening"))
     write_privacy_hall(config)
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+    return make_app(config)
 
 
-def new_client(server: ServerProcess, made: list[Client], name: str | None = None) -> Client:
-    client = Client(server.url, name)
+def new_client(app: InProcessApp, made: list[Participant], name: str | None = None) -> InProcessClient:
+    client = app.client(name)
     made.append(client)
     return client.connect()
 
@@ -120,15 +118,15 @@ def assert_instance_hidden(received: list[Any], who: str, pool: bool = True) -> 
 
 # ------------------------------------------------------------------------------------------- privacy
 def test_players_spectators_and_the_lobby_never_learn_the_instance(
-    server: ServerProcess, clients: list[Client]
+    app: InProcessApp, clients: list[Participant]
 ) -> None:
-    p0 = new_client(server, clients, f"P0-{uuid.uuid4().hex[:4]}")
-    p1 = new_client(server, clients, f"P1-{uuid.uuid4().hex[:4]}")
-    spectator = new_client(server, clients, f"Spec-{uuid.uuid4().hex[:4]}")
-    anonymous = new_client(server, clients)  # no login: reads the lobby, watches, polls REST
+    p0 = new_client(app, clients, f"P0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(app, clients, f"P1-{uuid.uuid4().hex[:4]}")
+    spectator = new_client(app, clients, f"Spec-{uuid.uuid4().hex[:4]}")
+    anonymous = new_client(app, clients)  # no login: reads the lobby, watches, polls REST
     rest_answers: list[Any] = []
 
-    def rest(client: Client, method: str, path: str, payload: Any = None) -> dict[str, Any]:
+    def rest(client: Participant, method: str, path: str, payload: Any = None) -> dict[str, Any]:
         status, body = client.rest(method, path, payload)
         assert status < 500, body
         rest_answers.append(body)
@@ -188,13 +186,13 @@ def test_players_spectators_and_the_lobby_never_learn_the_instance(
 
 
 def test_a_game_from_the_shipped_files_names_none_of_them(
-    server: ServerProcess, clients: list[Client]
+    app: InProcessApp, clients: list[Participant]
 ) -> None:
     """Everything a player, a spectator and an anonymous reader receive in a game drawn from the shipped paper
     set is searched for every shipped instance id, file path and file name."""
-    p0 = new_client(server, clients, f"S0-{uuid.uuid4().hex[:4]}")
-    p1 = new_client(server, clients, f"S1-{uuid.uuid4().hex[:4]}")
-    anonymous = new_client(server, clients)
+    p0 = new_client(app, clients, f"S0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(app, clients, f"S1-{uuid.uuid4().hex[:4]}")
+    anonymous = new_client(app, clients)
     rest_answers: list[Any] = []
     anonymous.call("lobby", {})
     created = p0.call("create_game", {"hall": "shipped", "join": True})
@@ -244,13 +242,13 @@ def received_hands(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_a_freshly_dealt_game_cannot_be_looked_up_in_the_shipped_files(
-    server: ServerProcess, clients: list[Client]
+    app: InProcessApp, clients: list[Participant]
 ) -> None:
     """In a generated hall, every hand a player or spectator receives while the game runs is searched for in
     every shipped instance: none holds it, so the public files give no target away; nothing names a file."""
-    p0 = new_client(server, clients, f"F0-{uuid.uuid4().hex[:4]}")
-    p1 = new_client(server, clients, f"F1-{uuid.uuid4().hex[:4]}")
-    watcher = new_client(server, clients)
+    p0 = new_client(app, clients, f"F0-{uuid.uuid4().hex[:4]}")
+    p1 = new_client(app, clients, f"F1-{uuid.uuid4().hex[:4]}")
+    watcher = new_client(app, clients)
     created = p0.call("create_game", {"hall": "fresh", "join": True})
     assert created["ok"], created
     game_id = created["game"]["game_id"]
@@ -283,58 +281,54 @@ UNREADABLE_BODIES = {
 
 @pytest.mark.parametrize("body", list(UNREADABLE_BODIES.values()), ids=list(UNREADABLE_BODIES))
 def test_bodies_the_json_parser_rejects_are_invalid_request(
-    server: ServerProcess, clients: list[Client], body: bytes
+    app: InProcessApp, clients: list[Participant], body: bytes
 ) -> None:
-    player = Client(server.url, f"Body-{uuid.uuid4().hex[:4]}")
+    player = app.client(f"Body-{uuid.uuid4().hex[:4]}")
     clients.append(player)
     game_id = player.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
-    log_before = server.log()
+    log_before = app.log()
     for path in (
         "/api/login",
         "/api/games",
         f"/api/games/{game_id}/actions/craft",
         f"/api/games/{game_id}/join",
     ):
-        answer = player.http.post(
-            server.url + path, data=body, headers={"Content-Type": "application/json"}, timeout=10
-        )
+        answer = player.http.post(path, data=body, headers={"Content-Type": "application/json"})
         assert answer.status_code < 500, (path, answer.status_code, answer.text[:200])
         if body != UNREADABLE_BODIES["a lone surrogate"]:  # valid JSON: the endpoint judges its fields
             assert answer.status_code == 400, (path, answer.status_code, answer.text[:200])
-            assert answer.json()["error"]["code"] == "invalid_request", answer.text[:200]
-    assert "Traceback" not in server.log()[len(log_before) :]
+            assert answer.json["error"]["code"] == "invalid_request", answer.text[:200]
+    assert "Traceback" not in app.log()[len(log_before) :]
 
 
 @pytest.mark.parametrize(
     "query",
     ["limit=" + "9" * 5000, "limit=1e999", "limit=-5", "status=done"],
 )
-def test_query_numbers_are_bounded_as_text(server: ServerProcess, query: str) -> None:
-    answer = requests.get(f"{server.url}/api/games?{query}", timeout=10)
+def test_query_numbers_are_bounded_as_text(app: InProcessApp, query: str) -> None:
+    answer = app.http().get(f"/api/games?{query}")
     assert answer.status_code in (200, 400), answer.text[:200]
     if answer.status_code == 400:
-        assert answer.json()["error"]["code"] == "invalid_request"
+        assert answer.json["error"]["code"] == "invalid_request"
 
 
 @pytest.mark.parametrize("query", ["after=" + "9" * 5000, "wait=nan", "wait=1e999", "wait=" + "1" * 400])
 def test_event_query_arguments_are_bounded_as_text(
-    server: ServerProcess, clients: list[Client], query: str
+    app: InProcessApp, clients: list[Participant], query: str
 ) -> None:
-    player = Client(server.url, f"Q-{uuid.uuid4().hex[:4]}")
+    player = app.client(f"Q-{uuid.uuid4().hex[:4]}")
     clients.append(player)
     game_id = player.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
-    answer = player.http.get(f"{server.url}/api/games/{game_id}/events?{query}", timeout=10)
-    assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", answer.text[
-        :200
-    ]
+    answer = player.http.get(f"/api/games/{game_id}/events?{query}")
+    assert answer.status_code == 400 and answer.json["error"]["code"] == "invalid_request", answer.text[:200]
 
 
 @pytest.mark.parametrize("join", ["false", "no", 0, 1, [], {}])
 def test_true_false_fields_are_not_read_from_other_types(
-    server: ServerProcess, clients: list[Client], join: Any
+    app: InProcessApp, clients: list[Participant], join: Any
 ) -> None:
     """``"join": "false"`` used to seat the creator (bool("false") is True); now invalid_request, no game."""
-    player = Client(server.url, f"J-{uuid.uuid4().hex[:4]}").connect()
+    player = app.client(f"J-{uuid.uuid4().hex[:4]}").connect()
     clients.append(player)
     status, body = player.rest("POST", "/api/games", {"hall": "duel", "join": join})
     assert status == 400 and body["error"]["code"] == "invalid_request", body
@@ -348,10 +342,10 @@ def test_true_false_fields_are_not_read_from_other_types(
 
 @pytest.mark.parametrize("seed", [-1, 2**63, 10**30, 1.5, "7", True])
 def test_a_seed_is_a_whole_number_every_store_can_keep(
-    server: ServerProcess, clients: list[Client], seed: Any
+    app: InProcessApp, clients: list[Participant], seed: Any
 ) -> None:
     """A seed past 64 bits was accepted and made MongoDB's encoder raise (HTTP 500); now invalid_request."""
-    player = Client(server.url, f"S-{uuid.uuid4().hex[:4]}").connect()
+    player = app.client(f"S-{uuid.uuid4().hex[:4]}").connect()
     clients.append(player)
     status, body = player.rest("POST", "/api/games", {"hall": "duel", "seed": seed})
     assert status == 400 and body["error"]["code"] == "invalid_request", body

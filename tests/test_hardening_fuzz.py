@@ -1,5 +1,7 @@
 """Fuzz a live server: over 10,000 generated malformed requests over REST and Socket.IO (real sockets).
 
+Needs a real server process: frames that are not Socket.IO packets reach only a real socket.
+
 A game is left mid-play; then an anonymous client, a logged-in outsider and one of the game's own players send
 malformed requests to every route and event (bodies the JSON parser refuses, wrong types, junk fields, huge
 and odd numbers, hostile strings, unknown ids) plus frames that are not Socket.IO packets at all. Asserted:
@@ -19,13 +21,13 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 import simple_websocket
-from e2e_helpers import DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL_TRADE, Client, MakeServer, ServerProcess
 
 from server.game.actions import PLAYER_ACTION_TYPES
 from server.game.queries import QUERY_MODELS
@@ -212,11 +214,8 @@ def error_code(answer: requests.Response) -> str | None:
 
 # ------------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("fuzz")
-    proc = ServerProcess(write_config(folder, admin_password=ADMIN_PASSWORD)).start()
-    yield proc
-    proc.stop()
+def server(make_server: MakeServer) -> ServerProcess:
+    return make_server(admin_password=ADMIN_PASSWORD)
 
 
 def _never_an_action(data: bytes) -> bytes:
@@ -240,6 +239,7 @@ def digest(server: ServerProcess, admin: requests.Session, players: list[Client]
 
 
 # ------------------------------------------------------------------------------------------ the fuzz
+@pytest.mark.slow
 def test_ten_thousand_malformed_requests_break_nothing(server: ServerProcess) -> None:
     p0 = Client(server.url, "Fuzz P0").connect()
     p1 = Client(server.url, "Fuzz P1").connect()

@@ -1,5 +1,7 @@
 """Hardening of the edges: abuse limits, one rule for names, security headers, quiet logs, unreadable bodies.
 
+Needs a real server process: per-address limits, transport guards, two processes sharing Redis.
+
 One live server (real sockets) with low limits serves the module; the limiter's counters are also checked
 directly, in-process and in a real Redis (skipped when no ``redis-server`` is installed).
 """
@@ -22,12 +24,11 @@ import simple_websocket
 import socketio
 import yaml
 from click.testing import CliRunner
-from e2e_helpers import Client, ServerProcess, free_port, write_config
+from e2e_helpers import ADMIN_PASSWORD, Client, MakeServer, ServerProcess, free_port, write_config
 
 from server.table.config import LimitsSection, SettingsError, load_settings
 from server.web.limits import RateLimiter
 
-ADMIN_PASSWORD = "test-admin-password"
 LIMITS = {
     "games_per_user": {"count": 3, "seconds": 600},
     "games_per_address": {"count": 1000, "seconds": 600},
@@ -52,15 +53,8 @@ BAD_NAMES = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("limits")
-    config = write_config(folder, admin_password=ADMIN_PASSWORD)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["limits"] = LIMITS
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+def server(make_server: MakeServer) -> ServerProcess:
+    return make_server(admin_password=ADMIN_PASSWORD, overrides={"limits": LIMITS})
 
 
 def person(server: ServerProcess, made: list[Client], prefix: str = "P") -> Client:
@@ -89,6 +83,7 @@ def test_healthz_names_no_path(server: ServerProcess) -> None:
 
 
 # ------------------------------------------------------------------------------------------ quiet logs
+@pytest.mark.slow
 def test_clean_disconnects_log_no_error(server: ServerProcess) -> None:
     since = len(server.log())
     for transports in (["websocket"], ["polling"], ["polling", "websocket"]):
@@ -416,33 +411,27 @@ def test_limits_storage_must_be_redis() -> None:
         LimitsSection(storage="memcached://x")
 
 
-def test_two_server_processes_share_the_limits_through_redis(tmp_path: Path, redis_url: str) -> None:
+@pytest.mark.slow
+def test_two_server_processes_share_the_limits_through_redis(
+    tmp_path: Path, redis_url: str, make_server: MakeServer
+) -> None:
     """Like two gunicorn workers: one SQLite file, one Redis; a client alternating between them still gets
     exactly the configured number of logins and admin password guesses."""
-    config = write_config(tmp_path / "shared", admin_password=ADMIN_PASSWORD)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["limits"] = {
+    limits = {
         "storage": redis_url,
         "logins_per_address": {"count": 4, "seconds": 600},
         "admin_failures_per_address": {"count": 2, "seconds": 600},
     }
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    first = ServerProcess(config).start()
-    second = ServerProcess(config).start()
-    try:
-        urls = [first.url, second.url]
-        for i in range(4):
-            assert (
-                requests.post(urls[i % 2] + "/api/login", json={"name": "Ada"}, timeout=10).status_code == 200
-            )
-        for url in urls:
-            answer = requests.post(url + "/api/login", json={"name": "Ada"}, timeout=10)
-            assert_rate_limited(answer.status_code, answer.headers, answer.json(), "logins_per_address")
-        for url in urls:
-            answer = requests.post(url + "/api/admin/login", json={"password": "guess"}, timeout=10)
-            assert answer.status_code == 403
-        answer = requests.post(first.url + "/api/admin/login", json={"password": "guess"}, timeout=10)
-        assert_rate_limited(answer.status_code, answer.headers, answer.json(), "admin_failures_per_address")
-    finally:
-        first.stop()
-        second.stop()
+    config = write_config(tmp_path / "shared", admin_password=ADMIN_PASSWORD, overrides={"limits": limits})
+    first, second = make_server(config), make_server(config)
+    urls = [first.url, second.url]
+    for i in range(4):
+        assert requests.post(urls[i % 2] + "/api/login", json={"name": "Ada"}, timeout=10).status_code == 200
+    for url in urls:
+        answer = requests.post(url + "/api/login", json={"name": "Ada"}, timeout=10)
+        assert_rate_limited(answer.status_code, answer.headers, answer.json(), "logins_per_address")
+    for url in urls:
+        answer = requests.post(url + "/api/admin/login", json={"password": "guess"}, timeout=10)
+        assert answer.status_code == 403
+    answer = requests.post(first.url + "/api/admin/login", json={"password": "guess"}, timeout=10)
+    assert_rate_limited(answer.status_code, answer.headers, answer.json(), "admin_failures_per_address")

@@ -13,9 +13,9 @@ import time
 from fractions import Fraction
 
 import pytest
+from engine_support import new_game
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_support import new_game
 
 from craft_rules.crafting import MAX_HAND_DENOMINATOR, MAX_RUNS, InvalidRunsError, parse_runs
 from server.game import Game, GameError
@@ -108,6 +108,7 @@ run_texts = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(
     crafts=st.lists(

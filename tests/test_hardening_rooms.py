@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from e2e_helpers import DUEL_TRADE, write_config
-from test_server_rooms import ADA, BOB, Worker
+from table_support import ADA, BOB, Worker
 
 from server.store import open_store
 from server.store.sqlite import MIGRATIONS

@@ -174,6 +174,7 @@ def test_element_slugs() -> None:
 # --- Little Alchemy 2: the real table (test oracle) ----------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_la2
 def test_real_little_alchemy_2_table(tmp_path: Path) -> None:
     report = import_little_alchemy(LA2_REFERENCE, "la2", tmp_path)
@@ -324,6 +325,7 @@ def test_inputs_that_are_not_packs(tmp_path: Path) -> None:
 # --- data packs: vanilla reference (test oracle) -------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_vanilla
 def test_vanilla_reference_folder_imports_as_a_data_pack(tmp_path: Path) -> None:
     report = import_datapack(VANILLA_REFERENCE, "vanilla", tmp_path)
@@ -346,6 +348,7 @@ def test_vanilla_reference_folder_imports_as_a_data_pack(tmp_path: Path) -> None
     assert craft(imported, hand, iron, runs=2).hand == {"iron_ingot": Fraction(2), "coal": Fraction(3, 4)}
 
 
+@pytest.mark.slow
 @needs_vanilla
 def test_client_jar_built_from_the_reference(tmp_path: Path) -> None:
     archive = tmp_path / "client-1.20.1.jar"

@@ -62,6 +62,7 @@ def roundtrip(result: LocalResult) -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("orders", [[0], [0, 1], [0, 1, 2]])
 def test_tom_reports_of_each_order_set_land_in_the_log(orders: list[int]) -> None:
     with OpenAITestServer(policy=ScriptedPlayer()) as server:
@@ -81,6 +82,7 @@ def test_tom_reports_of_each_order_set_land_in_the_log(orders: list[int]) -> Non
     assert not traces(result, "fallback")
 
 
+@pytest.mark.slow
 def test_malformed_json_an_illegal_trade_a_timeout_and_a_429_are_each_recovered_from() -> None:
     script = [
         Reply(tool_calls=[("propose", '{"to": 1, "offer": {"coal": ')]),  # malformed JSON
@@ -179,6 +181,7 @@ def test_every_bad_answer_gets_a_typed_error_then_the_fallback_is_logged() -> No
     assert passed.type == "passed" and passed.actor == 0
 
 
+@pytest.mark.slow
 def test_with_20_percent_provider_faults_20_of_20_games_complete_and_every_fallback_is_logged() -> None:
     fallbacks = logged = 0
     with OpenAITestServer(policy=ScriptedPlayer(), fault_rate=0.2, seed=11) as server:
@@ -435,6 +438,7 @@ def test_an_agent_reused_for_a_new_game_starts_afresh() -> None:
     assert len(second) == 2  # the new system prompt and the first observation: no memory of game one
 
 
+@pytest.mark.slow
 def test_a_slow_model_is_cut_off_by_the_moves_time_limit() -> None:
     dawdle = Reply(delay=0.15, tool_calls=[("recipe_search", {"text": "torch"})])
     with OpenAITestServer([dawdle] * 8, policy=ScriptedPlayer()) as server:

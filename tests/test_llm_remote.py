@@ -1,17 +1,19 @@
 """Two LLM agents play each other through a live server: each with `run_bot` (what `tradecraft bot` runs),
 a RemoteConnection over Socket.IO with an API token, and the real ChatOpenAI against the project's
-OpenAI-compatible test server."""
+OpenAI-compatible test server.
+
+Needs a real server process: the agents are remote clients (RemoteConnection), as `tradecraft bot` is.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
-from e2e_helpers import DUEL, Client, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL, Client, ServerProcess
 
 from agents.bot_cli import run_bot
 from agents.driver import run_seat
@@ -20,17 +22,10 @@ from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 from server.game.gamelog import decode_log
 
-ADMIN = ("admin", "test-admin-password")
 API_KEY = "sk-remote-test-key-0123456789"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(write_config(tmp_path_factory.mktemp("llm-remote"))).start()
-    yield proc
-    proc.stop()
-
-
+@pytest.mark.slow
 def test_two_llm_agents_play_a_tom_game_through_a_live_server(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,6 +108,7 @@ class TerminalHuman:
         return {"type": "finish_crafting"}
 
 
+@pytest.mark.slow
 def test_a_remote_llm_agent_recovers_from_every_fault_against_a_terminal_human_through_a_live_server(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,4 +1,4 @@
-"""Who may choose a game's task instance, over a live server (REST and Socket.IO).
+"""Who may choose a game's task instance (the app in-process; REST and Socket.IO test clients).
 
 The shipped instance files are public, so an ordinary player who could pick an exact instance would know
 every target in it. Ordinary players choose a difficulty band (or random) and the server draws the instance
@@ -9,18 +9,16 @@ runs. Admins list a hall's instances with their difficulty and pick one exactly.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
-import yaml
-from e2e_helpers import Client, ServerProcess, write_config
+from e2e_helpers import ADMIN
+from flask.testing import FlaskClient
+from in_process import InProcessApp, MakeApp
 
 from craft_rules.tasks import TC_GAMES_DIR
 from server.web.lobby import MIN_BAND_INSTANCES
 
-ADMIN = ("admin", "test-admin-password")
 STANDARD = TC_GAMES_DIR / "minecraft" / "1p_v_1p" / "standard.json"
 
 
@@ -36,62 +34,49 @@ def shipped_levels() -> dict[str, str]:
 LEVELS = shipped_levels()
 
 
+BANDED_HALL = {"ruleset": "minecraft", "players": 2, "instances": {"choice": "random", "set": "standard"}}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("instance-choice")
-    config = write_config(folder)
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["halls"]["banded"] = {
-        "ruleset": "minecraft",
-        "players": 2,
-        "instances": {"choice": "random", "set": "standard"},
-        "game": {"max_turns": 3},
-    }
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+def app(make_app: MakeApp) -> InProcessApp:
+    return make_app(overrides={"halls": {"banded": {**BANDED_HALL, "game": {"max_turns": 3}}}})
 
 
-def login(server: ServerProcess, name: str) -> requests.Session:
-    http = requests.Session()
-    http.post(server.url + "/api/login", json={"name": name}, timeout=10).raise_for_status()
-    return http
+def login(app: InProcessApp, name: str) -> FlaskClient:
+    return app.client(name).http
 
 
-def hall_of(server: ServerProcess, name: str) -> dict[str, Any]:
-    halls = requests.get(server.url + "/api/halls", timeout=10).json()["halls"]
+def hall_of(app: InProcessApp, name: str) -> dict[str, Any]:
+    halls = app.http().get("/api/halls").json["halls"]
     return next(h for h in halls if h["name"] == name)
 
 
-def drawn_instance(server: ServerProcess, game_id: str) -> dict[str, Any]:
+def drawn_instance(app: InProcessApp, game_id: str) -> dict[str, Any]:
     """The game's stored choice, as only an admin reads it (the researcher view)."""
-    answer = requests.get(f"{server.url}/api/admin/games?limit=1000", auth=ADMIN, timeout=10).json()
+    answer = app.http().get("/api/admin/games?limit=1000", auth=ADMIN).json
     return next(g for g in answer["games"] if g["game_id"] == game_id)["instance_choice"]
 
 
-def test_halls_offer_only_big_enough_bands_and_only_when_drawing_at_random(server: ServerProcess) -> None:
+def test_halls_offer_only_big_enough_bands_and_only_when_drawing_at_random(app: InProcessApp) -> None:
     counts = {level: list(LEVELS.values()).count(level) for level in ("easy", "medium", "hard")}
-    offered = {b["band"]: b["instances"] for b in hall_of(server, "banded")["difficulties"]}
+    offered = {b["band"]: b["instances"] for b in hall_of(app, "banded")["difficulties"]}
     assert offered == {level: n for level, n in counts.items() if n >= MIN_BAND_INSTANCES}
     assert offered  # the shipped set has bands big enough to offer
-    assert hall_of(server, "duel")["difficulties"] == []  # a fixed instance: nothing to choose
+    assert hall_of(app, "duel")["difficulties"] == []  # a fixed instance: nothing to choose
 
 
-def test_an_ordinary_player_cannot_pick_an_exact_instance(server: ServerProcess) -> None:
-    http = login(server, "Curious")
+def test_an_ordinary_player_cannot_pick_an_exact_instance(app: InProcessApp) -> None:
+    http = login(app, "Curious")
     for instance_id in ("minecraft/1p_v_1p/standard#3", "minecraft/1p_v_1p/servertest#0", 7):
-        answer = http.post(
-            server.url + "/api/games", json={"hall": "banded", "instance_id": instance_id}, timeout=10
-        )
+        answer = http.post("/api/games", json={"hall": "banded", "instance_id": instance_id})
         assert answer.status_code == 403
-        assert answer.json()["error"]["code"] == "instance_choice_forbidden"
-    assert http.get(server.url + "/api/me/games", timeout=10).json()["games"] == []  # nothing was created
+        assert answer.json["error"]["code"] == "instance_choice_forbidden"
+    assert http.get("/api/me/games").json["games"] == []  # nothing was created
     # nor may it read the list of instances with their difficulty
-    listing = http.get(server.url + "/api/admin/halls/banded/instances", timeout=10)
-    assert listing.status_code == 403 and listing.json()["error"]["code"] == "forbidden"
+    listing = http.get("/api/admin/halls/banded/instances")
+    assert listing.status_code == 403 and listing.json["error"]["code"] == "forbidden"
     # the same refusal over Socket.IO
-    client = Client(server.url, "Curious too").connect()
+    client = app.client("Curious too").connect()
     try:
         answer = client.call("create_game", {"hall": "banded", "instance_id": "minecraft/1p_v_1p/standard#3"})
         assert answer["error"]["code"] == "instance_choice_forbidden"
@@ -109,20 +94,20 @@ def test_an_ordinary_player_cannot_pick_an_exact_instance(server: ServerProcess)
     ],
 )
 def test_bad_difficulty_requests_are_typed_and_create_nothing(
-    server: ServerProcess, hall: str, body: dict[str, Any], code: str
+    app: InProcessApp, hall: str, body: dict[str, Any], code: str
 ) -> None:
-    http = login(server, "Picky")
-    answer = http.post(server.url + "/api/games", json={"hall": hall, **body}, timeout=10)
-    assert answer.status_code == 400 and answer.json()["error"]["code"] == code
-    assert answer.json()["error"]["message"]
-    assert http.get(server.url + "/api/me/games", timeout=10).json()["games"] == []
+    http = login(app, "Picky")
+    answer = http.post("/api/games", json={"hall": hall, **body})
+    assert answer.status_code == 400 and answer.json["error"]["code"] == code
+    assert answer.json["error"]["message"]
+    assert http.get("/api/me/games").json["games"] == []
 
 
-def test_a_band_is_drawn_secretly_and_never_shown_while_the_game_runs(server: ServerProcess) -> None:
+def test_a_band_is_drawn_secretly_and_never_shown_while_the_game_runs(app: InProcessApp) -> None:
     band = "hard" if list(LEVELS.values()).count("hard") >= MIN_BAND_INSTANCES else "easy"
-    creator = Client(server.url, "Bander").connect()
-    other = Client(server.url, "Joiner").connect()
-    spectator = Client(server.url).connect()
+    creator = app.client("Bander").connect()
+    other = app.client("Joiner").connect()
+    spectator = app.client().connect()
     try:
         created = creator.call("create_game", {"hall": "banded", "difficulty": band, "join": True})
         assert created["ok"], created
@@ -130,10 +115,10 @@ def test_a_band_is_drawn_secretly_and_never_shown_while_the_game_runs(server: Se
         game_id = game["game_id"]
         assert game["instance_id"] is None and band not in json.dumps(game)
         # more games of the same band, to see the draw vary within it
-        drawn = [drawn_instance(server, game_id)]
+        drawn = [drawn_instance(app, game_id)]
         for _ in range(6):
             extra = creator.call("create_game", {"hall": "banded", "difficulty": band})["game"]["game_id"]
-            drawn.append(drawn_instance(server, extra))
+            drawn.append(drawn_instance(app, extra))
         assert all(c["choice"] == "band" and c["difficulty"] == band for c in drawn)
         assert all(LEVELS[c["instance_id"]] == band for c in drawn)
         assert len({c["instance_id"] for c in drawn}) > 1
@@ -142,7 +127,7 @@ def test_a_band_is_drawn_secretly_and_never_shown_while_the_game_runs(server: Se
         assert other.call("join", {"game_id": game_id})["seat"] == 1
         assert spectator.call("watch", {"game_id": game_id})["ok"]
         mine = creator.call("join", {"game_id": game_id})
-        lobby = requests.get(server.url + "/api/games?limit=1000", timeout=10).text
+        lobby = app.http().get("/api/games?limit=1000").text
         seen = {
             "creator": json.dumps(mine),
             "other seat": json.dumps(other.received) + json.dumps(other.call("view", {"game_id": game_id})),
@@ -161,36 +146,36 @@ def test_a_band_is_drawn_secretly_and_never_shown_while_the_game_runs(server: Se
             client.close()
 
 
-def test_an_admin_lists_instances_with_their_difficulty_and_picks_one(server: ServerProcess) -> None:
-    http = login(server, "Researcher")
-    assert http.post(server.url + "/api/admin/login", json={"password": ADMIN[1]}, timeout=10).ok
-    listing = http.get(server.url + "/api/admin/halls/banded/instances", timeout=10).json()
+def test_an_admin_lists_instances_with_their_difficulty_and_picks_one(app: InProcessApp) -> None:
+    http = login(app, "Researcher")
+    assert http.post("/api/admin/login", json={"password": ADMIN[1]}).status_code == 200
+    listing = http.get("/api/admin/halls/banded/instances").json
     levels = {entry["instance_id"]: entry["level"] for entry in listing["instances"]}
     assert levels == LEVELS
     assert all(entry["difficulty"]["score"] is not None for entry in listing["instances"])
     chosen = "minecraft/1p_v_1p/standard#5"
-    answer = http.post(server.url + "/api/games", json={"hall": "banded", "instance_id": chosen}, timeout=10)
-    assert answer.status_code == 201 and answer.json()["game"]["instance_id"] == chosen
-    game_id = answer.json()["game"]["game_id"]
-    assert drawn_instance(server, game_id) == {"choice": "requested", "instance_id": chosen}
+    answer = http.post("/api/games", json={"hall": "banded", "instance_id": chosen})
+    assert answer.status_code == 201 and answer.json["game"]["instance_id"] == chosen
+    game_id = answer.json["game"]["game_id"]
+    assert drawn_instance(app, game_id) == {"choice": "requested", "instance_id": chosen}
     # nobody else is told: the public summary hides it while the game waits or runs
-    summary = requests.get(f"{server.url}/api/games/{game_id}", timeout=10).json()["game"]
+    summary = app.http().get(f"/api/games/{game_id}").json["game"]
     assert summary["instance_id"] is None
 
 
-def test_my_games_lists_the_games_i_hold_a_seat_in(server: ServerProcess) -> None:
-    ada, bob = login(server, "Ada M"), login(server, "Bob M")
-    made = ada.post(server.url + "/api/games", json={"hall": "duel", "join": True}, timeout=10).json()["game"]
-    ada.post(server.url + "/api/games", json={"hall": "duel"}, timeout=10)  # created, not joined: not mine
-    mine = ada.get(server.url + "/api/me/games", timeout=10).json()["games"]
+def test_my_games_lists_the_games_i_hold_a_seat_in(app: InProcessApp) -> None:
+    ada, bob = login(app, "Ada M"), login(app, "Bob M")
+    made = ada.post("/api/games", json={"hall": "duel", "join": True}).json["game"]
+    ada.post("/api/games", json={"hall": "duel"})  # created, not joined: not mine
+    mine = ada.get("/api/me/games").json["games"]
     assert [(g["game_id"], g["your_seats"]) for g in mine] == [(made["game_id"], [0])]
-    assert bob.get(server.url + "/api/me/games", timeout=10).json()["games"] == []
-    bob.post(f"{server.url}/api/games/{made['game_id']}/join", json={}, timeout=10).raise_for_status()
-    running = bob.get(server.url + "/api/me/games", timeout=10).json()["games"]
+    assert bob.get("/api/me/games").json["games"] == []
+    assert bob.post(f"/api/games/{made['game_id']}/join", json={}).status_code == 200
+    running = bob.get("/api/me/games").json["games"]
     assert [(g["game_id"], g["status"], g["your_seats"]) for g in running] == [
         (made["game_id"], "running", [1])
     ]
-    anonymous = requests.get(server.url + "/api/me/games", timeout=10)
-    assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == "not_logged_in"
-    bots = requests.get(server.url + "/api/bots", timeout=10).json()["bots"]
+    anonymous = app.http().get("/api/me/games")
+    assert anonymous.status_code == 401 and anonymous.json["error"]["code"] == "not_logged_in"
+    bots = app.http().get("/api/bots").json["bots"]
     assert "random" in bots and "llm" not in bots  # an LLM costs money: only operator-listed specs

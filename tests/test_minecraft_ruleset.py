@@ -36,6 +36,7 @@ def only_recipe(rules: RuleSet, result: str, kind: RecipeType) -> str:
 # --- the generator -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generator_is_reproducible(tmp_path: Path) -> None:
     out = tmp_path / "minecraft"
     assert generator.main(["--out", str(out)]) == 0
@@ -47,6 +48,7 @@ def test_generator_is_reproducible(tmp_path: Path) -> None:
     assert generator.main(["--check", "--out", str(COMMITTED)]) == 0
 
 
+@pytest.mark.slow
 def test_generator_removes_its_stale_files(tmp_path: Path) -> None:
     out = tmp_path / "minecraft"
     assert generator.main(["--out", str(out)]) == 0

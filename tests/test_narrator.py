@@ -460,7 +460,7 @@ def test_long_games_tell_the_latest_turns_of_the_history() -> None:
     import random
     import re
 
-    from test_engine_support import TWO_PLAYER, new_game, play_random
+    from engine_support import TWO_PLAYER, new_game, play_random
 
     from server.game.views import VIEW_HISTORY_TURNS, player_view
 

@@ -1,20 +1,19 @@
 """The `paper` hall: the paper's protocol as the shipped settings declare it, played for real.
 
-A real server (subprocess, real sockets, a real SQLite file) runs the shipped `paper` hall between two
-built-in bots; the lobby's instance order and first-proposer rotation are checked in-process; the
-narration an LLM would read is checked on a game of the hall's settings."""
+The app (in-process, over a real SQLite file) runs the shipped `paper` hall between two built-in bots, its
+bot seats on their own threads as in a server; the lobby's instance order and first-proposer rotation are
+checked on the table directly; the narration an LLM would read is checked on a game of the hall's settings."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_helpers import Client, ServerProcess
+from in_process import InProcessApp, MakeApp
 
 from agents.bots.random_bot import RandomBot
 from agents.narrator import narrate_events, observation
@@ -111,9 +110,9 @@ def test_a_paper_game_tells_an_llm_the_whole_runs_rule_the_scoring_and_the_revea
     assert "Every target is revealed" in told and "Points:" in told
 
 
-# --- a real server -----------------------------------------------------------------------------------
+# --- the app -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def app(make_app: MakeApp, tmp_path_factory: pytest.TempPathFactory) -> InProcessApp:
     folder = tmp_path_factory.mktemp("paper")
     config = {
         "server": {"host": "127.0.0.1", "data_dir": str(folder / "data"), "log_level": "INFO"},
@@ -122,13 +121,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     }
     path = folder / "settings.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    proc = ServerProcess(path).start()
-    yield proc
-    proc.stop()
+    return make_app(path)
 
 
-def test_two_bots_play_a_full_game_in_the_paper_hall(server: ServerProcess) -> None:
-    watcher = Client(server.url, "watcher")
+def test_two_bots_play_a_full_game_in_the_paper_hall(app: InProcessApp) -> None:
+    watcher = app.client("watcher")
     try:
         status, created = watcher.rest(
             "POST",

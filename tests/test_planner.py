@@ -458,6 +458,7 @@ print(digest.hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_plans_do_not_depend_on_the_hash_seed() -> None:
     """Plans (and so bots' crafts and game logs) are the same in every process: the order of craft steps
     once followed the iteration order of a set of strings, which PYTHONHASHSEED changes."""

@@ -56,6 +56,7 @@ def instance_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_random_bots_finish_every_shipped_instance() -> None:
     instances = needs_shipped()
     for inst in instances:

@@ -168,6 +168,7 @@ def _imported_by(argv: list[str]) -> set[str]:
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_commands_that_need_no_server_import_neither_flask_nor_the_solver() -> None:
     possible = _imported_by(
         ["craft", "possible", "--ruleset", "alchemy", "--hand", '{"water": 2, "fire": 1}']
@@ -205,6 +206,7 @@ def test_planning_still_loads_the_solver_when_it_solves() -> None:
     assert "scipy.optimize" in planned
 
 
+@pytest.mark.slow
 def test_the_server_package_never_imports_agents() -> None:
     offenders = [
         str(path.relative_to(ROOT))

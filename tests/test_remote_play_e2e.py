@@ -1,6 +1,8 @@
 """Remote play over a live server: RemoteConnection (python-socketio client, API token or session cookie)
 against ``run_server.py`` on loopback, through a TCP proxy that can break the network on purpose.
 
+Needs a real server process: remote clients over the network, a proxy breaking sockets, a crash.
+
 Covered: a remote random bot plays a whole game against a server bot; a browser-less "human" (cookie
 login, a scripted client using queries) plays a whole game, and its query answers equal the local
 connection's; dropped sockets mid-game are healed without losing or repeating an event; an action whose
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 import requests
-from e2e_helpers import DUEL_TRADE, ROOT, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL_TRADE, ROOT, MakeServer, ServerProcess
 from net_proxy import Proxy
 
 from agents.bots.registry import make_policy
@@ -34,16 +36,6 @@ from agents.remote import RemoteConnection, login_cookie
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import parse_instance_file
 from server.game import GameSettings
-
-ADMIN = ("admin", "test-admin-password")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("remote")
-    proc = ServerProcess(write_config(folder)).start()
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture
@@ -98,6 +90,7 @@ class Recording:
         return self.policy.act(view, legal)
 
 
+@pytest.mark.slow
 def test_a_remote_random_bot_plays_a_whole_game_against_a_server_bot(server: ServerProcess) -> None:
     token = make_token(server, "remote-random")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])
@@ -213,6 +206,7 @@ def test_remote_and_local_queries_agree(server: ServerProcess, tmp_path: Path) -
                 assert far["error"]["code"] == near["error"]["code"], query
 
 
+@pytest.mark.slow
 def test_dropped_sockets_mid_game_are_healed_without_losing_or_repeating_events(
     server: ServerProcess, proxy: Proxy
 ) -> None:
@@ -290,6 +284,7 @@ def tradecraft_cli() -> list[str]:
     return [sys.executable, "-c", "from tradecraft.cli import main; main()"]
 
 
+@pytest.mark.slow
 def test_tradecraft_bot_plays_a_whole_game_against_another_remote_client(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -336,6 +331,7 @@ def test_tradecraft_bot_plays_a_whole_game_against_another_remote_client(
     assert tokens[1] not in out + err
 
 
+@pytest.mark.slow
 def test_tradecraft_bot_refusals_are_typed(server: ServerProcess) -> None:
     token = make_token(server, "cli-refusals")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])
@@ -372,6 +368,7 @@ def test_tradecraft_bot_starts_without_the_web_layer() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_seat_handed_to_a_bot_for_idleness_stops_the_driver(server: ServerProcess) -> None:
     token = make_token(server, "too-slow")
     game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}], hall="idle")
@@ -409,55 +406,49 @@ def test_pushes_and_acks_in_any_order_give_each_event_once_and_the_newest_envelo
     assert not ready and conn.envelope()["log_size"] == 7
 
 
-def test_remote_players_ride_out_a_server_crash_and_restart(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "crash")
-    first = ServerProcess(config).start()
-    second: ServerProcess | None = None
-    try:
-        tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
-        game_id = create_game(first, tokens[0], ["agent", "agent"])
-        players = [
-            Recording(make_policy("random", 11), delay=0.2),
-            Recording(make_policy("random", 12), delay=0.2),
-        ]
-        conns = [
-            RemoteConnection(
-                first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
-            ).connect()
-            for s in (0, 1)
-        ]
-        outcomes: dict[int, SeatOutcome] = {}
-        errors: list[BaseException] = []
+@pytest.mark.slow
+def test_remote_players_ride_out_a_server_crash_and_restart(make_server: MakeServer) -> None:
+    first = make_server()
+    tokens = [make_token(first, f"crash-{seat}") for seat in (0, 1)]
+    game_id = create_game(first, tokens[0], ["agent", "agent"])
+    players = [
+        Recording(make_policy("random", 11), delay=0.2),
+        Recording(make_policy("random", 12), delay=0.2),
+    ]
+    conns = [
+        RemoteConnection(
+            first.url, game_id, token=tokens[s], seat=s, timeout=5, reconnect_timeout=60
+        ).connect()
+        for s in (0, 1)
+    ]
+    outcomes: dict[int, SeatOutcome] = {}
+    errors: list[BaseException] = []
 
-        def play(seat: int) -> None:
-            try:
-                outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
-            except BaseException as err:  # reported by the assertion below
-                errors.append(err)
+    def play(seat: int) -> None:
+        try:
+            outcomes[seat] = run_seat(players[seat], conns[seat], turn_timeout=90)
+        except BaseException as err:  # reported by the assertion below
+            errors.append(err)
 
-        threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
-        for thread in threads:
-            thread.start()
-        time.sleep(0.8)  # a few moves in
-        first.kill()  # SIGKILL: no goodbye to any socket
-        assert not conns[0].finished  # the crash really is mid-game
-        seen_before = len(players[0].seen)
-        time.sleep(1.0)
-        second = ServerProcess(config, port=first.port).start()
-        for thread in threads:
-            thread.join(timeout=120)
-        for conn in conns:
-            conn.close()
-        assert not errors, errors
-        assert all(conn.reconnects >= 1 for conn in conns)
-        for seat in (0, 1):
-            assert outcomes[seat].final_view["finished"]
-            assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
-        assert len(players[0].seen) > seen_before
-    finally:
-        first.kill()
-        if second is not None:
-            second.stop()
+    threads = [threading.Thread(target=play, args=(seat,)) for seat in (0, 1)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.8)  # a few moves in
+    first.kill()  # SIGKILL: no goodbye to any socket
+    assert not conns[0].finished  # the crash really is mid-game
+    seen_before = len(players[0].seen)
+    time.sleep(1.0)
+    second = make_server(first.config, port=first.port)
+    for thread in threads:
+        thread.join(timeout=120)
+    for conn in conns:
+        conn.close()
+    assert not errors, errors
+    assert all(conn.reconnects >= 1 for conn in conns)
+    for seat in (0, 1):
+        assert outcomes[seat].final_view["finished"]
+        assert players[seat].seen == whole_log(second, game_id, tokens[seat], seat)
+    assert len(players[0].seen) > seen_before
 
 
 class Tracing(Recording):
@@ -562,35 +553,32 @@ def test_trace_requests_are_bounded_and_only_an_agents_own_seat(server: ServerPr
     assert [t.model_dump().get("note") for t in log.traces] == ["kept"]
 
 
-def test_each_seat_has_its_own_share_of_the_games_trace_records(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_each_seat_has_its_own_share_of_the_games_trace_records(make_server: MakeServer) -> None:
     """One agent used to be able to fill the game's whole trace quota and crowd out its opponent's."""
-    config = write_config(tmp_path)
-    server = ServerProcess(config, env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"}).start()
-    try:
-        tokens = [make_token(server, "share-a"), make_token(server, "share-b")]
-        game_id = create_game(server, tokens[0], ["agent", "agent"])
-        for seat, token in enumerate(tokens):
-            requests.post(
-                f"{server.url}/api/games/{game_id}/join",
-                json={"seat": seat},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
-            )
+    server = make_server(env={"TRADECRAFT__BOTS__TRACES_PER_GAME": "10"})
+    tokens = [make_token(server, "share-a"), make_token(server, "share-b")]
+    game_id = create_game(server, tokens[0], ["agent", "agent"])
+    for seat, token in enumerate(tokens):
+        requests.post(
+            f"{server.url}/api/games/{game_id}/join",
+            json={"seat": seat},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
 
-        def send(token: str, count: int) -> dict[str, Any]:
-            return requests.post(
-                f"{server.url}/api/games/{game_id}/traces",
-                json={"traces": [{"i": i} for i in range(count)]},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
-            ).json()
+    def send(token: str, count: int) -> dict[str, Any]:
+        return requests.post(
+            f"{server.url}/api/games/{game_id}/traces",
+            json={"traces": [{"i": i} for i in range(count)]},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ).json()
 
-        greedy = send(tokens[0], 8)
-        assert greedy["ok"] and (greedy["stored"], greedy["dropped"]) == (5, 3)
-        assert send(tokens[0], 1)["stored"] == 0
-        fair = send(tokens[1], 5)
-        assert fair["ok"] and fair["stored"] == 5
-        log = researcher_log(server, game_id)
-        assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5
-    finally:
-        server.stop()
+    greedy = send(tokens[0], 8)
+    assert greedy["ok"] and (greedy["stored"], greedy["dropped"]) == (5, 3)
+    assert send(tokens[0], 1)["stored"] == 0
+    fair = send(tokens[1], 5)
+    assert fair["ok"] and fair["stored"] == 5
+    log = researcher_log(server, game_id)
+    assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5

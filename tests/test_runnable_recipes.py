@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 import pytest
+from engine_support import instance, small_rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from suite_support import ORIGINAL_PROBLEMS
-from test_engine_support import instance, small_rules
 
 from agents.bots.random_bot import RandomBot
 from craft_rules.crafting import (
@@ -94,6 +94,7 @@ ITEMS = sorted(SMALL.items)
 hands_strategy = st.dictionaries(st.sampled_from(ITEMS), st.integers(1, 6), max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hand=hands_strategy, seed=st.integers(0, 2**32 - 1))
 def test_every_consumer_agrees_with_what_the_engine_accepts(hand: dict[str, int], seed: int) -> None:

@@ -1,6 +1,8 @@
 """Bot and LLM seats on a live server (tests/policy_server.py: run_server.py with the test-only policies of
 tests/bot_policies.py injected through create_app(policy_factory=...)), over real sockets and real SQLite.
 
+Needs a real server process: kill -9 and restart of bot seats, hung policies, policies plugged in.
+
 - a bot that sleeps 2 s per move delays no other game's actions nor any deadline, nor reads of its own game;
 - a bot's move is validated like a client's: an illegal one is refused, counted, retried with other seeds,
   and the seat finally resigns;
@@ -19,7 +21,6 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pytest
 import requests
 import yaml
 from bot_policies import SECRET_ENV, factory, read_records
-from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import ADMIN, DUEL_CRAFTS, DUEL_TRADE, Client, MakeServer, ServerProcess, write_config
 
 from agents.bots.registry import make_policy
 from agents.testing.openai_server import OpenAITestServer
@@ -44,7 +45,6 @@ from server.table.timers import DeadlineScheduler
 from server.table.traces import bound_trace
 from server.web.lobby import Lobby
 
-ADMIN = ("admin", "test-admin-password")
 POLICY_SERVER = Path(__file__).parent / "policy_server.py"
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -64,16 +64,17 @@ def policy_config(folder: Path, **bots: Any) -> Path:
     return path
 
 
-def start_server(folder: Path, **bots: Any) -> tuple[ServerProcess, Path]:
+def start_server(make_server: MakeServer, folder: Path, **bots: Any) -> tuple[ServerProcess, Path]:
+    """tests/policy_server.py (the server with the test policies installed) over ``policy_config``."""
     records = folder / "records"
     env = {"TC_TEST_POLICY_RECORDS": str(records), SECRET_ENV: SECRET}
-    server = ServerProcess(policy_config(folder, **bots), env=env, script=POLICY_SERVER).start()
-    return server, records
+    return make_server(policy_config(folder, **bots), env=env, script=POLICY_SERVER), records
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
-    server, records = start_server(
+def live(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[ServerProcess, Path]:
+    return start_server(
+        make_server,
         tmp_path_factory.mktemp("bots"),
         workers=8,
         move_time_limit_seconds=20,
@@ -81,8 +82,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProce
         traces_per_game=40,
         trace_max_bytes=4096,
     )
-    yield server, records
-    server.stop()
 
 
 def export(server: ServerProcess, game_id: str, seat: int | None = None) -> str:
@@ -123,6 +122,7 @@ def acted(records: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------------------ slow bots
+@pytest.mark.slow
 def test_a_bot_sleeping_2_s_per_move_delays_no_other_game_nor_any_deadline(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -199,6 +199,7 @@ def test_a_bot_sleeping_2_s_per_move_delays_no_other_game_nor_any_deadline(
 
 
 # ------------------------------------------------------------------------------------------ illegal bots
+@pytest.mark.slow
 def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_then_resigns(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -232,6 +233,7 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     assert {code for _, code in counted} == {refused["error"]["code"]}
 
 
+@pytest.mark.slow
 def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerProcess, Path]) -> None:
     """A policy with a refused(error) hook (an LLM agent) keeps its seat's policy: it is told the engine's
     typed error (the one a client gets) and asked again, instead of being replaced by another seed."""
@@ -258,6 +260,7 @@ def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerPr
 
 
 # ------------------------------------------------------------------------------------------------ traces
+@pytest.mark.slow
 def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participant_export(
     live: tuple[ServerProcess, Path],
 ) -> None:
@@ -379,8 +382,11 @@ def observed_runs(records: Path, seed: int) -> list[list[dict[str, Any]]]:
     return [r for r in acted(read_records(records, "observer")) if r[0]["seed"] == seed]
 
 
-def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(tmp_path: Path) -> None:
-    server, records = start_server(tmp_path)
+@pytest.mark.slow
+def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    server, records = start_server(make_server, tmp_path)
     game_seed = 77
     try:
         host = Client(server.url, "observer-host").connect()
@@ -414,8 +420,13 @@ def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(tmp_
 
 
 # ---------------------------------------------------------------------------------------- hung policies
-def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(tmp_path: Path) -> None:
-    server, records = start_server(tmp_path, workers=2, move_time_limit_seconds=1, fallback="random")
+@pytest.mark.slow
+def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    server, records = start_server(
+        make_server, tmp_path, workers=2, move_time_limit_seconds=1, fallback="random"
+    )
     try:
         host = Client(server.url, "hang-host").connect()
         hung = create(host, "duel", [bot("hang"), bot("random")], seed=3)["game"]["game_id"]
@@ -573,7 +584,10 @@ def test_a_learning_bot_keeps_one_policy_for_the_whole_game(tmp_path: Path) -> N
 
 
 # ----------------------------------------------------------------------------------- a real LLM agent
-def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
     """The installed `llm` policy (LangChain ChatOpenAI) against the project's OpenAI-compatible test
     server, seated by a hall of a live run_server.py; the key comes from the environment only."""
     with OpenAITestServer(policy=ScriptedPlayer()) as model_server:
@@ -588,7 +602,7 @@ def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(tmp
         }
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": model_server.base_url}
-        server = ServerProcess(path, env=env).start()
+        server = make_server(path, env=env)
         try:
             host = Client(server.url, "llm-watcher").connect()
             created = create(host, "llm_duel")

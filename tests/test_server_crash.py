@@ -1,13 +1,16 @@
 """Crash safety: SIGKILL the server during several running games, restart it, and every game continues from
-its last acknowledged event — including a pending deadline and a bot seat that was about to move."""
+its last acknowledged event — including a pending deadline and a bot seat that was about to move.
+
+Needs a real server process: kill -9 and a restart.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
-from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, ServerProcess, write_config
+import pytest
+from e2e_helpers import DUEL_CRAFTS, DUEL_TRADE, Client, MakeServer
 
 DEADLINE = 3.0
 BOT_DELAY = 1.5
@@ -35,9 +38,9 @@ SCRIPT = [
 ]
 
 
-def test_kill_9_and_restart_resumes_every_game(tmp_path: Path) -> None:
-    config = write_config(tmp_path, deadline=DEADLINE, bot_delay=BOT_DELAY)
-    server = ServerProcess(config).start()
+@pytest.mark.slow
+def test_kill_9_and_restart_resumes_every_game(make_server: MakeServer) -> None:
+    server = make_server(deadline=DEADLINE, bot_delay=BOT_DELAY)
     made: list[Client] = []
     try:
         # several running games, each stopped at a different point of the script (all actions acked)
@@ -112,4 +115,3 @@ def test_kill_9_and_restart_resumes_every_game(tmp_path: Path) -> None:
     finally:
         for client in made:
             client.close()
-        server.stop()

@@ -1,7 +1,11 @@
-"""End-to-end tests over real sockets: python-socketio and HTTP clients against ``run_server.py`` on loopback.
+"""End-to-end play: whole games, privacy, refusals, reconnection, deadlines and bot seats, over REST and
+Socket.IO. Every Socket.IO message each client receives is captured and, where it matters, scanned for
+private information of other seats.
 
-One server process serves the whole module (each test makes its own games). Every Socket.IO message each
-client receives is captured and, where it matters, scanned for private information of other seats.
+Most tests play the app in-process (``app_client``: Flask and Flask-SocketIO test clients); those taking
+``server`` need a real server process: real sockets (a second browser tab's cookie, an agent token and a
+refused connection over websocket, an oversized or garbage frame, the health page) and the documented
+example client run as a subprocess. One app and one server serve the module; each test makes its own games.
 """
 
 from __future__ import annotations
@@ -16,41 +20,35 @@ from typing import Any
 
 import pytest
 from e2e_helpers import (
+    ADMIN,
     DUEL,
     DUEL_CRAFTS,
     DUEL_TRADE,
     TRIO,
     Client,
+    Host,
+    Participant,
     ServerProcess,
     play_duel,
-    write_config,
 )
+from in_process import InProcessApp
 
 from server.game.actions import PLAYER_ACTION_TYPES
 
-ADMIN = ("admin", "test-admin-password")
 PRIVATE_EVENT_TYPES = {"tom_reported", "proposed", "decided", "proposal_cancelled", "crafted"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    folder = tmp_path_factory.mktemp("e2e")
-    proc = ServerProcess(write_config(folder)).start()
-    yield proc
-    proc.stop()
-
-
-def new_client(server: ServerProcess, made: list[Client], name: str | None = None, **kwargs: Any) -> Client:
-    client = Client(server.url, name, **kwargs)
+def new_client(
+    host: Host, made: list[Participant], name: str | None = None, token: str | None = None
+) -> Participant:
+    client = host.client(name, token)
     made.append(client)
     return client.connect()
 
 
-def start_game(
-    server: ServerProcess, made: list[Client], hall: str, players: int
-) -> tuple[str, list[Client]]:
+def start_game(host: Host, made: list[Participant], hall: str, players: int) -> tuple[str, list[Participant]]:
     """Create a game in ``hall``; ``players`` clients join seats 0..n-1 over Socket.IO."""
-    seated = [new_client(server, made, f"P{i}-{uuid.uuid4().hex[:4]}") for i in range(players)]
+    seated = [new_client(host, made, f"P{i}-{uuid.uuid4().hex[:4]}") for i in range(players)]
     created = seated[0].call("create_game", {"hall": hall})
     assert created["ok"], created
     game_id = created["game"]["game_id"]
@@ -61,7 +59,7 @@ def start_game(
     return game_id, seated
 
 
-def snapshot(client: Client, game_id: str) -> dict[str, Any]:
+def snapshot(client: Participant, game_id: str) -> dict[str, Any]:
     ack = client.call("view", {"game_id": game_id})
     assert ack["ok"], ack
     return ack
@@ -78,7 +76,7 @@ def walk(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def assert_nothing_private(
-    client: Client, seat: int | None, targets: list[dict[str, int]], secrets: list[str]
+    client: Participant, seat: int | None, targets: list[dict[str, int]], secrets: list[str]
 ) -> int:
     """Scan every message ``client`` received; returns how many dicts were checked."""
     messages = client.messages()
@@ -102,7 +100,7 @@ def assert_nothing_private(
 
 
 # ------------------------------------------------------------------------------------- basics
-def test_healthz_and_index_escape(server: ServerProcess, clients: list[Client]) -> None:
+def test_healthz_and_index_escape(server: ServerProcess, clients: list[Participant]) -> None:
     import requests
 
     health = requests.get(server.url + "/healthz", timeout=5)
@@ -117,9 +115,9 @@ def test_healthz_and_index_escape(server: ServerProcess, clients: list[Client]) 
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
-def test_full_two_player_game(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
-    watcher = new_client(server, clients)  # anonymous spectator
+def test_full_two_player_game(app_client: InProcessApp, clients: list[Participant]) -> None:
+    game_id, (p0, p1) = start_game(app_client, clients, "duel", 2)
+    watcher = new_client(app_client, clients)  # anonymous spectator
     watched = watcher.call("watch", {"game_id": game_id})
     assert watched["ok"] and watched["seat"] is None and watched["view"]["target"] is None
     view0 = snapshot(p0, game_id)["view"]
@@ -152,10 +150,10 @@ def test_full_two_player_game(server: ServerProcess, clients: list[Client]) -> N
 
 
 def test_three_player_game_keeps_rejected_proposals_and_crafting_private(
-    server: ServerProcess, clients: list[Client]
+    app_client: InProcessApp, clients: list[Participant]
 ) -> None:
-    game_id, (p0, p1, p2) = start_game(server, clients, "trio", 3)
-    watcher = new_client(server, clients, "watcher")
+    game_id, (p0, p1, p2) = start_game(app_client, clients, "trio", 3)
+    watcher = new_client(app_client, clients, "watcher")
     assert watcher.call("watch", {"game_id": game_id})["ok"]
     secret_offer, secret_reply = f"SECRET-OFFER-{uuid.uuid4().hex}", f"SECRET-REPLY-{uuid.uuid4().hex}"
 
@@ -201,8 +199,8 @@ def test_three_player_game_keeps_rejected_proposals_and_crafting_private(
     assert not any(e["type"] == "crafted" and e["actor"] != 2 for e in p2.pushed_events(game_id))
 
 
-def test_tom_reports_are_private(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, (p0, p1) = start_game(server, clients, "tom", 2)
+def test_tom_reports_are_private(app_client: InProcessApp, clients: list[Participant]) -> None:
+    game_id, (p0, p1) = start_game(app_client, clients, "tom", 2)
     view0 = snapshot(p0, game_id)["view"]
     assert view0["phase"] == "tom_report" and view0["tom"]["due"] and view0["tom"]["orders"] == [0, 1, 2]
     items = view0["tom"]["items"]
@@ -244,11 +242,13 @@ ILLEGAL = {
 }
 
 
-def test_malformed_and_illegal_messages_change_nothing(server: ServerProcess, clients: list[Client]) -> None:
+def test_malformed_and_illegal_messages_change_nothing(
+    app_client: InProcessApp, clients: list[Participant]
+) -> None:
     assert set(MALFORMED) == set(PLAYER_ACTION_TYPES) and set(ILLEGAL) | {"resign"} == set(
         PLAYER_ACTION_TYPES
     )
-    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+    game_id, (p0, p1) = start_game(app_client, clients, "duel", 2)
     before = [snapshot(p0, game_id), snapshot(p1, game_id)]
 
     def unchanged() -> None:
@@ -285,19 +285,19 @@ def test_malformed_and_illegal_messages_change_nothing(server: ServerProcess, cl
 
 
 def test_acting_for_another_seat_or_as_spectator_is_refused(
-    server: ServerProcess, clients: list[Client]
+    app_client: InProcessApp, clients: list[Participant]
 ) -> None:
-    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+    game_id, (p0, p1) = start_game(app_client, clients, "duel", 2)
     before = snapshot(p0, game_id)
     impostor = p1.act(game_id, "propose", seat=0, **DUEL_TRADE)
     assert not impostor["ok"] and impostor["error"]["code"] == "not_your_seat"
     resign_other = p1.act(game_id, "resign", seat=0)
     assert not resign_other["ok"] and resign_other["error"]["code"] == "not_your_seat"
-    anonymous = new_client(server, clients)
+    anonymous = new_client(app_client, clients)
     assert anonymous.call("watch", {"game_id": game_id})["ok"]
     refused = anonymous.act(game_id, "propose", **DUEL_TRADE)
     assert not refused["ok"] and refused["error"]["code"] == "not_logged_in"
-    onlooker = new_client(server, clients, "onlooker")
+    onlooker = new_client(app_client, clients, "onlooker")
     assert onlooker.call("watch", {"game_id": game_id})["ok"]
     refused = onlooker.act(game_id, "pass")
     assert not refused["ok"] and refused["error"]["code"] == "spectator"
@@ -312,8 +312,10 @@ def test_acting_for_another_seat_or_as_spectator_is_refused(
 
 
 # ------------------------------------------------------------------------ reconnection, presence
-def test_reconnection_restores_seat_view_and_history(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, (p0, p1) = start_game(server, clients, "duel", 2)
+def test_reconnection_restores_seat_view_and_history(
+    app_client: InProcessApp, clients: list[Participant]
+) -> None:
+    game_id, (p0, p1) = start_game(app_client, clients, "duel", 2)
     assert p0.act(game_id, "propose", **DUEL_TRADE)["ok"]
     assert p1.act(game_id, "decide", accept=True)["ok"]
     crafted = p0.act(game_id, "craft", **DUEL_CRAFTS[0][0])
@@ -348,7 +350,7 @@ def test_reconnection_restores_seat_view_and_history(server: ServerProcess, clie
 
 
 def test_a_seats_other_connection_gets_the_push_the_acting_one_only_the_ack(
-    server: ServerProcess, clients: list[Client]
+    server: ServerProcess, clients: list[Participant]
 ) -> None:
     game_id, (p0, p1) = start_game(server, clients, "duel", 2)
     tab = Client(server.url)  # a second tab of the same browser: same login cookie, same seat
@@ -369,18 +371,18 @@ def test_a_seats_other_connection_gets_the_push_the_acting_one_only_the_ack(
 
 # ----------------------------------------------------------------------- REST mirror, tokens, idempotency
 def test_rest_only_game_with_api_token_and_idempotent_retries(
-    server: ServerProcess, clients: list[Client]
+    app_client: InProcessApp, clients: list[Participant]
 ) -> None:
-    person = Client(server.url, "rest-person")
+    person = app_client.client("rest-person")
     clients.append(person)
     denied = person.rest("POST", "/api/admin/tokens", {"name": "bot"})
     assert denied[0] == 403 and denied[1]["error"]["code"] == "forbidden"
     status, created = person.rest("POST", "/api/admin/tokens", {"name": "rest-bot"}, auth=ADMIN)
     assert status == 201 and created["token"].startswith("tc_")
-    bot = Client(server.url, token=created["token"])
+    bot = app_client.client(token=created["token"])
     clients.append(bot)
     assert bot.rest("GET", "/api/me")[1]["user"]["kind"] == "agent"
-    assert Client(server.url, token="tc_wrong").rest("GET", "/api/me")[1]["error"]["code"] == "invalid_token"
+    assert app_client.client(token="tc_wrong").rest("GET", "/api/me")[1]["error"]["code"] == "invalid_token"
 
     status, game = person.rest("POST", "/api/games", {"hall": "duel", "join": True})
     assert status == 201 and game["game"]["your_seat"] == 0
@@ -431,8 +433,9 @@ def test_rest_only_game_with_api_token_and_idempotent_retries(
     )
 
 
-def test_deadlines_submit_timeouts(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, (p0, _p1) = start_game(server, clients, "timed", 2)
+@pytest.mark.slow
+def test_deadlines_submit_timeouts(app_client: InProcessApp, clients: list[Participant]) -> None:
+    game_id, (p0, _p1) = start_game(app_client, clients, "timed", 2)
     first = snapshot(p0, game_id)
     assert first["deadline"] is not None and first["deadline"] > time.time()
     # nobody acts: turn 1 propose times out (pass), craft times out (finish), twice, then the game ends
@@ -447,8 +450,8 @@ def test_deadlines_submit_timeouts(server: ServerProcess, clients: list[Client])
     assert {"pass", "finish"} <= policies
 
 
-def test_idle_seat_is_handed_to_a_bot(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, (p0, p1) = start_game(server, clients, "idle", 2)
+def test_idle_seat_is_handed_to_a_bot(app_client: InProcessApp, clients: list[Participant]) -> None:
+    game_id, (p0, p1) = start_game(app_client, clients, "idle", 2)
     # seat 1 stays idle; seat 0 keeps playing: after one timeout seat 1 is played by the built-in bot
     p0.wait_for(
         lambda: any(s.get("seats", [{}, {}])[1].get("bot") for s in p0.messages("seats")),
@@ -476,8 +479,8 @@ def test_idle_seat_is_handed_to_a_bot(server: ServerProcess, clients: list[Clien
     assert 1 in actors  # the bot acted for seat 1
 
 
-def test_bot_seat_plays_against_a_person(server: ServerProcess, clients: list[Client]) -> None:
-    person = new_client(server, clients, "vs-bot")
+def test_bot_seat_plays_against_a_person(app_client: InProcessApp, clients: list[Participant]) -> None:
+    person = new_client(app_client, clients, "vs-bot")
     created = person.call(
         "create_game", {"hall": "duel", "seats": ["open", {"kind": "bot", "bot": "random"}], "join": True}
     )
@@ -505,16 +508,16 @@ def test_bot_seat_plays_against_a_person(server: ServerProcess, clients: list[Cl
     assert not bad["ok"] and bad["error"]["code"] == "unknown_bot"
 
 
-def test_lobby_lists_games_without_private_data(server: ServerProcess, clients: list[Client]) -> None:
-    game_id, _ = start_game(server, clients, "duel", 2)
-    looker = new_client(server, clients, "looker")
+def test_lobby_lists_games_without_private_data(app_client: InProcessApp, clients: list[Participant]) -> None:
+    game_id, _ = start_game(app_client, clients, "duel", 2)
+    looker = new_client(app_client, clients, "looker")
     lobby = looker.call("lobby", {})
     assert lobby["ok"] and {h["name"] for h in lobby["halls"]} >= {"duel", "trio"}
     listed = {g["game_id"]: g for g in lobby["games"]}
     assert listed[game_id]["status"] == "running"
     dump = json.dumps(lobby)
     assert "target" not in dump and "user_id" not in dump
-    created = new_client(server, clients, "creator").call("create_game", {"hall": "trio"})
+    created = new_client(app_client, clients, "creator").call("create_game", {"hall": "trio"})
     looker.wait_for(
         lambda: any(m["game_id"] == created["game"]["game_id"] for m in looker.messages("lobby")),
         what="a lobby push",
@@ -524,7 +527,7 @@ def test_lobby_lists_games_without_private_data(server: ServerProcess, clients: 
 
 
 # ------------------------------------------------------------------------------- tokens, limits, docs
-def test_agent_token_over_socketio_and_reconnect(server: ServerProcess, clients: list[Client]) -> None:
+def test_agent_token_over_socketio_and_reconnect(server: ServerProcess, clients: list[Participant]) -> None:
     admin = Client(server.url)
     clients.append(admin)
     token = admin.rest("POST", "/api/admin/tokens", {"name": "sock-agent"}, auth=ADMIN)[1]["token"]
@@ -556,7 +559,7 @@ def test_agent_token_over_socketio_and_reconnect(server: ServerProcess, clients:
 
 
 def test_oversized_message_is_dropped_and_the_server_carries_on(
-    server: ServerProcess, clients: list[Client]
+    server: ServerProcess, clients: list[Participant]
 ) -> None:
     import requests
 
@@ -588,7 +591,7 @@ def test_documented_example_client_plays_a_whole_game(server: ServerProcess) -> 
     assert "game over after turn" in done.stdout
 
 
-def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerProcess) -> None:
+def test_protocol_doc_covers_every_event_action_and_error_code() -> None:
     from server.game.actions import ACTION_MODELS
     from server.game.errors import ERROR_CODES
     from server.game.queries import QUERY_MODELS
@@ -633,7 +636,9 @@ def test_protocol_doc_covers_every_event_action_and_error_code(server: ServerPro
         assert f"`{event}`" in doc, event
 
 
-def test_garbage_socketio_frames_do_not_hurt_the_server(server: ServerProcess, clients: list[Client]) -> None:
+def test_garbage_socketio_frames_do_not_hurt_the_server(
+    server: ServerProcess, clients: list[Participant]
+) -> None:
     import requests
     import websocket
 

@@ -1,17 +1,16 @@
-"""Queries and schemas over a live server: every query over Socket.IO and REST, the same answers as the
-planner, typed errors like actions, nothing private leaks; the schema endpoints; envelopes validate."""
+"""Queries and schemas (the app in-process, Flask and Flask-SocketIO test clients): every query over
+Socket.IO and REST, the same answers as the planner, typed errors like actions, nothing private leaks; the
+schema endpoints; envelopes validate."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-import pytest
-import requests
-from e2e_helpers import DUEL, DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL, DUEL_TRADE, Participant
+from in_process import InProcessApp, InProcessClient
 
 from craft_rules.loader import load_rule_set
 from craft_rules.planner import planner_for
@@ -32,25 +31,20 @@ QUERIES: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(write_config(tmp_path_factory.mktemp("queries"))).start()
-    yield proc
-    proc.stop()
-
-
 def planner_keys(crafts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """possible_crafts entries without the keys the query adds (type, burns_fuel, choosable)."""
     return [{k: v for k, v in c.items() if k not in ("type", "burns_fuel", "choosable")} for c in crafts]
 
 
-def _client(server: ServerProcess, made: list[Client], name: str | None) -> Client:
-    client = Client(server.url, name)
+def _client(app: InProcessApp, made: list[Participant], name: str | None) -> InProcessClient:
+    client = app.client(name)
     made.append(client)
     return client.connect()
 
 
-def _ask_both(client: Client, game_id: str, query: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _ask_both(
+    client: Participant, game_id: str, query: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The same query over Socket.IO and over REST; both answers must agree."""
     ack = client.call("query", {"game_id": game_id, "query": query})
     status, body = client.rest("POST", f"/api/games/{game_id}/query", query)
@@ -62,10 +56,10 @@ def _ask_both(client: Client, game_id: str, query: dict[str, Any]) -> tuple[dict
     return ack, {"status": status}
 
 
-def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list[Client]) -> None:
+def test_every_query_over_socketio_and_rest(app_client: InProcessApp, clients: list[Participant]) -> None:
     assert {q["type"] for q in QUERIES} == set(QUERY_MODELS)
-    p0, p1 = (_client(server, clients, f"Q{i}-{uuid.uuid4().hex[:4]}") for i in range(2))
-    watcher = _client(server, clients, None)
+    p0, p1 = (_client(app_client, clients, f"Q{i}-{uuid.uuid4().hex[:4]}") for i in range(2))
+    watcher = _client(app_client, clients, None)
     game_id = p0.call("create_game", {"hall": "duel"})["game"]["game_id"]
     for seat, client in enumerate((p0, p1)):
         assert client.call("join", {"game_id": game_id})["seat"] == seat
@@ -151,11 +145,12 @@ def test_every_query_over_socketio_and_rest(server: ServerProcess, clients: list
     Envelope.model_validate(before)
 
 
-def test_schema_endpoints(server: ServerProcess) -> None:
-    queries = requests.get(server.url + "/api/queries", timeout=10).json()
+def test_schema_endpoints(app_client: InProcessApp) -> None:
+    http = app_client.http()
+    queries = http.get("/api/queries").json
     assert queries["ok"] and set(queries["queries"]) == set(QUERY_MODELS) == set(queries["strict"])
     assert queries["queries"]["craftable"]["properties"]["item"]["description"]
-    schemas = requests.get(server.url + "/api/schemas", timeout=10).json()
+    schemas = http.get("/api/schemas").json
     assert schemas["ok"]
     assert set(schemas["events"]) == EVENT_TYPES
     assert {"player", "spectator"} == set(schemas["views"])
@@ -164,21 +159,21 @@ def test_schema_endpoints(server: ServerProcess) -> None:
     )
     assert set(schemas["strict"]["actions"]) == set(PLAYER_ACTION_TYPES)
     assert schemas["view_history_turns"] >= 1
-    actions = requests.get(server.url + "/api/actions", timeout=10).json()
+    actions = http.get("/api/actions").json
     offer = actions["strict"]["propose"]["properties"]["offer"]
     # strict mode: a list of pairs (null = none), not a free-key object
     assert [option["type"] for option in offer["anyOf"]] == ["array", "null"]
 
 
-def test_every_message_of_a_tom_game_validates(server: ServerProcess, clients: list[Client]) -> None:
+def test_every_message_of_a_tom_game_validates(app_client: InProcessApp, clients: list[Participant]) -> None:
     """Every envelope, pushed event and history answer of a game with ToM reports, a rejection, a trade,
     crafts and the end-of-game reveal validates against the typed models."""
     from pydantic import TypeAdapter
 
     from server.game.schemas import ViewerEvent
 
-    players = [_client(server, clients, f"T{i}-{uuid.uuid4().hex[:4]}") for i in range(2)]
-    watcher = _client(server, clients, None)
+    players = [_client(app_client, clients, f"T{i}-{uuid.uuid4().hex[:4]}") for i in range(2)]
+    watcher = _client(app_client, clients, None)
     game_id = players[0].call("create_game", {"hall": "tom"})["game"]["game_id"]
     for seat, client in enumerate(players):
         assert client.call("join", {"game_id": game_id})["seat"] == seat

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from e2e_helpers import DUEL, DUEL_CRAFTS, DUEL_TRADE, write_config
+from table_support import ADA, BOB, CY, Worker
 
 from agents.bots import RandomBot
 from server.game.errors import GameError
@@ -21,11 +22,9 @@ from server.store import open_store
 from server.table.config import Settings, load_settings
 from server.table.errors import ServerError
 from server.table.live import seat_claim_key
-from server.table.master import Table
 from server.table.policies import BotRegistry, bot_seed
 from server.table.principal import Principal
 from server.table.timers import DeadlineScheduler
-from server.table.transport import PushTransport
 from server.web.auth import (
     basic_password,
     bearer_token,
@@ -34,32 +33,6 @@ from server.web.auth import (
     principal_for_token,
     secret_key,
 )
-from server.web.lobby import Lobby
-
-ADA = Principal(id="user-ada", name="Ada", kind="human")
-BOB = Principal(id="user-bob", name="Bob", kind="human")
-CY = Principal(id="user-cy", name="Cy", kind="human")
-
-
-class Worker:
-    """One server process's live state over a shared store, with its pushes recorded."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.store = open_store(settings.database_uri)
-        self.scheduler = DeadlineScheduler(workers=2)
-        self.pushes: list[tuple[str, dict[str, Any], str]] = []
-        self.table = Table(
-            settings,
-            self.store,
-            self.scheduler,
-            BotRegistry(),
-            PushTransport(lambda e, d, r, s=None: self.pushes.append((e, d, r))),
-        )
-        self.lobby = Lobby(settings, self.store, self.table, BotRegistry())
-
-    def close(self) -> None:
-        self.table.close()  # its deadline timers and bot threads
-        self.store.close()
 
 
 @pytest.fixture

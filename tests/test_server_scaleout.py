@@ -1,5 +1,7 @@
 """Scale-out: two server processes share one SQLite file and one Redis message queue.
 
+Needs a real server process: two processes over one Redis message queue.
+
 The two players of a game are connected to different processes; both see every push, and concurrent actions
 through both processes never fork the game (the store's unique sequence numbers + catch-up/replay on
 conflict)."""
@@ -8,31 +10,26 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from e2e_helpers import DUEL_TRADE, Client, ServerProcess, write_config
+from e2e_helpers import DUEL_TRADE, Client, MakeServer, ServerProcess
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture(scope="module")
-def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+def two_servers(make_server: MakeServer) -> tuple[ServerProcess, ServerProcess]:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
     except redis.RedisError as exc:
         pytest.skip(f"needs a Redis server at {REDIS_URL} for the message queue ({exc})")
-    folder = tmp_path_factory.mktemp("scaleout")
-    config = write_config(folder, message_queue=REDIS_URL, channel=f"tc-test-{uuid.uuid4().hex}")
-    first = ServerProcess(config).start()  # creates the database and the shared secret key
-    second = ServerProcess(config).start()
-    yield first, second
-    first.stop()
-    second.stop()
+    first = make_server(message_queue=REDIS_URL, channel=f"tc-test-{uuid.uuid4().hex}")
+    return first, make_server(first.config)  # the first made the database and the shared secret key
 
 
+@pytest.mark.slow
 def test_players_on_different_processes_play_a_full_game(
     two_servers: tuple[ServerProcess, ServerProcess],
 ) -> None:

@@ -74,6 +74,7 @@ SHIPPED_SETS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("set_id", "kind"), SHIPPED_SETS)
 def test_every_bot_plays_only_legal_actions_on_every_shipped_instance(set_id, kind):
     # every instance of the set once, the bots taking turns at seat 0 and, with three seats, at the last

@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from engine_support import property_worlds
+from mini_rules import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
 from suite_support import ORACLES, SHARED_DATA, SHIPPED_RULE_SETS, shipped_rule_set
-from test_crafting import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
-from test_engine_properties import _worlds
 
 from craft_rules.loader import RULE_SETS_DIR, rule_set_dirs
 
@@ -47,14 +47,14 @@ def test_a_missing_or_shadowed_shipped_rule_set_fails(
 def test_property_worlds_ignore_rule_sets_the_machine_imported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = [(rules.name, inst.id) for rules, inst in _worlds()]
+    before = [(rules.name, inst.id) for rules, inst in property_worlds()]
     assert {name for name, _ in before} == {"small", *SHIPPED_RULE_SETS}
     # a user's imported rule set (the folder `tradecraft rules import` writes to) changes nothing
     user_dir = Path(os.environ["XDG_DATA_HOME"]) / "tradecraft" / "rule_sets"
     write_rule_set(user_dir / "imported_by_a_user", MINI_RECIPES, MINI_TAGS, MINI_FUELS)
     try:
         assert "imported_by_a_user" in rule_set_dirs()
-        assert [(rules.name, inst.id) for rules, inst in _worlds()] == before
+        assert [(rules.name, inst.id) for rules, inst in property_worlds()] == before
     finally:
         shutil.rmtree(user_dir / "imported_by_a_user")
 
@@ -78,3 +78,15 @@ def test_where_shared_data_is_present_every_oracle_the_suite_reads_is_there() ->
         pytest.skip(f"no shared data at {SHARED_DATA}: the oracle tests skip too (set TRADECRAFT_SHARED_DIR)")
     missing = [str(path) for path in ORACLES if not path.exists()]
     assert not missing, f"oracle paths the suite names are missing under {SHARED_DATA}: {missing}"
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in helper modules (e2e_helpers, in_process, engine_support, ...): importing a test
+    module runs its collection-time work again and ties one test file's refactors to another's."""
+    importing = re.compile(r"^\s*(?:from\s+test_\w+\s+import|import\s+test_\w+)", re.M)
+    offenders = [
+        str(path.relative_to(TESTS))
+        for path in sorted(TESTS.rglob("*.py"))
+        if importing.search(path.read_text())
+    ]
+    assert not offenders, offenders

@@ -28,6 +28,7 @@ def instance(hands, targets, mode="1p_v_1p", ruleset="minecraft") -> TaskInstanc
     return TaskInstance("test#0", ruleset, mode, tuple(hands), tuple(targets))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("ruleset", "mode", "at_least"),
     [("minecraft", "1p_v_1p", 40), ("minecraft", "1p_v_1p_v_1p", 10), ("alchemy", "1p_v_1p", 20)],
@@ -140,6 +141,7 @@ def test_min_partners_is_a_set_cover_over_partners():
     assert min_partners(["stick", "iron_ingot"], partners) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ruleset", "players"), [("minecraft", 2), ("minecraft", 3), ("alchemy", 2)])
 def test_generator_is_seeded_valid_and_reproducible(ruleset, players):
     rules = load_rule_set(ruleset)
@@ -211,6 +213,7 @@ def test_each_shipped_file_records_its_rule_and_is_valid_under_it():
     assert paper and all(i.crafting_runs == "whole" for i in paper)
 
 
+@pytest.mark.slow
 def test_the_rational_sets_under_whole_runs_lose_instances_the_pool_cannot_craft(minecraft):
     """The older minecraft set was made for rational runs: under whole runs 21 of its 40 instances hold a
     target the pooled hands cannot craft (as the audit found), so whole-runs games use the paper set."""
@@ -274,6 +277,7 @@ def test_survival_generator_honours_rule_hand_sizes_trades_and_scarcity(minecraf
         assert assess_instance(minecraft, inst).valid  # judged under the rule it records
 
 
+@pytest.mark.slow
 def test_tasks_list_shows_the_paper_set_valid_under_whole_runs_with_the_spreads():
     """`tradecraft tasks list --runs whole --json`: the paper set is all valid, >= 1/4 of it needs >= 2
     trading steps, >= 1/4 is scarce, hands are about as large as the original's, and the first half

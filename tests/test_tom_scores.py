@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_golden_playthroughs import GAMES, play_script
+from golden_games import GAMES, play_script
 
 from analysis.tom_scores import COLUMNS, tom_score_rows
 from craft_rules.model import RuleSet

@@ -183,6 +183,7 @@ class Answering:
 
 # the old rule (refuse at race >= 0.5) mispredicted 5 and 12 of instances 2 and 19; race: both bots with the
 # proposer-side race term (it changes what they propose, never how they answer)
+@pytest.mark.slow
 @pytest.mark.parametrize(("number", "race"), [(2, 0.0), (19, 0.0), (19, 1.0)])
 def test_tom2_predicts_exactly_what_a_real_tom1_responder_answers(number, race):
     # ToM-k simulates its opponent as the ToM-(k-1) this module implements: same answer rule (gain - c_1 x

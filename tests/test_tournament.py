@@ -56,6 +56,7 @@ def test_schedule_swaps_seats_with_the_same_game_seeds():
     assert len({s.seed for s in specs}) == 4  # one seed per (instance, repeat)
 
 
+@pytest.mark.slow
 def test_same_seed_same_records_serial_and_parallel(serial_records):
     specs = schedule(["tom1", "random"], resolve_instances(INSTANCES), 1, seed=7)
     assert run_games(specs) == serial_records
@@ -70,6 +71,7 @@ print(json.dumps([(r.get("error"), r["log_sha256"]) for r in run_games(specs)]))
 """
 
 
+@pytest.mark.slow
 def test_same_games_whatever_the_hash_seed_with_the_planner_and_tom2():
     # the same games in processes with other hash seeds: a bot whose choices followed a set's iteration
     # order would play others (the planner's craft steps once did: 89 of 1920 games differed between two

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_engine_support import THREE_PLAYER, TWO_PLAYER, new_game
+from engine_support import THREE_PLAYER, TWO_PLAYER, new_game
 
 from server.game import GameError, filter_events, visible_to
 from server.game.events import Event
@@ -301,7 +301,7 @@ def _long_game(players: int, turns: int):  # type: ignore[no-untyped-def]
     """A game of ``turns`` turns (targets nobody can reach) with proposals, rejections, trades and passes."""
     import random
 
-    from test_engine_support import play_random
+    from engine_support import play_random
 
     inst = THREE_PLAYER if players == 3 else TWO_PLAYER
     endless = type(inst)(

@@ -1,12 +1,12 @@
 """Scripted partners for functional-ToM studies: simple, seeded policies with a known best response.
 
 They are the trade-game analogues of the single-action and tit-for-tat partners of Riemer et al.'s
-functional-ToM position paper (``research/papers-functional-tom-and-tom-k-agents.md`` §1.3, §3 MUST-3): an
-agent that adapts to its partner should find the best response, and regret is measured against it. Each
-partner documents that best response in ``docs/bots.md`` and machine-readably in its class attribute
+functional-ToM position paper (``../shared/research/papers-functional-tom-and-tom-k-agents.md`` §1.3, §3
+MUST-3): an agent that adapts to its partner should find the best response, and regret is measured against it.
+Each partner documents that best response in ``docs/bots.md`` and machine-readably in its class attribute
 ``best_response`` (:func:`best_response_of` by policy name). Every partner crafts its target as soon as its
-crafting hand can (the planner's plan) and then finishes; it reports V0 (its own marginal progress) when a
-ToM report is due and V1/V2 all 0 (it models nobody).
+crafting hand can (the planner's plan) and then finishes; it reports V0 (its own marginal progress) when a ToM
+report is due and V1/V2 all 0 (it models nobody).
 
 "Idle proposal" below: pass when the game allows it, else one unit of an item the partner does not need
 from the addressee, for nothing, or, when the addressee holds only items it needs, one unit of its own

@@ -1,6 +1,6 @@
 """The agent's fixed instructions: how it plays through tools, its persona and its reasoning mode.
 
-Personas follow the Ultimatum-game study (research/papers-ultimatum-and-workflows.md, paper A): the
+Personas follow the Ultimatum-game study (../shared/research/papers-ultimatum-and-workflows.md, paper A): the
 player is told what kind of negotiator it is, to stay consistent with it and to keep it private; nothing
 says how to trade. Reasoning modes: ``direct`` (call the tool at once) and ``cot`` (think step by step in
 private text first; the text goes to the trace, never to the game).

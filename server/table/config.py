@@ -110,7 +110,7 @@ class SocketIOSection(_Section):
 
 
 class BotsSection(_Section):
-    """Bot and LLM-agent seats the server plays itself (server/table/bot_seats.py)."""
+    """Bot and LLM-agent seats the server plays itself (server/table/bot_seats.py and bot_executor.py)."""
 
     default: str = Field("random", description="built-in bot used for bot seats that name none")
     move_delay_seconds: float = Field(

@@ -1,5 +1,7 @@
 """Browser tests: a live server, Debian's chromium through Playwright, a folder for screenshots.
 
+Needs a real server process: a browser loads its pages and sockets from one.
+
 Never `playwright install` (it downloads a browser): `make browser` installs Debian's chromium.
 """
 
@@ -18,7 +20,6 @@ TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:  # e2e_helpers lives in tests/
     sys.path.insert(0, str(TESTS))
 
-from e2e_helpers import ServerProcess, write_config  # noqa: E402
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
 
 from craft_rules.loader import load_rule_set  # noqa: E402
@@ -79,14 +80,6 @@ def chromium_path() -> str:
     if path is None:
         pytest.fail("Debian's chromium is missing: run `make browser` (apt-get install chromium).")
     return path
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A live server (its own settings, store and task instances) for one test module."""
-    proc = ServerProcess(write_config(tmp_path_factory.mktemp("browser"))).start()
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture(scope="session")

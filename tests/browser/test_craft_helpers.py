@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import AXE, DOCS, DOCS_SCREENSHOTS, check_icon_gallery
-from e2e_helpers import Client, ServerProcess, write_config
+from e2e_helpers import Client, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 SMELT = "iron_ingot_from_smelting_raw_iron"
@@ -41,7 +40,7 @@ ALCHEMY = {"hands": [{"life": 1, "water": 1, "fire": 1}, {"earth": 2}], "targets
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
     folder = tmp_path_factory.mktemp("craft")
     config_path = write_config(folder)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
@@ -66,9 +65,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "game": {"max_turns": 2, "first_proposer": 0},
     }
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    proc = ServerProcess(config_path).start()
-    yield proc
-    proc.stop()
+    return make_server(config_path)
 
 
 def axe_violations(page: Page) -> list[dict[str, Any]]:

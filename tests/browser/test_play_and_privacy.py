@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import AXE, assert_fits_width, docs_screenshot, off_site_requests
-from e2e_helpers import TRIO_ID, Client, ServerProcess, write_config
+from e2e_helpers import TRIO_ID, Client, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, BrowserContext, Page, Route, WebSocket, expect
 
 HOSTILE = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
@@ -43,7 +43,7 @@ STALEMATE_STEM = "stalemate_k2v"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
     folder = tmp_path_factory.mktemp("play")
     config = write_config(folder)
     root = folder / "instances"
@@ -83,9 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "game": {"max_turns": 3, "deadlines": {"trade_propose": 300, "trade_decide": 300, "craft": 600}},
     }
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    proc = ServerProcess(config).start()
-    yield proc
-    proc.stop()
+    return make_server(config)
 
 
 class FrameLog:
@@ -538,12 +536,11 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
 
 
 def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
-    tmp_path: Path, browser: Browser, artifacts: Path
+    make_server: MakeServer, browser: Browser, artifacts: Path
 ) -> None:
     """The server goes away (SIGKILL) mid-game and comes back on the same port: the room says the connection
     is lost, reconnects by itself, and shows what happened meanwhile (Bob's proposal) without a reload."""
-    config = write_config(tmp_path / "drop")
-    first = ServerProcess(config).start()
+    first = make_server()
     bob = Client(first.url, "Bob D").connect()
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
@@ -570,25 +567,21 @@ def test_a_dropped_connection_comes_back_to_exactly_the_right_state(
         expect(page.locator("#room-connection")).to_contain_text("Connection lost")
         expect(page.locator("#room-hands .badge-online")).to_have_count(0)  # presence is unknown now
         page.screenshot(path=artifacts / "room-connection-lost.png", full_page=True)
-        second = ServerProcess(config, port=first.port).start()
-        try:
-            bob.reconnect()  # the same login cookie: the secret key is kept in the store
-            assert bob.call("join", {"game_id": game_id})["seat"] == 1
-            proposal = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}, "message": "second try"}
-            assert bob.act(game_id, "propose", **proposal)["ok"]
-            # the page reconnected by itself and shows the proposal made while it was away
-            expect(page.locator("#room-connection")).to_have_text("", timeout=20000)
-            expect(page.locator("#room-decide-text")).to_contain_text("second try", timeout=20000)
-            after = page.locator("#room-timeline").text_content() or ""
-            assert after.startswith(before[: len(before) // 2])  # the same history, nothing lost or doubled
-            assert after.count("Ada D offered Bob D") == 1
-            expect(page.locator("#room-hands .badge-online")).to_have_count(2)
-        finally:
-            second.stop()
+        make_server(first.config, port=first.port)
+        bob.reconnect()  # the same login cookie: the secret key is kept in the store
+        assert bob.call("join", {"game_id": game_id})["seat"] == 1
+        proposal = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}, "message": "second try"}
+        assert bob.act(game_id, "propose", **proposal)["ok"]
+        # the page reconnected by itself and shows the proposal made while it was away
+        expect(page.locator("#room-connection")).to_have_text("", timeout=20000)
+        expect(page.locator("#room-decide-text")).to_contain_text("second try", timeout=20000)
+        after = page.locator("#room-timeline").text_content() or ""
+        assert after.startswith(before[: len(before) // 2])  # the same history, nothing lost or doubled
+        assert after.count("Ada D offered Bob D") == 1
+        expect(page.locator("#room-hands .badge-online")).to_have_count(2)
     finally:
         context.close()
         bob.close()
-        first.stop()
 
 
 def tab_to(page: Page, name: re.Pattern[str], presses: int = 120) -> None:

@@ -1,4 +1,5 @@
-"""Shared helpers for the engine tests: a small rule set, task instances and a random player.
+"""Shared helpers for the engine tests: a small rule set, task instances, a random player and the worlds of
+the property tests.
 
 The small rule set is written here, in code, so every engine test runs without shipped data; the
 property tests additionally play the shipped rule sets and instances when they exist.
@@ -11,10 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from suite_support import SHIPPED_RULE_SETS, shipped_rule_set
 
 from agents.bots.random_bot import RandomBot
 from craft_rules.model import FuelTable, Ingredient, ItemInfo, Recipe, RecipeType, RuleSet
-from craft_rules.tasks import TaskInstance
+from craft_rules.tasks import TaskInstance, iter_instances, mode_for_players
 from server.game import Game, GameError, GameSettings
 from server.game.legal import legal_actions
 from server.game.views import player_view
@@ -175,10 +177,41 @@ def play_random(game: Game, rng: random.Random, max_actions: int = 10_000) -> It
         yield {"seat": seat, "action": action}
 
 
-def test_small_rules_are_consistent() -> None:
-    rules = small_rules()
-    for recipe in rules.recipes.values():
-        assert recipe.result in rules.items
-        for ing in recipe.ingredients:
-            assert set(ing.options) <= set(rules.items)
-    assert set(rules.fuels.burn_ticks) <= set(rules.items)
+# --- worlds: (rule set, instances) ---------------------------------------------------------------
+def drawn_instances(rules: RuleSet, players: int, count: int, seed: int) -> list[TaskInstance]:
+    """Instances from recipes: each target is a recipe result, its ingredients spread over the hands."""
+    rng = random.Random(seed)
+    recipes = sorted(rules.recipes.values(), key=lambda r: r.id)
+    mode = mode_for_players(players)
+    out = []
+    for index in range(count):
+        hands: list[dict[str, int]] = [{} for _ in range(players)]
+        targets = []
+        for _ in range(players):
+            recipe = rng.choice(recipes)
+            targets.append({recipe.result: recipe.count})
+            for ing in recipe.ingredients:
+                item = rng.choice(ing.options)
+                holder = hands[rng.randrange(players)]
+                holder[item] = holder.get(item, 0) + ing.count * rng.randint(1, 2)
+            if recipe.burns_fuel and rules.fuels.burn_ticks:
+                fuel = rng.choice(sorted(rules.fuels.burn_ticks))
+                hands[rng.randrange(players)][fuel] = rng.randint(1, 3)
+        out.append(
+            TaskInstance(f"{rules.name}/{mode}/drawn#{index}", rules.name, mode, tuple(hands), tuple(targets))
+        )
+    return out
+
+
+def property_worlds() -> list[tuple[RuleSet, TaskInstance]]:
+    """The small rule set and every shipped one, each with two- and three-player instances (shipped ones,
+    else drawn from its recipes): the worlds the engine property tests play."""
+    small = small_rules()
+    worlds = [(small, TWO_PLAYER), (small, THREE_PLAYER)]
+    worlds += [(small, inst) for p in (2, 3) for inst in drawn_instances(small, p, 4, p)]
+    for name in SHIPPED_RULE_SETS:  # what the package ships, never what this machine imported
+        rules = shipped_rule_set(name)
+        for players in (2, 3):
+            shipped = list(iter_instances(name, mode_for_players(players)))[:20]
+            worlds += [(rules, inst) for inst in shipped or drawn_instances(rules, players, 8, players)]
+    return worlds
