@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from test_engine_support import THREE_PLAYER, TWO_PLAYER, new_game, random_move
+from engine_support import THREE_PLAYER, TWO_PLAYER, new_game, random_move
 
 from server.game import Game, GameError, parse_action
 from server.game.checks import ACTION_PHASES, check_against_view
