@@ -22,6 +22,7 @@ from engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
 from analysis.tables import COLUMNS as CSV_COLUMNS
 from craft_rules.tasks import TaskInstance
 from server.game import Game, GameSettings
+from server.game.events import PUBLIC
 from server.game.gamelog import GAME_LOG_SCHEMA_VERSION, decode_log
 from server.game.views import player_view
 from server.store import Store, open_store
@@ -31,6 +32,7 @@ from server.web.export import (
     export_csv_tables,
     export_game_jsonl,
     export_participant,
+    load_game_log,
 )
 from tradecraft.cli import main as cli
 
@@ -361,3 +363,41 @@ def test_cli_writes_jsonl_csv_and_participant_files(tmp_path: Path, monkeypatch:
     assert result.exit_code == 1 and "no game 'missing'" in result.output
     result = runner.invoke(cli, ["export", "--store", "redis://x", "--out", str(tmp_path / "x")])
     assert result.exit_code == 1 and "not understood" in result.output
+
+
+def test_an_export_taken_while_a_bot_moves_links_every_trace_to_an_event_it_holds() -> None:
+    """The table stores a move's events, then its traces. An export that read the events first and the
+    traces after could hold a trace of a move whose events it never read (seen once: a trace of event 7
+    in a log of events 0-6); it reads the traces first, so every trace it holds links to an event it has."""
+    store = open_store("memory://")
+    rec = scripted_two_player(store, "racing")
+    rec.store.append_traces("racing", [{"seat": 0, "event_seq": 2, "step": "act"}])
+    real_traces, real_events = store.load_traces, store.load_events
+    move_after: list[str] = []
+
+    def a_bot_moves() -> None:  # another thread's move between the export's two reads
+        seq = store.last_seq("racing") + 1
+        store.append_events(
+            "racing", [{"seq": seq, "type": "passed", "actor": 0, "payload": {}, "visibility": PUBLIC}]
+        )
+        store.append_traces("racing", [{"seat": 0, "event_seq": seq, "step": "act"}])
+
+    def traces_then_move(game_id: str) -> list[dict[str, Any]]:
+        read = real_traces(game_id)
+        if not move_after:
+            move_after.append("traces")
+            a_bot_moves()
+        return read
+
+    def events_then_move(game_id: str, after_seq: int = -1) -> list[Any]:
+        read = real_events(game_id, after_seq)
+        if not move_after:
+            move_after.append("events")
+            a_bot_moves()
+        return read
+
+    store.load_traces, store.load_events = traces_then_move, events_then_move  # type: ignore[method-assign]
+    exported = load_game_log(store, "racing")
+    held = len(exported.log.events)
+    assert move_after, "the move happened during the export"
+    assert all(t.event_seq is None or t.event_seq < held for t in exported.log.traces)

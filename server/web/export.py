@@ -135,6 +135,9 @@ def load_game_log(
         )
     ruleset_hash = meta.get("ruleset_hash")  # before scrubbing: "hash" looks like a credential key
     meta = _scrub(dict(meta))
+    # traces before events: the table stores a move's events before its traces, so every trace read here
+    # links to an event the log read next holds, even while the game goes on
+    kept = _traces(store, game_id) if traces else []
     records = list(store.load_events(game_id))
     events = [Event.from_dict(record) for record in records]
     times = [_stamp(record.get("time")) for record in records]
@@ -180,7 +183,6 @@ def load_game_log(
     summary = (
         LogSummary.of(game) if game is not None else LogSummary.unreplayable(len(events), replay_error or {})
     )
-    kept = _traces(store, game_id) if traces else []
     log = GameLog(header, events, times, latencies, traces=kept, summary=summary)
     return StoredGame(log, game, replay_error)
 
