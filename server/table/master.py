@@ -255,10 +255,8 @@ class Table(BotSeats, TraceRecords):
             self._push_seats(live)
             self._lobby_changed(live)
             return
-        records = [e.to_dict() for e in game.events]
-        stamp = self.clock()
-        for record in records:
-            record["time"] = stamp
+        records = self._stamped(game.events)
+        stamp = records[0]["time"] if records else self.clock()
         try:
             stored = self.store.append_events(live.game_id, records)
         except SequenceConflict:
@@ -276,7 +274,7 @@ class Table(BotSeats, TraceRecords):
         """Seat an engine game that already exists in this process (in-process play): its record and events
         go to the store, the game object itself stays live (whoever holds it sees every change), and each
         seat counts as taken and online. From here on it is played like any other game of the table."""
-        stamp = self.clock()
+        records = self._stamped(game.events)  # a new game has at least game_started
         meta = {
             "status": "finished" if game.finished else "running",
             "hall": hall,
@@ -285,10 +283,10 @@ class Table(BotSeats, TraceRecords):
             "instance_id": game.instance.id,
             "seed": game.seed,
             "seats": [s.record() for s in seats],
-            "started_at": stamp,
+            "started_at": records[0]["time"] if records else None,
         }
         self.store.create_game(game_id, meta)
-        stored = self.store.append_events(game_id, [{**e.to_dict(), "time": stamp} for e in game.events])
+        stored = self.store.append_events(game_id, records)
         live = LiveGame(
             game_id=game_id,
             meta=dict(self.store.get_game(game_id) or meta),
@@ -497,16 +495,18 @@ class Table(BotSeats, TraceRecords):
                 status=409,
             )
 
+    def _stamped(self, events: list[Event]) -> list[dict[str, Any]]:
+        """The records of ``events`` to store, stamped with one time: they happened together, now."""
+        stamp = self.clock()
+        return [{**event.to_dict(), "time": stamp} for event in events]
+
     def _commit(
         self, live: LiveGame, actor: int | None, action: Any
     ) -> tuple[list[Event], list[dict[str, Any]]]:
         """Apply and durably append; on a lost race replay from the store and raise SequenceConflict."""
         assert live.game is not None
         events = live.game.apply(actor, action)  # GameError: nothing changed
-        records = [e.to_dict() for e in events]
-        stamp = self.clock()
-        for record in records:
-            record["time"] = stamp
+        records = self._stamped(events)
         try:
             stored = self.store.append_events(live.game_id, records)
         except SequenceConflict:
