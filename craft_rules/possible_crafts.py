@@ -105,9 +105,25 @@ def _whole_units(hand: Mapping[str, Fraction | int]) -> tuple[dict[str, int], in
     """The held quantities (> 0) as whole numbers of a common unit ``1/scale``: the hand itself when every
     count is whole (``scale`` 1, the usual case), else scaled by the least common multiple of the
     denominators, so every bound below is integer arithmetic and one Fraction is built per answer."""
-    held = {item: qty if isinstance(qty, int) else Fraction(qty) for item, qty in hand.items() if qty > 0}
-    scale = math.lcm(*(qty.denominator for qty in held.values()))
-    return {item: int(qty * scale) for item, qty in held.items()}, scale
+    whole: dict[str, int] = {}
+    parts: dict[str, Fraction] = {}
+    for item, qty in hand.items():  # integer tests only: legal moves ask this for every seat's view
+        if isinstance(qty, int):
+            if qty > 0:
+                whole[item] = qty
+            continue
+        exact = qty if isinstance(qty, Fraction) else Fraction(qty)
+        if exact.numerator > 0:
+            if exact.denominator == 1:
+                whole[item] = exact.numerator
+            else:
+                parts[item] = exact
+    if not parts:
+        return whole, 1
+    scale = math.lcm(*(qty.denominator for qty in parts.values()))
+    units = {item: qty * scale for item, qty in whole.items()}
+    units.update({item: qty.numerator * (scale // qty.denominator) for item, qty in parts.items()})
+    return units, scale
 
 
 def _runnable(
