@@ -44,7 +44,7 @@ test: $(STAMP) browser
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/pytest -m "not slow" --ignore=tests/browser
+	$(BIN)/pytest -m "not slow" --ignore=tests/browser -n 2
 
 bench: $(STAMP) browser valgrind
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
