@@ -112,6 +112,16 @@ def test_the_view_check_and_the_engine_refuse_alike(instance: Any, tom_orders: l
     assert refused > 100 and allowed > 100  # both outcomes are well exercised
 
 
+def refusals_of(game: Any, view: dict[str, Any], action: Any) -> dict[str, Any]:
+    """Seat 0's refusal of ``action`` as judged from its view, checked equal to the engine's own."""
+    with pytest.raises(GameError) as by_view:
+        check_against_view(view, action, game.rules)
+    with pytest.raises(GameError) as by_engine:
+        game.apply(0, action)
+    assert by_view.value.to_dict() == by_engine.value.to_dict()
+    return by_view.value.to_dict()
+
+
 def test_a_bad_proposal_and_a_bad_tom_report_get_byte_identical_errors() -> None:
     game = new_game(TWO_PLAYER, tom_orders=[[0, 1], []])
     view = player_view(game, 0)
@@ -119,12 +129,7 @@ def test_a_bad_proposal_and_a_bad_tom_report_get_byte_identical_errors() -> None
     bad_report = parse_action(
         {"type": "report_tom", "v0": dict.fromkeys(items, 5), "v1": {"2": dict.fromkeys(items, 5)}}
     )
-    with pytest.raises(GameError) as by_view:
-        check_against_view(view, bad_report, game.rules)
-    with pytest.raises(GameError) as by_engine:
-        game.apply(0, bad_report)
-    assert by_view.value.to_dict() == by_engine.value.to_dict()
-    assert by_view.value.to_dict() == {
+    assert refusals_of(game, view, bad_report) == {
         "code": "invalid_tom_report",
         "message": "v1 must hold one value dict per opponent, keyed by seat: ['1']; got ['2'].",
         "details": {"field": "v1", "expected_seats": ["1"], "got": ["2"]},
@@ -132,12 +137,7 @@ def test_a_bad_proposal_and_a_bad_tom_report_get_byte_identical_errors() -> None
     game.apply(0, {"type": "report_tom", "v0": dict.fromkeys(items, 5), "v1": {"1": dict.fromkeys(items, 5)}})
     view = player_view(game, 0)
     asks_too_much = parse_action({"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 3}})
-    with pytest.raises(GameError) as by_view:
-        check_against_view(view, asks_too_much, game.rules)
-    with pytest.raises(GameError) as by_engine:
-        game.apply(0, asks_too_much)
-    assert by_view.value.to_dict() == by_engine.value.to_dict()
-    assert by_view.value.to_dict() == {
+    assert refusals_of(game, view, asks_too_much) == {
         "code": "item_not_held",
         "message": "The request names 3 stick but seat 1 holds 2; request only items that player holds.",
         "details": {"side": "request", "seat": 1, "item": "stick", "wanted": 3, "held": 2},
