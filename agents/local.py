@@ -166,6 +166,16 @@ class LocalResult:
         )
 
 
+@dataclass(frozen=True)
+class LocalProgress:
+    """What a local game did since the last report: new events (with their times) and trace records."""
+
+    game: Game
+    events: Sequence[Event]
+    times: Sequence[float | None]
+    traces: Sequence[TraceRecord]
+
+
 def derive_seed(seed: int, *parts: object) -> int:
     """A stable 63-bit seed for a part of a seeded run (e.g. one seat's bot), independent of hashing salt."""
     text = ":".join(str(p) for p in (seed, *parts))
@@ -182,6 +192,7 @@ def play_local(
     max_actions_per_phase: int = DEFAULT_MAX_ACTIONS_PER_PHASE,
     on_refusal: OnRefusal = RAISE,
     clock: Callable[[], float] | None = None,
+    on_progress: Callable[[LocalProgress], None] | None = None,
 ) -> LocalResult:
     """Play ``instance`` to the end with ``policies[seat]`` choosing for each seat.
 
@@ -191,7 +202,9 @@ def play_local(
     :class:`LocalPlayError`, whose ``error.game`` is the game as it was; ``FALLBACK`` plays the safe move
     instead). A phase that takes more than ``max_actions_per_phase`` actions is ended by a system timeout
     with the game's configured policy. ``clock`` (seconds since the epoch) stamps each event as it happens;
-    the times are in ``result.times`` and the game log.
+    the times are in ``result.times`` and the game log. ``on_progress`` is handed, after each move (and
+    once before the first), what is new since its last call (:class:`LocalProgress`): how a caller streams
+    the game into a store as it is played.
     """
     if len(policies) != instance.players:
         raise LocalPlayError(
@@ -206,17 +219,24 @@ def play_local(
     game = Game.new(instance, settings, rules, seed)
     times: list[float | None] = []
 
+    streamed = [0, 0]  # events and trace records already handed to on_progress
+
     def stamp() -> None:
         # the events since the last stamp happened now (one action's events share its time)
         now = clock() if clock is not None else None
         times.extend([now] * (len(game.events) - len(times)))
+        if on_progress is not None:
+            on_progress(
+                LocalProgress(game, game.events[streamed[0] :], times[streamed[0] :], traces[streamed[1] :])
+            )
+            streamed[:] = [len(game.events), len(traces)]
 
+    traces: list[TraceRecord] = []
     stamp()
     delivered = [0] * game.players  # per seat: events of the game's log already scanned for it
     numbered = [0] * game.players  # per seat: events handed to its observe hook (its own log's length)
     observing = [getattr(p, "observe", None) is not None for p in policies]
     actions = timeouts = refusals = 0
-    traces: list[TraceRecord] = []
 
     def keep(seat: int, records: list[dict[str, Any]], event_seq: int | None) -> None:
         now = clock() if clock is not None else None

@@ -336,7 +336,7 @@ def test_cli_writes_jsonl_csv_and_participant_files(tmp_path: Path, monkeypatch:
     scripted_two_player(store, "game/one")  # an id that is not a safe file name
     random_game(store, "g2", TWO_PLAYER, 5)
     store.close()
-    monkeypatch.setattr("server.web.export.load_rule_set", lambda name: RULES)
+    monkeypatch.setattr("server.table.game_logs.load_rule_set", lambda name: RULES)
     runner = CliRunner()
 
     result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "jsonl")])

@@ -18,7 +18,7 @@ import pytest
 
 from agents.bots.random_bot import RandomBot
 from agents.envs.gym_env import TradeCraftEnv
-from agents.local import LocalPlayError, play_local
+from agents.local import LocalPlayError, LocalProgress, play_local
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import iter_instances
 from server.game import Game, GameSettings
@@ -95,6 +95,29 @@ def test_local_play_raises_after_telling_a_listening_policy(duel: tuple[Any, Any
         play_local(instance, settings, rules, [listening, RandomBot(1)])
     assert listening.asked == RAISE.retries + 1 and len(listening.told) == RAISE.retries
     assert refused.value.code == listening.told[0]
+
+
+def test_local_play_reports_its_progress_move_by_move(duel: tuple[Any, Any]) -> None:
+    """What a caller streams into a store as the game goes is, put together, the whole game."""
+    instance, rules = duel
+    ticks = iter(range(1, 10**6))
+    reports: list[LocalProgress] = []
+    listening = ListeningRefuser()
+    settings = GameSettings(first_proposer=0, max_turns=3)
+    result = play_local(
+        instance,
+        settings,
+        rules,
+        [listening, RandomBot(1)],
+        on_refusal=FALLBACK,
+        clock=lambda: float(next(ticks)),
+        on_progress=reports.append,
+    )
+    assert len(reports) == result.actions + result.timeouts + 1  # once before the first move, then per move
+    assert [e for r in reports for e in r.events] == result.events
+    assert [t for r in reports for t in r.times] == result.times
+    assert [t for r in reports for t in r.traces] == result.traces and result.traces
+    assert reports[0].events and reports[0].events[0].type == "game_started"
 
 
 def test_an_environments_opponent_falls_back_to_the_safe_move(duel: tuple[Any, Any]) -> None:
