@@ -377,6 +377,26 @@ def _default_halls() -> dict[str, HallSettings]:
     return {"duel": HallSettings(title="Duel", description="Two players, minecraft rules.")}
 
 
+class ModelPrice(_Section):
+    """What one model costs, in US dollars per million tokens (server/table/costs.py applies it)."""
+
+    input: float = Field(..., ge=0, description="USD per million input (prompt) tokens not served from cache")
+    cached_input: float | None = Field(
+        None, ge=0, description="USD per million cached input tokens; null = the input price"
+    )
+    output: float = Field(..., ge=0, description="USD per million output (completion) tokens")
+
+
+class PricesSection(_Section):
+    """The price table the experiment runner and the analysis cost LLM calls with."""
+
+    as_of: str | None = Field(None, description="when these prices were read from the providers' pages")
+    models: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="model name as the provider reports it (or its stem: gpt-4o prices gpt-4o-2024-08-06)",
+    )
+
+
 class Settings(_Section):
     server: ServerSection = Field(default_factory=ServerSection)
     database: DatabaseSection = Field(default_factory=DatabaseSection)
@@ -386,6 +406,7 @@ class Settings(_Section):
     rooms: RoomsSection = Field(default_factory=RoomsSection)
     limits: LimitsSection = Field(default_factory=LimitsSection)
     halls: dict[str, HallSettings] = Field(default_factory=_default_halls)
+    prices: PricesSection = Field(default_factory=PricesSection)
 
     # Where the YAML came from: relative paths are resolved against its folder. Not a settings key.
     base_dir: Path = Field(default=PROJECT_ROOT, exclude=True)
