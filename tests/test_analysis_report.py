@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -270,3 +271,120 @@ def test_an_empty_result_still_renders_and_says_what_is_missing() -> None:
     assert {href[1:] for href in links.hrefs if href.startswith("#")} <= links.ids
     assert "The source holds no finished games." in page
     assert "No Table 1 to show." in page
+
+
+# --- tradecraft analyze, end to end on real bot games ------------------------------------------------------
+
+FOCAL_GAMES = (("tom1", [0, 1]), ("tom2", [0, 1, 2]))  # each against a tom0 baseline asked for V0 only
+
+
+def play_bot_games(directory: Path, *, instances: int, tom_orders: bool = True) -> list[Path]:
+    """Real headless bot games as JSONL logs: for each focal bot, ``instances`` games of the paper set.
+
+    The focal seat alternates; its seat record says ``focal: true``, the baseline's ``false``. Games end when
+    both seats have won or at turn 8, so each has a few proposals and decisions. ``tom_orders=False`` asks
+    no seat for any report.
+    """
+    from agents.bots.registry import make_policy
+    from agents.local import derive_seed, play_local
+    from agents.tournament import settings_for
+    from craft_rules.loader import load_rule_set
+    from craft_rules.tasks import get_instance, instance_set_ids
+    from server.game.gamelog import encode_log
+
+    rules = load_rule_set("minecraft")
+    instance_ids = instance_set_ids("paper", ruleset="minecraft", mode="1p_v_1p")[1 : 1 + instances]
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for bot, orders in FOCAL_GAMES:
+        for index, instance_id in enumerate(instance_ids):
+            instance = get_instance(instance_id)
+            focal = index % 2
+            names = ["tom0", "tom0"]
+            names[focal] = bot
+            reports = [[0], [0]] if tom_orders else [[], []]
+            if tom_orders:
+                reports[focal] = orders
+            settings = settings_for(instance, index).model_copy(
+                update={"tom_orders": reports, "end_condition": "all_win", "max_turns": 8}
+            )
+            seed = derive_seed(7, bot, instance_id)
+            policies = [make_policy(name, derive_seed(seed, seat)) for seat, name in enumerate(names)]
+            result = play_local(instance, settings, rules, policies, seed)
+            seats = [
+                {"seat": seat, "kind": "bot", "name": name, "bot": name, "focal": seat == focal}
+                for seat, name in enumerate(names)
+            ]
+            path = directory / f"{bot}-{index}.jsonl"
+            path.write_text("".join(encode_log(result.game_log(game_id=path.stem, seats=seats))))
+            paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def bot_games(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("bot-games")
+    play_bot_games(directory, instances=4)
+    return directory
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from tradecraft.cli import main
+
+    result = CliRunner().invoke(main, ["analyze", *args, "--no-progress"], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.slow
+def test_analyze_writes_every_table_figure_and_a_self_contained_report(
+    bot_games: Path, tmp_path: Path
+) -> None:
+    import base64
+
+    from analysis.cli import DATASET_TABLES, DERIVED_TABLES, FIGURES
+
+    out = tmp_path / "out"
+    code, stdout, _ = run_cli(str(bot_games), "--out", str(out), "--bootstrap", "200", "--seed", "3")
+    assert code == 0
+    report = out / "report.html"
+    assert f"report: {report.resolve()}" in stdout and stdout.startswith("8 games")
+    for name in (*DATASET_TABLES, *DERIVED_TABLES):
+        assert (out / "tables" / f"{name}.csv").is_file(), name
+        parquet = pd.read_parquet(out / "tables" / f"{name}.parquet")
+        csv = pd.read_csv(out / "tables" / f"{name}.csv")
+        assert len(parquet) == len(csv), name
+    for name in ("belief_pairs", "belief_summary", "proposal_values", "decision_features", "table1"):
+        assert len(pd.read_parquet(out / "tables" / f"{name}.parquet")) > 0, name
+    agents = set(pd.read_csv(out / "tables" / "belief_summary.csv")["agent"])
+    assert {"tom1", "tom2"} <= agents
+    page = report.read_text(encoding="utf-8")
+    links = parse_page(page)
+    pngs = {spec.name: out / "figures" / f"{spec.name}.png" for spec in FIGURES}
+    assert all(path.is_file() for path in pngs.values()), [n for n, p in pngs.items() if not p.is_file()]
+    embedded = {base64.b64decode(src.partition(",")[2]) for src in links.images}
+    assert embedded == {path.read_bytes() for path in pngs.values()}
+    assert {href[1:] for href in links.hrefs if href.startswith("#")} <= links.ids
+    for href in (h for h in links.hrefs if not h.startswith("#")):
+        assert (out / href).is_file(), href  # the table files the report names are there
+    assert "Not drawn" not in page
+
+
+@pytest.mark.slow
+def test_a_source_without_reports_gives_a_report_saying_what_is_missing(tmp_path: Path) -> None:
+    games = tmp_path / "games"
+    play_bot_games(games, instances=1, tom_orders=False)
+    out = tmp_path / "out"
+    code, _stdout, stderr = run_cli(str(games), "--out", str(out), "--formats", "csv")
+    assert code == 0
+    assert "No ToM reports in the source" in stderr
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "No ToM reports in the source" in page and "Not drawn" in page
+    assert (out / "tables" / "games.csv").is_file() and not list(out.glob("tables/*.parquet"))
+    assert (out / "figures" / "figure_outcomes.png").is_file()
+
+
+def test_analyze_refuses_an_unknown_format(tmp_path: Path) -> None:
+    code, _, stderr = run_cli(str(tmp_path), "--out", str(tmp_path / "out"), "--formats", "csv,xlsx")
+    assert code != 0 and "invalid_formats" in stderr

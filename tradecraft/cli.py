@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",
     ),
+    "analyze": (
+        "analysis.cli:analyze_command",
+        "Analyse games (logs, a store, an experiment): tables, figures and one HTML report.",
+    ),
     "export": ("server.web.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
     "admin": (
         "server.web.admin_cli:admin_group",
