@@ -42,6 +42,10 @@ OUTCOME_SUMS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+COUNTED_TABLES: tuple[str, ...] = ("turns", "proposals", "decisions", "tom_reports", "traces")
+"""Tables whose row counts the overview lists beside the number of games."""
+
+
 @dataclass(frozen=True)
 class FigureResult:
     """One figure of the report: its file stem, title, caption, the tables it is drawn from and its PNG."""
@@ -245,6 +249,7 @@ class _Page:
         facts = [
             ("source", r.source),
             ("games", str(len(games))),
+            *((name.replace("_", " "), str(len(r.table(name)))) for name in COUNTED_TABLES),
             (
                 "agents",
                 ", ".join(sorted(map(str, seats["agent"].dropna().unique()))) if "agent" in seats else "–",
@@ -258,7 +263,7 @@ class _Page:
         ]
         rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
         self.body.append(f'<table class="data">{rows}</table>')
-        if not seats.empty and "agent" in seats:
+        if not seats.empty and {"agent", "group", "focal", "seat"} <= set(seats.columns):
             counts = (
                 seats.groupby(["agent", "group", "focal"], dropna=False)
                 .agg(seats=("seat", "size"), games=("game_id", "nunique"))
