@@ -18,6 +18,8 @@ from server.store import Store
 
 #: The model the LLM-like policy names (the shipped price table prices it as gpt-4o).
 LLM_MODEL = "gpt-4o-2024-08-06"
+#: The move on which the LLM-like policy plays a traced fallback (one invalid call, then the bot's move).
+FALLBACK_MOVE = 5
 
 
 class FakeClock:
@@ -34,8 +36,9 @@ class FakeClock:
 class LLMLike:
     """Plays like ``inner`` (a bot) and leaves the trace records the LLM agent leaves (agents/llm/agent.py):
     ``llm_prefix`` once (its system prompt holds the seat's target), per move one ``llm_call`` (tokens
-    120 in / 40 cached / 15 out, 0.5 s), every third move first a failed tool call and a provider retry, and
-    on its second move an illegal action the engine refuses (the ``refused`` hook then traces it)."""
+    120 in / 40 cached / 15 out, 0.5 s), every third move first a failed tool call and a provider retry, on
+    its second move an illegal action the engine refuses (the ``refused`` hook then traces it), and on move
+    :data:`FALLBACK_MOVE` a ``fallback`` record (one invalid call) instead of a ``decision``."""
 
     def __init__(self, inner: Any, model: str = LLM_MODEL) -> None:
         self.inner, self.model = inner, model
@@ -101,6 +104,13 @@ class LLMLike:
             action: dict[str, Any] = {"type": "craft", "recipe": "no_such_recipe", "runs": 1}
         else:
             action = dict(self.inner.act(view, legal))
+        if first_try and self.moves == FALLBACK_MOVE:  # its answer was no valid call: the safe move instead
+            self._invalid[key] += 1
+            errors = ["invalid_action"] * self._invalid[key]
+            reason = "too_many_invalid_calls"
+            fallback = {"source": "llm", "trace": "fallback", "decision": key, "reason": reason}
+            self._traces.append({**fallback, "action": action, "errors": errors})
+            return action
         self._traces.append(
             {"source": "llm", "trace": "decision", "decision": key, "action": action, "steps": step,
              "invalid": self._invalid[key], "fallback": False}
