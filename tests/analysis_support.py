@@ -148,17 +148,18 @@ def play(
     game_id: str | None = None,
     meta: Mapping[str, Any] | None = None,
     settings: GameSettings | None = None,
+    models: Mapping[int, str] | None = None,
 ) -> Played:
-    """Play ``instance_id`` with bots ``specs`` (seats in ``llm_seats`` wrapped in :class:`LLMLike`);
-    seat 1 is the runner's non-focal baseline."""
+    """Play ``instance_id`` with bots ``specs`` (seats in ``llm_seats`` wrapped in :class:`LLMLike`, naming
+    ``models[seat]``, by default :data:`LLM_MODEL`); seat 1 is the runner's non-focal baseline."""
     instance = get_instance(instance_id)
     rules = minecraft()
     bots = [make_policy(spec, seed + seat) for seat, spec in enumerate(specs)]
-    policies = [LLMLike(bot) if seat in llm_seats else bot for seat, bot in enumerate(bots)]
+    model = {seat: (models or {}).get(seat, LLM_MODEL) for seat in llm_seats}
+    policies = [LLMLike(bot, model[seat]) if seat in model else bot for seat, bot in enumerate(bots)]
     seats = [
-        {"seat": seat, "kind": "agent" if seat in llm_seats else "bot", "name": f"{spec}-{seat}",
-         "bot": None if seat in llm_seats else spec, "model": LLM_MODEL if seat in llm_seats else None,
-         "focal": seat == 0}
+        {"seat": seat, "kind": "agent" if seat in model else "bot", "name": f"{spec}-{seat}",
+         "bot": None if seat in model else spec, "model": model.get(seat), "focal": seat == 0}
         for seat, spec in enumerate(specs)
     ]  # fmt: skip
     result = play_local(
