@@ -200,10 +200,11 @@ def load(
     games = 0
     for game_log in logs:
         games += 1
-        for name, table in game_rows(game_log).items():
+        tables = game_rows(game_log)
+        _add_experiment(tables["games"][0], game_log)
+        _add_seat_groups(tables["seats"], game_log)
+        for name, table in tables.items():
             rows[name].extend(table)
-        _add_experiment(rows["games"][-1], game_log)
-        _add_seat_groups(rows["seats"], game_log)
         rule_set = rules_of(game_log)
         if rule_set is not None:
             rows["tom_values"].extend(tom_score_rows(game_log, rule_set))
@@ -327,13 +328,16 @@ def _manifest(path: Path) -> tuple[str, str]:
 
 
 def _store_logs(url: str, rules: RulesArg, *, experiment: str | None) -> tuple[Iterator[GameLog], int]:
+    where = url.split("@")[-1]  # never a password of the URL in a message
     try:
         store = open_store(url)
+    except StoreError as exc:
+        raise AnalysisError("store_failed", f"store {where!r}: {exc.message}", {"code": exc.code}) from exc
+    try:
         records = store.list_games(status="finished", limit=10**9)
     except StoreError as exc:
-        raise AnalysisError(
-            "store_failed", f"store {url.split('@')[-1]!r}: {exc.message}", {"code": exc.code}
-        ) from exc
+        store.close()
+        raise AnalysisError("store_failed", f"store {where!r}: {exc.message}", {"code": exc.code}) from exc
     records.sort(key=lambda r: (r.get("created_at") or 0, r["game_id"]))
     if experiment is not None:
         records = finished_attempts(records, experiment)
@@ -342,7 +346,7 @@ def _store_logs(url: str, rules: RulesArg, *, experiment: str | None) -> tuple[I
         what = f"no finished game of experiment {experiment!r}" if experiment else "no finished game"
         raise AnalysisError(
             "no_games",
-            f"store {url.split('@')[-1]!r} holds {what}; run (or resume) the experiment, or check the URL",
+            f"store {where!r} holds {what}; run (or resume) the experiment, or check the URL",
             {"experiment": experiment},
         )
     return _read_store(store, [r["game_id"] for r in records], rules), len(records)
@@ -435,11 +439,10 @@ def agent_of(record: Mapping[str, Any]) -> str | None:
 
 
 def _add_seat_groups(seat_rows: list[dict[str, Any]], game_log: GameLog) -> None:
+    """Add :data:`SEAT_COLUMNS` to the seat rows of ``game_log``."""
     records = {s.get("seat"): s for s in game_log.header.seats if isinstance(s, Mapping)}
     raw_orders = game_log.header.settings.get("tom_orders") or []
     for row in seat_rows:
-        if row["game_id"] != game_log.game_id:
-            continue
         seat = row["seat"]
         record = records.get(seat) or {}
         orders = tuple(int(o) for o in raw_orders[seat]) if seat < len(raw_orders) else ()
