@@ -51,7 +51,7 @@ def _value_rows(
             "reference": reference.get(item),
             "reference_kind": kind,
             "opponent_report": None if opponent_report is None else opponent_report.get(item),
-        }  # fmt: skip
+        }
         for item, value in values.items()
     ]
 
@@ -290,7 +290,8 @@ def test_curve_intervals_are_student_t_intervals_over_pairs() -> None:
     pairs = pd.DataFrame(
         {
             "game_id": [f"g{k}" for k in range(30)], "turn": np.repeat([1, 2, 3], 10), "seat": 0,
-            "opponent_seat": 1, "agent": "m", "group": "V0+V1", "focal": True, "comparison": "v1_vs_reference",
+            "opponent_seat": 1, "agent": "m", "group": "V0+V1", "focal": True,
+            "comparison": "v1_vs_reference",
             "kl": rng.gamma(2.0, 0.1, 30), "js": rng.uniform(0, 0.3, 30), "mae": rng.uniform(0, 4, 30),
             "spearman": np.where(np.arange(30) % 7 == 0, np.nan, rng.uniform(-1, 1, 30)), "n_items": 4,
         }
