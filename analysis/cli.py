@@ -34,11 +34,12 @@ import pandas as pd
 from tqdm import tqdm
 
 from analysis import beliefs, figures, proposals, utility
-from analysis.dataset import Dataset, load
+from analysis.dataset import TABLES as DATASET_TABLES
+from analysis.dataset import AnalysisError, Dataset, columns, load
+from analysis.outcomes import outcome_summary
 from analysis.report import (
     AnalysisResults,
     FigureResult,
-    outcome_summary,
     render_report,
     table1_comparison,
 )
@@ -64,10 +65,6 @@ DERIVED_TABLES: tuple[str, ...] = (
     "belief_pairs", "belief_curves", "belief_summary", "proposal_values", "proposal_fits",
     "decision_features", "table1", "coefficients", "paper_table1", "table1_comparison", "outcome_summary",
 )  # fmt: skip
-
-
-class AnalysisError(TradeCraftError):
-    """An analysis that cannot run as asked (e.g. ``invalid_formats``); the message says what to do."""
 
 
 @dataclass
@@ -121,7 +118,7 @@ def run_analysis(
         bar.update(1)
 
     with stage("load"):
-        dataset = load(source, rules=rules, progress=progress)
+        dataset = _load_or_empty(source, rules, progress)
     results = AnalysisResults(
         source=_describe(source),
         tables={name: dataset.table(name) for name in DATASET_TABLES},
@@ -143,7 +140,9 @@ def run_analysis(
     with stage("utility"):
         _utility_tables(dataset, results, seed=seed)
     with stage("outcomes"):
-        results.tables["outcome_summary"] = outcome_summary(dataset.outcomes)
+        results.tables["outcome_summary"] = (
+            outcome_summary(dataset.outcomes) if not dataset.outcomes.empty else pd.DataFrame()
+        )
         if dataset.outcomes.empty:
             results.note_missing("outcomes", "No seats to summarise.")
     written: list[Path] = []
@@ -159,10 +158,14 @@ def run_analysis(
     return AnalysisRun(out, report, results, dataset, written, timings)
 
 
-DATASET_TABLES: tuple[str, ...] = (
-    "games", "seats", "turns", "proposals", "decisions", "crafts", "tom_reports", "tom_values", "traces",
-    "outcomes",
-)  # fmt: skip
+def _load_or_empty(source: Any, rules: Any, progress: bool) -> Dataset:
+    """The source's dataset; an empty one (every table with its columns) when it holds no game."""
+    try:
+        return load(source, rules=rules, progress=progress)
+    except AnalysisError as err:
+        if err.code != "no_games":
+            raise
+    return Dataset(**{name: pd.DataFrame(columns=list(columns(name))) for name in DATASET_TABLES})
 
 
 def _belief_tables(dataset: Dataset, results: AnalysisResults) -> None:
@@ -335,7 +338,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
         "figure_outcomes",
         "Outcomes: win rate, turns to win, tokens and cost per game",
-        "Per agent and ToM group; win rate with its Wilson 95% interval.",
+        "Per agent and ToM group, focal seats; win rate with its Wilson 95% interval.",
         ("outcome_summary",),
         lambda r: figures.outcomes_figure(r.table("outcome_summary")),
         "no seats",

@@ -13,7 +13,7 @@ switch (a notebook's backend stays as it is); :func:`png_bytes` renders one with
   utility (the ``coefficients`` table of :func:`analysis.utility.utility_table`).
 - :func:`f1_figure`: macro-F1 per agent, group and utility beside the paper's Table 1.
 - :func:`outcomes_figure`: win rate, turns to win, tokens and cost per game per agent and group (from
-  :func:`outcome_summary` rows).
+  :func:`analysis.outcomes.outcome_summary`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from scipy.stats import binomtest
 
 GROUP_ORDER: tuple[str, ...] = ("V0", "V0+V1", "V0+V1+V2")
 """The ToM groups in the order the figures draw them (arrows of Figure 5 follow it)."""
@@ -304,17 +305,21 @@ OUTCOME_PANELS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def outcomes_figure(summary: pd.DataFrame) -> Figure | None:
-    """Outcomes per agent (x) and group (bars): win rate with its CI, turns to win, tokens and cost per game.
+def outcomes_figure(summary: pd.DataFrame, level: float = 0.95) -> Figure | None:
+    """Outcomes per agent (x) and group (bars): win rate with its Wilson interval, turns to win, tokens, cost.
 
-    ``summary``: rows of :func:`analysis.report.outcome_summary` (``agent, group, focal, win_rate,
-    win_ci_low, win_ci_high, turns_to_win, tokens_per_game, cost_usd_per_game``); the focal seats only
-    when any seat is focal. A panel whose numbers are all zero or missing (bots spend no tokens) says so.
+    ``summary``: :func:`analysis.outcomes.outcome_summary` rows (``agent, group, seats, wins, win_rate,
+    turns_to_win, input_tokens_per_game, output_tokens_per_game, cost_usd_per_game``). A panel whose
+    numbers are all zero or missing (bots spend no tokens) says so instead of drawing empty bars.
     """
     if summary.empty:
         return None
-    data = summary[summary["focal"]] if summary["focal"].any() else summary
-    agents = sorted(data["agent"].astype(str).unique())
+    data = summary.assign(
+        agent=summary["agent"].astype(str),
+        tokens_per_game=summary["input_tokens_per_game"].fillna(0)
+        + summary["output_tokens_per_game"].fillna(0),
+    )
+    agents = sorted(data["agent"].unique())
     groups = ordered(data["group"], GROUP_ORDER)
     palette = matplotlib.colormaps["viridis"]
     colours = {g: palette(i / max(1, len(groups) - 1) * 0.85) for i, g in enumerate(groups)}
@@ -327,14 +332,9 @@ def outcomes_figure(summary: pd.DataFrame) -> Figure | None:
             ax.text(0.5, 0.5, nothing, ha="center", va="center", transform=ax.transAxes, color="grey")
             ax.set_yticks([])
         for index, group in enumerate(groups):
-            rows = data[data["group"] == group].assign(agent=lambda f: f["agent"].astype(str))
-            rows = rows.groupby("agent").first().reindex(agents)
+            rows = data[data["group"] == group].groupby("agent").first().reindex(agents)
             heights = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
-            error = None
-            if column == "win_rate":
-                low = heights - rows["win_ci_low"].to_numpy(dtype=float)
-                high = rows["win_ci_high"].to_numpy(dtype=float) - heights
-                error = np.nan_to_num(np.vstack([low, high]).clip(min=0))
+            error = _win_errors(rows, level) if column == "win_rate" else None
             ax.bar(
                 np.arange(len(agents)) + (index - (len(groups) - 1) / 2) * width,
                 np.nan_to_num(heights),
@@ -351,8 +351,20 @@ def outcomes_figure(summary: pd.DataFrame) -> Figure | None:
             ax.set_ylim(0, 1.05)
     handles, names = _legend_entries([axes])
     figure.legend(handles, names, loc="outside lower center", ncols=max(1, len(names)), title="ToM group")
-    figure.suptitle("Outcomes per agent and ToM group" + (" (focal seats)" if summary["focal"].any() else ""))
+    figure.suptitle("Outcomes per agent and ToM group")
     return figure
+
+
+def _win_errors(rows: pd.DataFrame, level: float) -> np.ndarray:
+    """Wilson-interval error bars (below, above) of each row's ``wins`` out of ``seats`` (0 if none)."""
+    errors = np.zeros((2, len(rows)))
+    for index, (wins, seats) in enumerate(zip(rows["wins"], rows["seats"], strict=True)):
+        if pd.isna(seats) or int(seats) == 0:
+            continue
+        interval = binomtest(int(wins), int(seats)).proportion_ci(level, method="wilson")
+        rate = int(wins) / int(seats)
+        errors[:, index] = (max(0.0, rate - interval.low), max(0.0, interval.high - rate))
+    return errors
 
 
 def _error(centre: float, low: object, high: object) -> list[list[float]] | None:

@@ -8,13 +8,8 @@ and recomputed. Sections: overview and data files, belief accuracy (Figure 4), p
 (Figure 5), decision utilities (Table 1 beside the paper's, Figure 6), outcomes, the decisions taken where
 the paper is silent, and what the source did not allow.
 
-Report-level tables (computed here from the analysis's tables):
+Report-level table (computed here from the analysis's tables):
 
-- :func:`outcome_summary` (``outcome_summary``): per ``agent, group, focal``: ``seats, games, wins,
-  win_rate, win_ci_low, win_ci_high`` (Wilson 95%), ``sole_win_rate, turns_to_win`` (mean over won
-  games), and per game (mean over seats): ``proposals, proposals_accepted, accepts, decisions, crafts,
-  invalid_actions, retries, fallbacks, llm_calls, input_tokens, cached_tokens, output_tokens,
-  tokens_per_game`` (input + output), ``cost_usd_per_game, latency_s``; ``seconds_per_move`` (mean).
 - :func:`table1_comparison` (``table1_comparison``): the paper's Table 1 and this analysis's macro-F1 in
   one long table: ``source`` (``paper`` | ``replication``), ``agent`` (the paper's model name for the
   paper), ``group, utility, decisions, f1_mean, f1_sd``.
@@ -29,17 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from scipy.stats import binomtest
 
 #: The group whose reports each utility of the paper's Table 1 was fitted on (its column "order").
 UTILITY_GROUP: dict[str, str] = {"U(0)": "V0", "U(0,1)": "V0+V1", "U(0,1,2)": "V0+V1+V2"}
 MAX_ROWS_SHOWN = 60
 """Tables longer than this show their first rows in the report; the files hold every row."""
-
-OUTCOME_SUMS: tuple[str, ...] = (
-    "proposals", "proposals_accepted", "accepts", "decisions", "crafts", "invalid_actions", "retries",
-    "fallbacks", "llm_calls", "input_tokens", "cached_tokens", "output_tokens", "latency_s",
-)  # fmt: skip
 
 
 COUNTED_TABLES: tuple[str, ...] = ("turns", "proposals", "decisions", "tom_reports", "traces")
@@ -81,48 +70,6 @@ class AnalysisResults:
 
 
 # --- report-level tables ---------------------------------------------------------------------------------
-
-
-def outcome_summary(outcomes: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """Outcomes per ``agent, group, focal`` (columns in the module docstring); empty in, empty out."""
-    columns = [
-        "agent", "group", "focal", "seats", "games", "wins", "win_rate", "win_ci_low", "win_ci_high",
-        "sole_win_rate", "turns_to_win", *OUTCOME_SUMS, "tokens_per_game", "cost_usd_per_game",
-        "seconds_per_move",
-    ]  # fmt: skip
-    if outcomes.empty:
-        return pd.DataFrame(columns=columns)
-    data = outcomes.copy()
-    for column in (*OUTCOME_SUMS, "cost_usd", "turns_to_win", "seconds_per_move"):
-        data[column] = pd.to_numeric(data[column], errors="coerce") if column in data else math.nan
-    for column in ("won", "sole_win"):
-        data[column] = data[column].fillna(False).astype(bool) if column in data else False
-    rows = []
-    for (agent, group, focal), seats in data.groupby(["agent", "group", "focal"], sort=True, dropna=False):
-        wins = int(seats["won"].sum())
-        interval = binomtest(wins, len(seats)).proportion_ci(level, method="wilson")
-        row: dict[str, Any] = {
-            "agent": agent,
-            "group": group,
-            "focal": bool(focal),
-            "seats": len(seats),
-            "games": seats["game_id"].nunique(),
-            "wins": wins,
-            "win_rate": wins / len(seats),
-            "win_ci_low": interval.low,
-            "win_ci_high": interval.high,
-            "sole_win_rate": float(seats["sole_win"].mean()),
-            "turns_to_win": float(seats.loc[seats["won"], "turns_to_win"].mean()) if wins else math.nan,
-        }
-        for column in OUTCOME_SUMS:
-            row[column] = float(seats[column].mean())
-        row["tokens_per_game"] = float(
-            seats["input_tokens"].fillna(0).mean() + seats["output_tokens"].fillna(0).mean()
-        )
-        row["cost_usd_per_game"] = float(seats["cost_usd"].mean())
-        row["seconds_per_move"] = float(seats["seconds_per_move"].mean())
-        rows.append(row)
-    return pd.DataFrame(rows, columns=columns)
 
 
 def table1_comparison(table1: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
@@ -213,8 +160,8 @@ DECISIONS: tuple[str, ...] = (
     "Figure 6 weights: (β/σ_U)·[1, −ρ, w1, −w1γ, w2, −w2κ] for G0, L0, G1, L1, G2, L2, normalised by the "
     "sum of absolute values; the raw weights are in the coefficients table (weight_raw).",
     "Groups: a seat's group is the ToM orders it was asked to report (V0, V0+V1, V0+V1+V2); the agent is "
-    "the LLM model name for LLM seats, the bot spec for bots. Outcomes count every seat; the figures show "
-    "the focal seats (the paper's V0-only baseline opponent is not focal).",
+    "the LLM model name for LLM seats, the bot spec for bots. The outcomes table has every seat; its summary "
+    "and figure the focal seats (the paper's V0-only baseline opponent is not focal).",
 )
 
 
@@ -323,7 +270,7 @@ class _Page:
     def outcomes(self) -> None:
         self.section("outcomes", "Outcomes")
         self.figure("figure_outcomes")
-        self.table_block("outcome_summary", title="Outcomes per agent, group and focus")
+        self.table_block("outcome_summary", title="Outcomes per agent and group (focal seats)")
         self.missing_notes("outcomes")
 
     def decisions(self) -> None:

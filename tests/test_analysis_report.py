@@ -15,14 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 from analysis import figures
+from analysis.outcomes import outcome_summary
 from analysis.report import (
     AnalysisResults,
     FigureResult,
     f1_cells,
-    outcome_summary,
     render_report,
     table1_comparison,
 )
@@ -160,24 +161,16 @@ def test_coefficients_figure_has_a_panel_per_utility_and_a_bar_per_term_and_seri
     assert heights == pytest.approx([-0.5, -0.5, 0.5, 0.5])
 
 
-def test_outcome_summary_counts_wins_with_an_interval_and_turns_to_win_over_won_games() -> None:
-    summary = outcome_summary(outcomes_frame()).set_index("agent")
-    focal = summary.loc["tom1"]
-    assert focal["seats"] == 10 and focal["games"] == 10 and focal["wins"] == 7
-    assert focal["win_rate"] == pytest.approx(0.7)
-    assert focal["win_ci_low"] < 0.7 < focal["win_ci_high"]
-    assert focal["turns_to_win"] == 8
-    assert bool(focal["focal"]) and not bool(summary.loc["tom0", "focal"])
-    assert summary.loc["tom0", "win_rate"] == pytest.approx(0.3)
-    assert outcome_summary(pd.DataFrame()).empty
-
-
-def test_outcomes_figure_shows_focal_seats_and_says_when_no_tokens_were_spent() -> None:
+def test_outcomes_figure_draws_win_rates_with_wilson_bars_and_says_when_no_tokens_were_spent() -> None:
     figure = figures.outcomes_figure(outcome_summary(outcomes_frame()))
     assert figure is not None
     axes = figure.get_axes()
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["tom1"]  # the baseline is not focal
     assert axes[0].patches[0].get_height() == pytest.approx(0.7)
+    (bars,) = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
+    bar = bars.lines[2][0].get_segments()[0]  # the win rate's error bar: the Wilson interval of 7 of 10
+    assert bar[0][1] == pytest.approx(0.3968, abs=1e-3) and bar[1][1] == pytest.approx(0.8922, abs=1e-3)
+    assert axes[1].patches[0].get_height() == 8  # turns to win
     texts = [t.get_text() for ax in axes for t in ax.texts]
     assert "no LLM tokens in this source" in texts and "no cost in this source" in texts
 
