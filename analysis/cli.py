@@ -288,6 +288,7 @@ class FigureSpec:
     sources: tuple[str, ...]
     draw: Callable[[AnalysisResults], Any]
     missing: str
+    """Why nothing was drawn although the source tables have rows."""
 
 
 FIGURES: tuple[FigureSpec, ...] = (
@@ -299,7 +300,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "opponent's true target.",
         ("belief_curves",),
         lambda r: figures.belief_figure(r.table("belief_curves"), figures.V1_COMPARISONS),
-        "no V1 report had a same-turn opponent V0 to compare with",
+        "no V1 report had a same-turn opponent report to compare with",
     ),
     FigureSpec(
         "figure4b_beliefs_v2",
@@ -316,7 +317,8 @@ FIGURES: tuple[FigureSpec, ...] = (
         "error bars; arrows go V0 → V0+V1 → V0+V1+V2.",
         ("proposal_fits",),
         lambda r: figures.mr_map_figure(r.table("proposal_fits")),
-        "no valued proposals to fit",
+        "r or m is undefined for every agent and group: the offer (or request) values never vary, "
+        "e.g. a proposer that only offers items worth 0 under its own V0",
     ),
     FigureSpec(
         "figure_f1",
@@ -324,7 +326,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "Mean ± sd of macro-F1 over the cross-validation folds.",
         ("table1", "paper_table1"),
         lambda r: figures.f1_figure(r.table("table1"), r.table("paper_table1")),
-        "no utility could be fitted",
+        "no utility fit has a macro-F1",
     ),
     FigureSpec(
         "figure6_coefficients",
@@ -333,7 +335,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "negative = averse.",
         ("coefficients",),
         lambda r: figures.coefficients_figure(r.table("coefficients")),
-        "no utility could be fitted",
+        "no utility fit has coefficients",
     ),
     FigureSpec(
         "figure_outcomes",
@@ -358,9 +360,16 @@ def _draw_figures(results: AnalysisResults, out: Path, progress: bool) -> list[P
             path.write_bytes(png)
             paths.append(path)
         results.figures[spec.name] = FigureResult(
-            spec.name, spec.title, spec.caption, spec.sources, png, "" if png else spec.missing
+            spec.name, spec.title, spec.caption, spec.sources, png, "" if png else _why_not(spec, results)
         )
     return paths
+
+
+def _why_not(spec: FigureSpec, results: AnalysisResults) -> str:
+    empty = [name for name in spec.sources if results.table(name).empty and name != "paper_table1"]
+    if empty:
+        return f"the table {' and '.join(empty)} has no rows (see the notes of this section)"
+    return spec.missing
 
 
 def _describe(source: Any) -> str:

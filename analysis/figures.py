@@ -29,6 +29,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 from scipy.stats import binomtest
 
 GROUP_ORDER: tuple[str, ...] = ("V0", "V0+V1", "V0+V1+V2")
@@ -114,7 +115,11 @@ def belief_figure(curves: pd.DataFrame, comparisons: Sequence[str] = V1_COMPARIS
             if r == len(rows) - 1:
                 ax.set_xlabel("turn")
             ax.grid(alpha=0.3)
-            ax.set_ylim(bottom=0)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        row = data[data["comparison"] == comparison]
+        # a band of a turn with two pairs can be huge: keep the means readable, let such bands run off
+        top = max(row["kl_mean"].max() * 1.5, row["kl_ci_high"].median())
+        axes[r][0].set_ylim(0, top if np.isfinite(top) and top > 0 else None)
     handles, labels = _legend_entries(axes)
     if handles:
         figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), title="ToM group")
