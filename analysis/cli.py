@@ -138,7 +138,7 @@ def run_analysis(
     with stage("proposals"):
         _proposal_tables(dataset, results, bootstrap=bootstrap, seed=seed)
     with stage("utility"):
-        _utility_tables(dataset, results, seed=seed)
+        _utility_tables(dataset, results, seed=seed, progress=progress)
     with stage("outcomes"):
         results.tables["outcome_summary"] = (
             outcome_summary(dataset.outcomes) if not dataset.outcomes.empty else pd.DataFrame()
@@ -214,7 +214,7 @@ def _proposal_tables(dataset: Dataset, results: AnalysisResults, *, bootstrap: i
         results.note_missing("proposals", err.message)
 
 
-def _utility_tables(dataset: Dataset, results: AnalysisResults, *, seed: int) -> None:
+def _utility_tables(dataset: Dataset, results: AnalysisResults, *, seed: int, progress: bool) -> None:
     paper = utility.PAPER_TABLE1
     results.tables.update(
         {"decision_features": pd.DataFrame(), "table1": pd.DataFrame(), "coefficients": pd.DataFrame()}
@@ -231,11 +231,12 @@ def _utility_tables(dataset: Dataset, results: AnalysisResults, *, seed: int) ->
                 "utilities", "No decision of a focal seat came with its V0 report: no utility to fit."
             )
             return
-        table1, coefficients = utility.utility_table(features, folds=FOLDS, seed=seed)
+        table1, coefficients = utility.utility_table(features, folds=FOLDS, seed=seed, progress=progress)
         results.tables["table1"], results.tables["coefficients"] = table1, coefficients
-        if table1.empty:
+        for row in table1[table1["f1_mean"].isna()].itertuples():
+            why = utility.REASONS.get(row.reason, row.reason)
             results.note_missing(
-                "utilities", "Too few decisions (or only one answer) to cross-validate a fit."
+                "utilities", f"{row.agent} · {row.group} · {row.utility}: no macro-F1 ({why})."
             )
     except TradeCraftError as err:
         results.note_missing("utilities", err.message)
@@ -247,8 +248,9 @@ def write_table(frame: pd.DataFrame, directory: Path, name: str, formats: Sequen
     """``frame`` as ``directory/name.csv`` and/or ``.parquet``; nested cells (dicts, lists) as JSON text."""
     directory.mkdir(parents=True, exist_ok=True)
     flat = frame.copy()
-    for column in flat.select_dtypes(include="object").columns:
-        flat[column] = flat[column].map(_flat_cell)
+    for column in flat.columns:
+        if flat[column].dtype == object:
+            flat[column] = flat[column].map(_flat_cell)
     paths = []
     for fmt in formats:
         path = directory / f"{name}.{fmt}"
