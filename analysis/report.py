@@ -216,7 +216,6 @@ class _Page:
                 .agg(seats=("seat", "size"), games=("game_id", "nunique"))
                 .reset_index()
             )
-            self.body.append("<p>Seats per agent and group (from the seats table):</p>")
             self.table_block("seats", counts, anchor="seat-counts", title="Seats per agent and group")
         self.missing_notes("overview")
 

@@ -37,6 +37,7 @@ FOCAL_BOTS = ("tom0", "tom1", "tom2")
 ORDERS = ((0,), (0, 1), (0, 1, 2))
 BASELINE = "tom0"
 SEED = 21
+SUMMARY_TAIL_BYTES = 64 * 1024
 
 
 def schedule() -> Iterator[tuple[int, str, tuple[int, ...], str, int]]:
@@ -60,11 +61,11 @@ def play_game(job: tuple[int, str, tuple[int, ...], str, int]) -> tuple[int, int
     index, bot, orders, instance_id, repeat = job
     path = CACHE / f"game-{index:05d}.jsonl"
     if path.exists():
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                if "turns" in record and "winners" in record:  # the summary line closes the log
-                    return index, int(record["turns"])
+        with path.open("rb") as handle:  # the summary record closes the log: read the last line only
+            handle.seek(max(0, path.stat().st_size - SUMMARY_TAIL_BYTES))
+            summary = json.loads(handle.read().splitlines()[-1])
+        if summary.get("kind") == "summary":
+            return index, int(summary["turn"])
     from agents.bots.registry import make_policy
     from agents.local import derive_seed, play_local
     from agents.tournament import settings_for
@@ -99,6 +100,8 @@ def play_game(job: tuple[int, str, tuple[int, ...], str, int]) -> tuple[int, int
 def make_games(turns: int, jobs: int) -> tuple[int, int, float]:
     """Play (or reuse) games in schedule order until ``turns`` turns are logged: (games, turns, seconds)."""
     CACHE.mkdir(parents=True, exist_ok=True)
+    for partial in CACHE.glob("*.part"):  # a game a killed run was writing: it is played again
+        partial.unlink()
     started = time.perf_counter()
     total = games = 0
     wanted: set[Path] = set()

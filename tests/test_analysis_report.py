@@ -383,3 +383,15 @@ def test_a_source_without_reports_gives_a_report_saying_what_is_missing(tmp_path
 def test_analyze_refuses_an_unknown_format(tmp_path: Path) -> None:
     code, _, stderr = run_cli(str(tmp_path), "--out", str(tmp_path / "out"), "--formats", "csv,xlsx")
     assert code != 0 and "invalid_formats" in stderr
+
+
+def test_an_empty_directory_gives_empty_tables_and_a_report_that_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(str(tmp_path), "--out", str(out))
+    assert code == 0 and stdout.startswith("0 games")
+    assert "holds no finished games" in stderr
+    games = pd.read_parquet(out / "tables" / "games.parquet")
+    assert games.empty and "game_id" in games.columns  # the columns are there, documented, without rows
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "holds no finished games" in page and "No ToM reports in the source" in page
+    assert not list((out / "figures").iterdir())
