@@ -73,6 +73,7 @@ ANALYSIS_ERROR_CODES: dict[str, str] = {
     "invalid_manifest": "an experiment directory's manifest.json lacks its experiment name or store URL",
     "store_failed": "the store could not be opened or read",
     "unknown_table": "a table name the dataset does not have",
+    "unknown_format": "a file format Dataset.write does not write (it writes csv and parquet)",
 }
 
 #: Columns ``games`` takes from the experiment runner's metadata.
@@ -156,7 +157,9 @@ class Dataset:
         """
         unknown = set(formats) - {"csv", "parquet"}
         if unknown:
-            raise ValueError(f"unknown format(s) {sorted(unknown)}: use csv and/or parquet")
+            raise AnalysisError(
+                "unknown_format", f"unknown format(s) {sorted(unknown)}: write csv and/or parquet", {}
+            )
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written: list[Path] = []
