@@ -193,12 +193,12 @@ def load(
     a tqdm bar over the games. ``prices`` prices LLM calls for ``outcomes`` (default: the price table of
     :func:`server.table.config.load_settings`).
     """
-    logs, total = _game_logs(source, rules)
+    rules_of = _RuleFinder(rules)
+    logs, total = _game_logs(source, rules if isinstance(rules, RuleSet) else rules_of.named)
     if progress:
         from tqdm import tqdm
 
         logs = tqdm(logs, total=total, desc="games", unit="game")
-    rules_of = _RuleFinder(rules)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES if name != "outcomes"}
     games = 0
     for game_log in logs:
@@ -398,6 +398,14 @@ class _RuleFinder:
     def __init__(self, rules: RulesArg) -> None:
         self._rules = rules
         self._found: dict[str, RuleSet | None] = {}
+        self._loaded: dict[str, RuleSet] = {}
+
+    def named(self, name: str) -> RuleSet:
+        """The rule set called ``name``, loaded once (a store's games replay with it)."""
+        if name not in self._loaded:
+            loader = self._rules if callable(self._rules) else load_rule_set
+            self._loaded[name] = loader(name)
+        return self._loaded[name]
 
     def __call__(self, game_log: GameLog) -> RuleSet | None:
         name = game_log.header.ruleset.name
@@ -406,7 +414,7 @@ class _RuleFinder:
         else:
             if name not in self._found:
                 try:
-                    self._found[name] = (self._rules or load_rule_set)(name)
+                    self._found[name] = self.named(name)
                 except (RuleSetError, KeyError, OSError) as exc:
                     log.warning("rule set %r not found (%s): its games get no tom_values", name, exc)
                     self._found[name] = None
