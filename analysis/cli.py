@@ -86,7 +86,7 @@ def parse_formats(text: str | Sequence[str]) -> tuple[str, ...]:
     unknown = sorted(set(names) - set(FORMATS))
     if unknown or not names:
         raise AnalysisError(
-            "invalid_formats",
+            "unknown_format",
             f"--formats takes csv, parquet or both (comma-separated); got {text!r}.",
             {"unknown": unknown},
         )

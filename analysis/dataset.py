@@ -73,7 +73,7 @@ ANALYSIS_ERROR_CODES: dict[str, str] = {
     "invalid_manifest": "an experiment directory's manifest.json lacks its experiment name or store URL",
     "store_failed": "the store could not be opened or read",
     "unknown_table": "a table name the dataset does not have",
-    "invalid_formats": "tradecraft analyze --formats names a table format other than csv and parquet",
+    "unknown_format": "a file format Dataset.write does not write (it writes csv and parquet)",
 }
 
 #: Columns ``games`` takes from the experiment runner's metadata.
@@ -157,7 +157,9 @@ class Dataset:
         """
         unknown = set(formats) - {"csv", "parquet"}
         if unknown:
-            raise ValueError(f"unknown format(s) {sorted(unknown)}: use csv and/or parquet")
+            raise AnalysisError(
+                "unknown_format", f"unknown format(s) {sorted(unknown)}: write csv and/or parquet", {}
+            )
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written: list[Path] = []
@@ -191,12 +193,12 @@ def load(
     a tqdm bar over the games. ``prices`` prices LLM calls for ``outcomes`` (default: the price table of
     :func:`server.table.config.load_settings`).
     """
-    logs, total = _game_logs(source, rules)
+    rules_of = _RuleFinder(rules)
+    logs, total = _game_logs(source, rules if isinstance(rules, RuleSet) else rules_of.named)
     if progress:
         from tqdm import tqdm
 
         logs = tqdm(logs, total=total, desc="games", unit="game")
-    rules_of = _RuleFinder(rules)
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES if name != "outcomes"}
     games = 0
     for game_log in logs:
@@ -396,6 +398,14 @@ class _RuleFinder:
     def __init__(self, rules: RulesArg) -> None:
         self._rules = rules
         self._found: dict[str, RuleSet | None] = {}
+        self._loaded: dict[str, RuleSet] = {}
+
+    def named(self, name: str) -> RuleSet:
+        """The rule set called ``name``, loaded once (a store's games replay with it)."""
+        if name not in self._loaded:
+            loader = self._rules if callable(self._rules) else load_rule_set
+            self._loaded[name] = loader(name)
+        return self._loaded[name]
 
     def __call__(self, game_log: GameLog) -> RuleSet | None:
         name = game_log.header.ruleset.name
@@ -404,7 +414,7 @@ class _RuleFinder:
         else:
             if name not in self._found:
                 try:
-                    self._found[name] = (self._rules or load_rule_set)(name)
+                    self._found[name] = self.named(name)
                 except (RuleSetError, KeyError, OSError) as exc:
                     log.warning("rule set %r not found (%s): its games get no tom_values", name, exc)
                     self._found[name] = None

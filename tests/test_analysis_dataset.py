@@ -173,8 +173,9 @@ def test_write_csv_and_parquet(from_list: Dataset, tmp_path: Path) -> None:
     assert list(proposals.columns) == list(columns("proposals")) and len(proposals) == len(
         from_list.proposals
     )
-    with pytest.raises(ValueError, match="unknown format"):
+    with pytest.raises(AnalysisError, match="unknown format") as caught:
         from_list.write(tmp_path / "x", formats=("xlsx",))
+    assert caught.value.code == "unknown_format"
 
 
 def expect(code: str, source: Any, **kwargs: Any) -> AnalysisError:

@@ -4,14 +4,23 @@ costs from the price table, and the summary per (agent, group)."""
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 
 import pandas as pd
 import pytest
-from analysis_support import FALLBACK_MOVE, LLM_MODEL, Played, play
+from analysis_support import FALLBACK_MOVE, LLM_MODEL, Played, minecraft, play
+from langchain_openai import ChatOpenAI
 
+from agents.bots.registry import make_policy
+from agents.llm.agent import AgentSettings, LLMAgent
+from agents.local import play_local
+from agents.testing.openai_server import OpenAITestServer, Reply
+from agents.testing.scripted_player import ScriptedPlayer
 from analysis import load
 from analysis.outcomes import OUTCOME_COLUMNS, SUMMARY_COLUMNS, outcome_summary, seat_outcomes
+from craft_rules.tasks import get_instance
+from server.game import GameSettings
 from server.table.config import ModelPrice, load_settings
 from server.table.costs import price_of
 
@@ -159,3 +168,51 @@ def test_invalid_actions_of_a_bot_are_its_refused_moves() -> None:
         prices=load_settings().prices.models,
     )
     assert recounted["invalid_actions"].tolist() == [0, 2]
+
+
+def test_the_real_llm_agents_traces_are_counted() -> None:
+    """The LLM agent (ChatOpenAI against the project's OpenAI-compatible test server) answers with no tool
+    call, a 429, an unknown tool, a bad argument (its fallback follows), then plays: its trace records give
+    the outcome figures the agent itself counted."""
+    script = [
+        Reply(content="I think I will pass.", usage=(900, 12)),  # not a tool call
+        Reply(status=429, retry_after=0.01, content="slow down"),  # a provider retry
+        Reply(tool_calls=[("resign", {})], usage=(950, 5)),  # no such tool
+        Reply(tool_calls=[("propose", {"to": "one", "offer": {"coal": 1}})], usage=(990, 9)),  # bad shape
+    ]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        chat = ChatOpenAI(base_url=server.base_url, api_key="sk-test-0123456789", model="gpt-4o-mini",
+                          max_retries=0, timeout=5.0)  # fmt: skip
+        settings = AgentSettings(max_invalid=3, backoff_base=0.005, backoff_cap=0.05)
+        agent = LLMAgent(chat, model_name="openai:gpt-4o-mini", settings=settings)
+        instance = get_instance("minecraft/1p_v_1p/paper#5")
+        game = GameSettings(ruleset="minecraft", max_turns=2, tom_orders=[[0, 1], [0]])
+        result = play_local(instance, game, minecraft(), [agent, make_policy("tom0", 1)], 0, clock=time.time)
+    seats = [{"seat": 0, "kind": "agent", "model": "openai:gpt-4o-mini"}, {"seat": 1, "bot": "tom0"}]
+    ds = load([result.game_log(game_id="real-llm", seats=seats)])
+    row = ds.outcomes.iloc[0]
+    raw = [t.model_dump() for t in result.traces if t.seat == 0]
+    calls = [t for t in raw if t.get("trace") == "llm_call"]
+    assert row["agent"] == "openai:gpt-4o-mini" and row["group"] == "V0+V1"
+    assert row["fallbacks"] == agent.fallbacks == 1
+    assert row["retries"] == agent.retries_used >= 1
+    assert row["llm_calls"] == len(calls) > 4
+    assert row["invalid_actions"] == 3  # the three bad answers of the first move, then its fallback
+    assert row["input_tokens"] == sum(t["tokens"]["prompt_tokens"] for t in calls)
+    assert row["output_tokens"] == sum(t["tokens"]["completion_tokens"] for t in calls)
+    price = load_settings().prices.models["gpt-4o-mini"]
+    assert row["cost_usd"] == pytest.approx(
+        (row["input_tokens"] * price.input + row["output_tokens"] * price.output) / 1_000_000
+    )  # priced as gpt-4o-mini, its provider prefix dropped
+    traces = ds.traces[ds.traces["seat"] == 0]
+    assert set(traces["kind"]) >= {
+        "llm_prefix",
+        "llm_call",
+        "tool_error",
+        "tool_results",
+        "fallback",
+        "decision",
+    }
+    assert traces[traces["kind"] == "llm_call"]["prompt_chars"].gt(0).all()
+    assert traces.loc[traces["kind"] == "tool_error", "error"].tolist() == ["not_a_tool_call"]
+    assert traces.loc[traces["kind"] == "fallback", "reason"].tolist() == ["too_many_invalid_calls"]

@@ -382,7 +382,7 @@ def test_a_source_without_reports_gives_a_report_saying_what_is_missing(tmp_path
 
 def test_analyze_refuses_an_unknown_format(tmp_path: Path) -> None:
     code, _, stderr = run_cli(str(tmp_path), "--out", str(tmp_path / "out"), "--formats", "csv,xlsx")
-    assert code != 0 and "invalid_formats" in stderr
+    assert code != 0 and "unknown_format" in stderr
 
 
 def test_an_empty_directory_gives_empty_tables_and_a_report_that_says_so(tmp_path: Path) -> None:
