@@ -73,6 +73,7 @@ ANALYSIS_ERROR_CODES: dict[str, str] = {
     "invalid_manifest": "an experiment directory's manifest.json lacks its experiment name or store URL",
     "store_failed": "the store could not be opened or read",
     "unknown_table": "a table name the dataset does not have",
+    "invalid_input": "a table an analysis reads lacks a column or holds a value out of range",
 }
 
 #: Columns ``games`` takes from the experiment runner's metadata.
