@@ -148,19 +148,17 @@ def _target_estimate_rows(values: pd.DataFrame) -> pd.DataFrame:
         (v2, "own", "v2_vs_reference"),
     ]
     frames = [
-        pd.DataFrame(
-            {
-                **{column: rows[column].to_numpy() for column in key},
-                "comparison": comparison,
-                "target": pd.to_numeric(rows[target], errors="coerce").to_numpy(dtype=np.float64),
-                "estimate": pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=np.float64),
-            }
+        rows.loc[:, key]
+        .reset_index(drop=True)
+        .assign(  # the key columns keep the dataset's dtypes
+            comparison=comparison,
+            target=pd.to_numeric(rows[target], errors="coerce").to_numpy(dtype=np.float64),
+            estimate=pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=np.float64),
         )
         for rows, target, comparison in parts
     ]
     long = pd.concat(frames, ignore_index=True)
     long = long.loc[long["target"].notna() & long["estimate"].notna()]
-    long["opponent_seat"] = long["opponent_seat"].astype(np.int64)
     return long.reset_index(drop=True)
 
 
