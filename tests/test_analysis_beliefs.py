@@ -235,6 +235,8 @@ def test_negative_values_and_missing_columns_are_refused() -> None:
 def test_no_reports_give_an_empty_table_with_the_columns() -> None:
     pairs = belief_pairs(_dataset([], _seats(["g1"], SEATS)))
     assert pairs.empty and tuple(pairs.columns) == PAIR_COLUMNS
+    assert belief_curves(pairs).empty and "kl_ci_high" in belief_curves(pairs).columns
+    assert belief_summary(pairs).empty and {"games", "pairs", "kl"} <= set(belief_summary(pairs).columns)
 
 
 # --- curves and summaries on reports with known divergence ------------------------------------------------
