@@ -38,16 +38,13 @@ Decisions where the paper is silent (issue 21), as computed here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy.special import rel_entr
 
-from analysis.stats import AnalysisInputError, grouped_mean_ci, require_columns
-
-if TYPE_CHECKING:
-    from analysis.dataset import Dataset
+from analysis.dataset import AnalysisError, Dataset
+from analysis.stats import INVALID_INPUT, grouped_mean_ci, require_columns
 
 #: Add-one smoothing on the 0–10 scale, added to every value before normalising (KL and JS).
 KL_SMOOTHING: float = 1.0
@@ -90,14 +87,17 @@ def _smoothed(
 ) -> tuple[np.ndarray, np.ndarray]:
     items = sorted(set(target) & set(estimate))
     if not items:
-        raise AnalysisInputError(
+        raise AnalysisError(
+            INVALID_INPUT,
             "the two reports share no item, so no divergence is defined; compare reports of the same turn",
             {"target": sorted(target), "estimate": sorted(estimate)},
         )
     p = np.array([target[i] for i in items], dtype=np.float64) + smoothing
     q = np.array([estimate[i] for i in items], dtype=np.float64) + smoothing
     if (p < 0).any() or (q < 0).any():
-        raise AnalysisInputError("report values are on the 0-10 scale; a negative value has no divergence")
+        raise AnalysisError(
+            INVALID_INPUT, "report values are on the 0-10 scale; a negative value has no divergence"
+        )
     return p / p.sum(), q / q.sum()
 
 
@@ -113,7 +113,8 @@ def belief_pairs(ds: Dataset, smoothing: float = KL_SMOOTHING) -> pd.DataFrame:
     if long.empty:
         return pd.DataFrame({column: pd.Series(dtype=object) for column in PAIR_COLUMNS})
     if (long["target"] < 0).any() or (long["estimate"] < 0).any():
-        raise AnalysisInputError(
+        raise AnalysisError(
+            INVALID_INPUT,
             "a ToM value is negative; reports and reference values are on the 0-10 scale",
             {"rows": int(((long["target"] < 0) | (long["estimate"] < 0)).sum())},
         )
@@ -147,19 +148,17 @@ def _target_estimate_rows(values: pd.DataFrame) -> pd.DataFrame:
         (v2, "own", "v2_vs_reference"),
     ]
     frames = [
-        pd.DataFrame(
-            {
-                **{column: rows[column].to_numpy() for column in key},
-                "comparison": comparison,
-                "target": pd.to_numeric(rows[target], errors="coerce").to_numpy(dtype=np.float64),
-                "estimate": pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=np.float64),
-            }
+        rows.loc[:, key]
+        .reset_index(drop=True)
+        .assign(  # the key columns keep the dataset's dtypes
+            comparison=comparison,
+            target=pd.to_numeric(rows[target], errors="coerce").to_numpy(dtype=np.float64),
+            estimate=pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=np.float64),
         )
         for rows, target, comparison in parts
     ]
     long = pd.concat(frames, ignore_index=True)
     long = long.loc[long["target"].notna() & long["estimate"].notna()]
-    long["opponent_seat"] = long["opponent_seat"].astype(np.int64)
     return long.reset_index(drop=True)
 
 

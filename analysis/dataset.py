@@ -74,6 +74,7 @@ ANALYSIS_ERROR_CODES: dict[str, str] = {
     "store_failed": "the store could not be opened or read",
     "unknown_table": "a table name the dataset does not have",
     "unknown_format": "a file format Dataset.write does not write (it writes csv and parquet)",
+    "invalid_input": "a table an analysis reads lacks a column or holds a value out of range",
 }
 
 #: Columns ``games`` takes from the experiment runner's metadata.

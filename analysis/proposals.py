@@ -24,15 +24,13 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.dataset import Dataset
 from analysis.stats import bootstrap_game_fits, fits_from_sums, game_fit_sums, require_columns
-
-if TYPE_CHECKING:
-    from analysis.dataset import Dataset
 
 #: Columns of :func:`proposal_values`.
 VALUE_COLUMNS: tuple[str, ...] = (

@@ -11,6 +11,7 @@ analyses.
   replacement, never single observations, so the dependence between the observations of one game is kept.
   Each of the B resamples is a vector of draw counts per game; the resampled sums are that count matrix times
   the per-game sums (one matrix product), so B = 2000 resamples of a few hundred games cost milliseconds.
+- Errors: :class:`analysis.dataset.AnalysisError` with code ``invalid_input`` (:data:`INVALID_INPUT`).
   Intervals are percentile intervals (resamples where a statistic is undefined, e.g. constant x, are skipped).
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from craft_rules.errors import TradeCraftError
+from analysis.dataset import AnalysisError
 
 #: The sufficient statistics of a least-squares fit of y on x, in the order the arrays hold them.
 FIT_SUMS: tuple[str, ...] = ("n", "sx", "sy", "sxx", "syy", "sxy")
@@ -30,20 +31,16 @@ FIT_SUMS: tuple[str, ...] = ("n", "sx", "sy", "sxx", "syy", "sxy")
 FIT_STATISTICS: tuple[str, ...] = ("r", "m", "intercept", "m_origin")
 
 
-class AnalysisInputError(TradeCraftError):
-    """An analysis was given a table it cannot use (a column missing, a value outside its range)."""
-
-    code = "analysis_input_invalid"
-
-    def __init__(self, message: str, details: dict[str, object] | None = None) -> None:
-        super().__init__(self.code, message, details)
+#: The :class:`AnalysisError` code of a table an analysis cannot use (a column missing, a value out of range).
+INVALID_INPUT = "invalid_input"
 
 
 def require_columns(frame: pd.DataFrame, columns: Iterable[str], table: str) -> None:
-    """Raise :class:`AnalysisInputError` naming the columns of ``table`` that ``frame`` lacks."""
+    """Raise :class:`AnalysisError` (``invalid_input``) naming the columns ``frame`` lacks."""
     missing = [column for column in columns if column not in frame.columns]
     if missing:
-        raise AnalysisInputError(
+        raise AnalysisError(
+            INVALID_INPUT,
             f"the {table} table lacks the columns {missing}; build it with analysis.load(SOURCE), "
             "which gives every table its documented columns",
             {"table": table, "missing": missing},
@@ -126,7 +123,7 @@ def bootstrap_game_fits(
     """
     _check_level(level)
     if b < 1:
-        raise AnalysisInputError(f"the bootstrap needs at least one resample, not b={b}", {"b": b})
+        raise AnalysisError(INVALID_INPUT, f"the bootstrap needs at least one resample, not b={b}", {"b": b})
     sums = np.asarray(per_game_sums, dtype=np.float64)
     nan = (float("nan"), float("nan"))
     if sums.shape[0] < 2:
@@ -147,7 +144,8 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[float, float
 
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
-        raise AnalysisInputError(
+        raise AnalysisError(
+            INVALID_INPUT,
             f"a confidence level is a fraction strictly between 0 and 1 (e.g. 0.9), not {level}",
             {"level": level},
         )

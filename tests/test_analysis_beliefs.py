@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_support import minecraft, paper_settings, play
 from scipy import stats
 
 from analysis.beliefs import (
@@ -22,7 +23,8 @@ from analysis.beliefs import (
     js_divergence,
     kl_divergence,
 )
-from analysis.stats import AnalysisInputError, grouped_mean_ci
+from analysis.dataset import AnalysisError, Dataset, load
+from analysis.stats import grouped_mean_ci
 from analysis.tom_scores import COLUMNS as TOM_VALUE_COLUMNS
 
 # --- synthetic tables ------------------------------------------------------------------------------------
@@ -137,9 +139,9 @@ def test_js_is_symmetric_and_bounded_by_ln2() -> None:
 
 
 def test_reports_sharing_no_item_have_no_divergence() -> None:
-    with pytest.raises(AnalysisInputError) as caught:
+    with pytest.raises(AnalysisError) as caught:
         kl_divergence({"a": 1}, {"b": 1})
-    assert caught.value.code == "analysis_input_invalid"
+    assert caught.value.code == "invalid_input"
 
 
 # --- pairs -----------------------------------------------------------------------------------------------
@@ -222,10 +224,10 @@ def test_spearman_handles_ties_and_constant_reports_like_scipy() -> None:
 
 def test_negative_values_and_missing_columns_are_refused() -> None:
     rows = _two_seat_turn("g1", 1, TRUTH, {"log": -1, "coal": 8, "sand": 5}, TRUTH)
-    with pytest.raises(AnalysisInputError, match="0-10"):
+    with pytest.raises(AnalysisError, match="0-10"):
         belief_pairs(_dataset(rows, _seats(["g1"], SEATS)))
     bad = SimpleNamespace(tom_values=pd.DataFrame({"game_id": []}), seats=_seats(["g1"], SEATS))
-    with pytest.raises(AnalysisInputError) as caught:
+    with pytest.raises(AnalysisError) as caught:
         belief_pairs(bad)
     assert "opponent_report" in caught.value.details["missing"]
 
@@ -233,6 +235,8 @@ def test_negative_values_and_missing_columns_are_refused() -> None:
 def test_no_reports_give_an_empty_table_with_the_columns() -> None:
     pairs = belief_pairs(_dataset([], _seats(["g1"], SEATS)))
     assert pairs.empty and tuple(pairs.columns) == PAIR_COLUMNS
+    assert belief_curves(pairs).empty and "kl_ci_high" in belief_curves(pairs).columns
+    assert belief_summary(pairs).empty and {"games", "pairs", "kl"} <= set(belief_summary(pairs).columns)
 
 
 # --- curves and summaries on reports with known divergence ------------------------------------------------
@@ -345,7 +349,44 @@ def test_summary_interval_is_over_games_not_pairs() -> None:
 
 def test_grouped_mean_ci_refuses_a_level_outside_zero_one() -> None:
     frame = pd.DataFrame({"g": [1, 1], "x": [0.0, 1.0]})
-    with pytest.raises(AnalysisInputError):
+    with pytest.raises(AnalysisError):
         grouped_mean_ci(frame, ["g"], ["x"], level=90)
     single = grouped_mean_ci(frame.iloc[:1], ["g"], ["x"]).iloc[0]
     assert single["x_mean"] == 0.0 and math.isnan(single["x_ci_low"])
+
+
+# --- real games ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bot_games() -> Dataset:
+    """ToM-0 and ToM-1 bots (focal, V0+V1+V2) against a ToM-0 baseline that reports V0+V1."""
+    settings = paper_settings(max_turns=3).model_copy(update={"tom_orders": [[0, 1, 2], [0, 1]]})
+    played = [
+        play("minecraft/1p_v_1p/paper#2", [spec, "tom0"], seed=2, game_id=f"{spec}-2", settings=settings)
+        for spec in ("tom0", "tom1")
+    ]
+    return load([p.log for p in played], rules=minecraft())
+
+
+def test_pairs_of_real_games_match_the_reports_read_directly(bot_games: Dataset) -> None:
+    """Every V1-against-the-opponent's-V0 KL, recomputed from the raw reports (not from tom_values)."""
+    reports: dict[tuple[str, int, int, int, int], dict[str, int]] = {}
+    for row in bot_games.tom_reports.itertuples():
+        opponent = -1 if pd.isna(row.opponent_seat) else int(row.opponent_seat)
+        reports.setdefault((row.game_id, int(row.turn), int(row.seat), int(row.order), opponent), {})[
+            str(row.item)
+        ] = int(row.value)
+    pairs = belief_pairs(bot_games)
+    v1 = pairs.loc[pairs["comparison"] == "v1_vs_opponent_v0"]
+    expected = {
+        (game, turn, seat): kl_divergence(reports[(game, turn, opponent, 0, -1)], values)
+        for (game, turn, seat, order, opponent), values in reports.items()
+        if order == 1
+    }
+    assert len(v1) == len(expected) > 0
+    for row in v1.itertuples():
+        assert row.kl == pytest.approx(expected[(row.game_id, row.turn, row.seat)], abs=1e-12)
+    assert set(pairs["comparison"]) == set(COMPARISONS)
+    summary = belief_summary(pairs)  # the focal seats: one game each of tom0 and tom1
+    assert set(summary["agent"]) == {"tom0", "tom1"} and (summary["games"] == 1).all()

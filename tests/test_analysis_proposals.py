@@ -12,10 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_support import minecraft, play
 from scipy import stats
 
+from analysis.dataset import AnalysisError, load
 from analysis.proposals import FIT_COLUMNS, VALUE_COLUMNS, proposal_fits, proposal_values
-from analysis.stats import AnalysisInputError, bootstrap_game_fits, fits_from_sums, resample_counts
+from analysis.stats import bootstrap_game_fits, fits_from_sums, resample_counts
 
 # --- values of proposals ---------------------------------------------------------------------------------
 
@@ -100,9 +102,9 @@ def test_values_need_the_documented_columns() -> None:
     ds = SimpleNamespace(
         proposals=pd.DataFrame({"game_id": []}), tom_reports=pd.DataFrame(), seats=pd.DataFrame()
     )
-    with pytest.raises(AnalysisInputError) as caught:
+    with pytest.raises(AnalysisError) as caught:
         proposal_values(ds)
-    assert caught.value.code == "analysis_input_invalid" and "request" in caught.value.details["missing"]
+    assert caught.value.code == "invalid_input" and "request" in caught.value.details["missing"]
 
 
 # --- fits ------------------------------------------------------------------------------------------------
@@ -186,7 +188,7 @@ def test_undefined_fits_are_nan() -> None:
     assert not math.isnan(fit["m"]) and math.isnan(fit["m_ci_low"]) and math.isnan(fit["r_ci_high"])
     constant = fits_from_sums(np.array([3.0, 6.0, 9.0, 12.0, 29.0, 18.0]))  # x = 2, 2, 2
     assert math.isnan(constant["r"]) and math.isnan(constant["m"]) and constant["m_origin"] == 1.5
-    with pytest.raises(AnalysisInputError):
+    with pytest.raises(AnalysisError):
         bootstrap_game_fits(np.ones((3, 6)), level=1.5)
     assert proposal_fits(one_game.iloc[:0]).empty
 
@@ -214,8 +216,40 @@ def test_intervals_cover_the_true_r_and_slopes_at_about_the_nominal_rate() -> No
 def test_bootstrap_of_a_large_group_takes_a_fraction_of_a_second() -> None:
     """10,000 proposals in about 2,000 games, one group, B = 2000: sums, estimates and resamples."""
     values = _simulated(np.random.default_rng(3), games=2000).iloc[:10_000]
+    proposal_fits(values, b=20)  # warm up: the first large allocations of a process are slower
     started = time.perf_counter()
     fit = proposal_fits(values, b=2000).iloc[0]
     elapsed = time.perf_counter() - started
     assert fit["games"] >= 1500 and fit["m_ci_low"] < SLOPE < fit["m_ci_high"]
     assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+# --- real games ------------------------------------------------------------------------------------------
+
+
+def test_values_of_real_games_match_the_reports_read_directly() -> None:
+    """ToM-1 and ToM-2 bots (focal) against ToM-0 baselines: every focal proposal valued by hand from the
+    raw tables; the baseline's proposals are left out."""
+    played = [
+        play(f"minecraft/1p_v_1p/paper#{n}", [spec, "tom0"], seed=n, game_id=f"{spec}-{n}")
+        for n, spec in ((2, "tom1"), (5, "tom2"))
+    ]
+    ds = load([p.log for p in played], rules=minecraft())
+    v0 = {
+        (row.game_id, int(row.turn), int(row.seat), str(row.item)): int(row.value)
+        for row in ds.tom_reports.itertuples()
+        if row.order == 0
+    }
+    expected = [
+        (
+            sum(n * v0[(p.game_id, int(p.turn), 0, item)] for item, n in p.request.items()),
+            sum(n * v0[(p.game_id, int(p.turn), 0, item)] for item, n in p.offer.items()),
+        )
+        for p in ds.proposals.itertuples()
+        if p.proposer == 0
+    ]
+    values = proposal_values(ds)
+    assert len(values) == len(expected) > 0 and (values["proposer"] == 0).all()
+    assert list(zip(values["request_value"], values["offer_value"], strict=True)) == expected
+    fits = proposal_fits(values, b=200)
+    assert list(fits["agent"]) == ["tom1", "tom2"] and (fits["games"] == 1).all()
