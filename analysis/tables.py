@@ -10,9 +10,33 @@ server and one played headless give the same rows. Tables (:data:`COLUMNS`):
 - ``decisions``: one row per decision on a proposal.
 - ``crafts``: one row per craft.
 - ``tom_reports``: one row per reported value (seat, order, opponent, item).
+- ``traces``: one row per trace record a policy left (see below).
+- ``tom_values`` (only with a rule set, :func:`csv_tables` ``rules_of``): every reported value beside its
+  reference value, :data:`analysis.tom_scores.COLUMNS`.
 
-JSON-valued cells (offers, hands, choices) hold compact JSON; booleans are ``true``/``false``; missing values
-are empty. ``latency_s`` is the seat's response latency as the log records it.
+JSON-valued cells (:data:`JSON_COLUMNS`: offers, hands, choices) hold compact JSON; booleans are
+``true``/``false``; missing values are empty. ``latency_s`` is the seat's response latency as the log
+records it; on ``seats``, ``responses`` counts the seat's events that have one and ``response_s`` sums them
+(empty when the log has no times).
+
+``traces`` columns, tidy and small (a prompt's size, never the prompt):
+
+- ``game_id``, ``seat``, ``event_seq`` (the event the move led to; empty for a move the engine refused),
+  ``time``;
+- ``source`` (``llm`` for the LLM agent, ``bot`` for a bot's record), ``kind`` (the LLM agent's record
+  type: ``llm_prefix``, ``llm_call``, ``tool_results``, ``tool_error``, ``decision``, ``refused``,
+  ``fallback``; a bot's ``event``: ``belief_update``, ``propose``, ``decide``, ``report``), ``policy`` (a
+  bot's name), ``model`` (as the agent named it), ``decision`` (the move key an LLM record belongs to),
+  ``step`` (the model call's number within the move), ``turn`` (a bot's record);
+- ``prompt_messages`` / ``prompt_chars`` (the messages an ``llm_call`` sent after the stable prefix, and
+  their JSON length; for ``llm_prefix`` the system prompt's length), ``completion_chars``,
+  ``reasoning_chars``;
+- ``prompt_tokens``, ``cached_prompt_tokens``, ``completion_tokens``, ``tokens_source`` (``provider`` or
+  ``o200k``): an ``llm_call``'s own counts only (a ``decision`` record's running totals are left out, so
+  summing the column never counts a call twice); ``prefix_tokens`` (the ``llm_prefix``'s o200k count);
+- ``latency_s`` (an ``llm_call``'s wall time), ``retries`` (its provider retries), ``invalid`` (invalid
+  actions so far in the move, on ``decision`` and ``fallback`` records), ``error`` (the code of a refusal,
+  tool error or failed call), ``reason`` (why a fallback was played), ``finish_reason``.
 """
 
 from __future__ import annotations
@@ -20,10 +44,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from server.game.gamelog import GameLog
+from analysis.tom_scores import COLUMNS as TOM_VALUE_COLUMNS
+from analysis.tom_scores import tom_score_rows
+from craft_rules.model import RuleSet
+from server.game.gamelog import GameLog, TraceRecord
 
 #: Columns of every table, declared once.
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -34,7 +61,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "seats": (
         "game_id", "seat", "kind", "name", "bot", "model", "prompt_version", "target", "initial_hand",
-        "final_hand", "won",
+        "final_hand", "won", "responses", "response_s",
     ),
     "turns": (
         "game_id", "turn", "proposer", "outcome", "partner", "started_at", "ended_at", "duration_s",
@@ -54,7 +81,21 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "tom_reports": (
         "game_id", "turn", "seq", "time", "seat", "order", "opponent_seat", "item", "value", "latency_s",
     ),
+    "traces": (
+        "game_id", "seat", "event_seq", "time", "source", "kind", "policy", "model", "decision", "step",
+        "turn", "prompt_messages", "prompt_chars", "completion_chars", "reasoning_chars", "prompt_tokens",
+        "cached_prompt_tokens", "completion_tokens", "tokens_source", "prefix_tokens", "latency_s", "retries",
+        "invalid", "error", "reason", "finish_reason",
+    ),
 }  # fmt: skip
+
+#: Cells holding compact JSON (objects or lists) in the CSV text, per table.
+JSON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "seats": ("target", "initial_hand", "final_hand"),
+    "turns": ("hands_after",),
+    "proposals": ("offer", "request"),
+    "crafts": ("choices", "consumed", "produced"),
+}
 
 
 def _units(counts: Mapping[str, Any]) -> int:
@@ -183,6 +224,7 @@ def game_rows(log: GameLog) -> dict[str, list[dict[str, Any]]]:
     winners = _winners(log, ended)
     rows["games"].append(_game_row(log, len(turn_rows), last_time, winners, ended))
     rows["seats"].extend(_seat_rows(log, winners, _final_hands(log, final_hands)))
+    rows["traces"].extend(trace_row(gid, trace) for trace in log.traces)
     return rows
 
 
@@ -260,8 +302,13 @@ def _seat_rows(
     instance = log.header.instance
     by_seat = {s.get("seat"): s for s in _seat_records(log)}
     players = len(instance.hands) if instance is not None else len(by_seat)
+    responses: dict[int, list[float]] = {}
+    for event, latency in zip(log.events, log.latencies, strict=True):
+        if event.actor is not None and latency is not None:
+            responses.setdefault(event.actor, []).append(latency)
     for seat in range(players):
         record = by_seat.get(seat) or {}
+        latencies = responses.get(seat, [])
         yield {
             "game_id": log.game_id,
             "seat": seat,
@@ -274,7 +321,67 @@ def _seat_rows(
             "initial_hand": _json_cell(instance.hands[seat]) if instance is not None else None,
             "final_hand": _json_cell(final_hands[seat]) if final_hands and seat < len(final_hands) else None,
             "won": (seat in winners) if winners is not None else None,
+            "responses": len(latencies),
+            "response_s": round(sum(latencies), 6) if latencies else None,
         }
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_length(value: Any) -> int | None:
+    """Characters of a message's content (text as it is, anything else as JSON); None for no content."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and "content" in value:
+        value = value["content"]
+    return len(value) if isinstance(value, str) else len(_json_cell(value))
+
+
+def trace_row(game_id: str, trace: TraceRecord) -> dict[str, Any]:
+    """One trace record as a row of the ``traces`` table (sizes and counts, never the prompt itself)."""
+    record = trace.model_dump(mode="json")
+    kind = record.get("trace") or record.get("event") or record.get("trace_kind")
+    source = record.get("source") or ("bot" if "policy" in record else None)
+    tokens = record.get("tokens")
+    call_tokens = tokens if kind == "llm_call" and isinstance(tokens, Mapping) else {}
+    prompt = record.get("prompt")
+    error = record.get("error")
+    if kind == "llm_call" and "completion" in record and record["completion"] is None:
+        error = {"code": "no_completion"}  # the call failed after its retries
+    retries = record.get("provider_retries")
+    invalid = record.get("invalid") if kind == "decision" else None
+    if kind == "fallback" and isinstance(record.get("errors"), list):
+        invalid = len(record["errors"])
+    return {
+        "game_id": game_id,
+        "seat": trace.seat,
+        "event_seq": trace.event_seq,
+        "time": trace.time,
+        "source": source,
+        "kind": kind,
+        "policy": record.get("policy"),
+        "model": record.get("model"),
+        "decision": record.get("decision") if isinstance(record.get("decision"), str) else None,
+        "step": _count(record.get("step")),
+        "turn": _count(record.get("turn")),
+        "prompt_messages": len(prompt) if isinstance(prompt, list) else None,
+        "prompt_chars": len(_json_cell(prompt)) if prompt is not None else _text_length(record.get("system")),
+        "completion_chars": _text_length(record.get("completion")),
+        "reasoning_chars": _text_length(record.get("reasoning")),
+        "prompt_tokens": _count(call_tokens.get("prompt_tokens")),
+        "cached_prompt_tokens": _count(call_tokens.get("cached_prompt_tokens")),
+        "completion_tokens": _count(call_tokens.get("completion_tokens")),
+        "tokens_source": call_tokens.get("source"),
+        "prefix_tokens": _count(tokens) if kind == "llm_prefix" else None,
+        "latency_s": record.get("latency_s") if isinstance(record.get("latency_s"), int | float) else None,
+        "retries": len(retries) if kind == "llm_call" and isinstance(retries, list) else None,
+        "invalid": _count(invalid),
+        "error": str(error.get("code")) if isinstance(error, Mapping) else (str(error) if error else None),
+        "reason": record.get("reason") if kind == "fallback" else None,
+        "finish_reason": record.get("finish_reason"),
+    }
 
 
 def _cell(value: Any) -> Any:
@@ -287,23 +394,44 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def table_rows(logs: Iterable[GameLog]) -> dict[str, list[dict[str, Any]]]:
-    """Rows of every table over ``logs``, game after game."""
+#: What finds a game's rule set for its ``tom_values`` (None: that game has none).
+RulesOf = Callable[[GameLog], RuleSet | None]
+
+
+def table_rows(
+    logs: Iterable[GameLog], *, rules_of: RulesOf | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Rows of every table over ``logs``, game after game; with ``rules_of``, a ``tom_values`` table too."""
     tables: dict[str, list[dict[str, Any]]] = {name: [] for name in COLUMNS}
+    if rules_of is not None:
+        tables["tom_values"] = []
     for log in logs:
         for name, rows in game_rows(log).items():
             tables[name].extend(rows)
+        rules = rules_of(log) if rules_of is not None else None
+        if rules is not None:
+            tables["tom_values"].extend(tom_score_rows(log, rules))
     return tables
 
 
-def csv_tables(logs: Iterable[GameLog]) -> dict[str, str]:
-    """CSV text per table name (see :data:`COLUMNS`), rows of every game in ``logs`` in that order."""
+def table_columns(name: str) -> tuple[str, ...]:
+    """The columns of table ``name``: :data:`COLUMNS`, or ``tom_values``'s from :mod:`analysis.tom_scores`."""
+    return TOM_VALUE_COLUMNS if name == "tom_values" else COLUMNS[name]
+
+
+def csv_tables(logs: Iterable[GameLog], *, rules_of: RulesOf | None = None) -> dict[str, str]:
+    """CSV text per table name (see :data:`COLUMNS`), rows of every game in ``logs`` in that order.
+
+    ``rules_of`` gives each game's rule set: with it there is a ``tom_values`` table too (reported ToM
+    values beside their references), with rows for the games it finds a rule set for.
+    """
     out: dict[str, str] = {}
-    for name, rows in table_rows(logs).items():
+    for name, rows in table_rows(logs, rules_of=rules_of).items():
+        columns = table_columns(name)
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS[name], lineterminator="\n")
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({column: _cell(row.get(column)) for column in COLUMNS[name]})
+            writer.writerow({column: _cell(row.get(column)) for column in columns})
         out[name] = buffer.getvalue()
     return out

@@ -16,10 +16,12 @@ from typing import Any
 from unittest.mock import ANY
 
 import pytest
+from analysis_support import Played, play, store_game
 from click.testing import CliRunner
 from engine_support import THREE_PLAYER, TWO_PLAYER, play_random, small_rules
 
 from analysis.tables import COLUMNS as CSV_COLUMNS
+from analysis.tables import table_columns
 from craft_rules.tasks import TaskInstance
 from server.game import Game, GameSettings
 from server.game.events import PUBLIC
@@ -209,11 +211,11 @@ def test_unknown_game_and_seat(store: Store) -> None:
 
 # -------------------------------------------------------------------------------------------------- CSV
 def read_tables(tables: dict[str, str]) -> dict[str, list[dict[str, str]]]:
-    assert set(tables) == set(CSV_COLUMNS)
+    assert set(tables) == {*CSV_COLUMNS, "tom_values"}
     parsed = {}
     for name, text in tables.items():
         reader = csv.DictReader(io.StringIO(text))
-        assert tuple(reader.fieldnames or ()) == CSV_COLUMNS[name]
+        assert tuple(reader.fieldnames or ()) == table_columns(name)
         parsed[name] = list(reader)
     return parsed
 
@@ -347,7 +349,7 @@ def test_cli_writes_jsonl_csv_and_participant_files(tmp_path: Path, monkeypatch:
 
     result = runner.invoke(cli, ["export", "--store", url, "--out", str(tmp_path / "csv"), "--format", "csv"])
     assert result.exit_code == 0, result.output
-    assert sorted(p.stem for p in (tmp_path / "csv").iterdir()) == sorted(CSV_COLUMNS)
+    assert sorted(p.stem for p in (tmp_path / "csv").iterdir()) == sorted([*CSV_COLUMNS, "tom_values"])
     games_csv = (tmp_path / "csv" / "games.csv").read_text()
     assert "game/one" in games_csv and "g2" in games_csv
 
@@ -401,3 +403,62 @@ def test_an_export_taken_while_a_bot_moves_links_every_trace_to_an_event_it_hold
     held = len(exported.log.events)
     assert move_after, "the move happened during the export"
     assert all(t.event_seq is None or t.event_seq < held for t in exported.log.traces)
+
+
+# ------------------------------------------------------------------ LLM traces and ToM reports, both exports
+@pytest.fixture(scope="module")
+def llm_game() -> Played:
+    """Both seats LLM-like (each its own model), leaving traces and reporting ToM every turn."""
+    return play(
+        "minecraft/1p_v_1p/paper#2",
+        ["tom2", "tom1"],
+        seed=5,
+        llm_seats=[0, 1],
+        game_id="llm-duel",
+        models={0: "gpt-4o-2024-08-06", 1: "claude-3-5-haiku-20241022"},
+        settings=GameSettings(ruleset="minecraft", max_turns=2, allow_pass=False, tom_orders=[[0, 1, 2]] * 2),
+    )
+
+
+def test_researcher_csv_carries_traces_reports_and_reference_values(llm_game: Played) -> None:
+    store = open_store("sqlite:///:memory:")
+    store_game(store, llm_game)
+    tables = read_tables(export_csv_tables(store, ["llm-duel"]))
+    store.close()
+    traces = tables["traces"]
+    assert len(traces) == len(llm_game.log.traces)
+    calls = [row for row in traces if row["kind"] == "llm_call"]
+    assert {row["model"] for row in calls} == {"gpt-4o-2024-08-06", "claude-3-5-haiku-20241022"}
+    assert all(row["prompt_tokens"] == "120" and int(row["prompt_chars"]) > 0 for row in calls)
+    assert any(row["kind"] == "refused" and row["event_seq"] == "" for row in traces)
+    text = json.dumps(traces)
+    assert "your hand is secret" not in text and "Your target" not in text  # sizes, never the prompt
+    reported = [e for e in llm_game.log.events if e.type == "tom_reported"]
+    assert {int(row["seat"]) for row in tables["tom_reports"]} == {0, 1} and len(reported) >= 4
+    values = tables["tom_values"]
+    assert len(values) == len(tables["tom_reports"]) and all(row["reference"] != "" for row in values)
+    assert {row["reference_kind"] for row in values} >= {"own_target", "opponent_target"}
+
+
+def test_a_participant_export_holds_nothing_private_of_another_seat(llm_game: Played) -> None:
+    store = open_store("sqlite:///:memory:")
+    store_game(store, llm_game)
+    records = lines(export_participant(store, "llm-duel", 1))
+    store.close()
+    # the rules reveal every target to everyone once the game is over (a public event, the last but the
+    # end): before it, and in the header and the final view, seat 0's target appears nowhere
+    reveal = [r for r in records if r.get("type") == "targets_revealed"]
+    assert [r["visibility"] for r in reveal] == ["public"] and records.index(reveal[0]) >= len(records) - 4
+    text = json.dumps([r for r in records if r.get("type") != "targets_revealed"])
+    target0 = llm_game.result.game.instance.targets[0]
+    assert target0 != llm_game.result.game.instance.targets[1]
+    assert json.dumps(target0) not in text and json.dumps(target0, separators=(",", ":")) not in text
+    assert all(item not in text for item in target0)  # not even its item's name
+    assert "gpt-4o" not in text  # seat 0's model
+    for private in ("your hand is secret", "Your target", "I think", "llm_call", "belief"):
+        assert private not in text  # no trace record of anyone
+    events = [r for r in records if r["record"] == "event"]
+    own_reports = [e for e in events if e["type"] == "tom_reported"]
+    assert own_reports and all(e["payload"]["seat"] == 1 for e in own_reports)
+    # seat 0 did report (privately): its reports are in the researcher log only
+    assert any(e.type == "tom_reported" and e.payload["seat"] == 0 for e in llm_game.log.events)

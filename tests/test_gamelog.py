@@ -120,7 +120,16 @@ def test_headless_log_and_server_export_read_back_the_same(app_client: InProcess
     assert exported.summary.log_digest == headless.summary.log_digest == result.log_sha256
 
     # and the analysis tables agree row for row, but for the ids and the clocks
-    clocked = {"game_id", "time", "latency_s", "started_at", "ended_at", "duration_s", "created_at"}
+    clocked = {
+        "game_id",
+        "time",
+        "latency_s",
+        "started_at",
+        "ended_at",
+        "duration_s",
+        "created_at",
+        "response_s",
+    }
     clocked |= {"finished_at", "source", "status", "hall", "seat_kinds", "seat_names", "seat_models"}
     clocked |= {"kind", "name", "bot", "model", "prompt_version"}
     tables = [table_rows([log]) for log in (exported, headless)]

@@ -8,7 +8,8 @@ Functions the admin area and ``tradecraft export`` call (each reads the store an
   response latencies, the ``trace`` records its bots and LLM agents left (``Store.load_traces``: prompts,
   completions, token counts, beliefs; each with ``seat``, ``event_seq``, ``time``), a summary with the final
   researcher view.
-- :func:`export_csv_tables` — the tidy tables of :mod:`analysis.tables` across games, built from those logs.
+- :func:`export_csv_tables` — the tidy tables of :mod:`analysis.tables` across games, built from those logs
+  (traces and ToM reports included, and ``tom_values`` beside their references).
 - :func:`export_participant` — one game as one seat saw it: only events visible to that seat, its own target,
   no other seat's model, prompt, user id or latency, no seeds, never a trace record (not even the seat's
   own: a policy's trace may hold what it inferred about the others); ends with that seat's final view.
@@ -150,13 +151,22 @@ def export_csv_tables(
 ) -> dict[str, str]:
     """CSV text per table of :mod:`analysis.tables`, rows of every game in ``game_ids`` in that order.
 
+    Researchers' tables: besides the game's own, ``traces`` (one tidy row per trace record: token counts,
+    latencies, errors, a prompt's size but never its text), ``tom_reports`` and ``tom_values`` (each
+    reported value beside its reference value, for the games that replay with their rule set).
     ``progress`` may wrap the game ids (e.g. ``tqdm``).
     """
     ids = list(game_ids)
-    return csv_tables(
-        load_game_log(store, game_id, rules=rules, traces=False).log
-        for game_id in (progress(ids) if progress else ids)
-    )
+    rule_sets: dict[str, RuleSet] = {}
+
+    def logs() -> Iterator[GameLog]:
+        for game_id in progress(ids) if progress else ids:
+            stored = load_game_log(store, game_id, rules=rules)
+            if stored.game is not None:  # replayed: its rule set loaded and matches the game's
+                rule_sets[stored.game_id] = stored.game.rules
+            yield stored.log
+
+    return csv_tables(logs(), rules_of=lambda log: rule_sets.get(log.game_id))
 
 
 # ------------------------------------------------------------------------------------------------- CLI
