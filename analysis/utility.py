@@ -69,7 +69,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from craft_rules.errors import TradeCraftError
+from analysis.dataset import AnalysisError
 
 #: The utilities and the ToM orders each uses.
 UTILITIES: dict[str, tuple[int, ...]] = {"U(0)": (0,), "U(0,1)": (0, 1), "U(0,1,2)": (0, 1, 2)}
@@ -101,8 +101,9 @@ MIN_DECISIONS = 10
 LOGISTIC_C = 1.0
 
 
-class UtilityFitError(TradeCraftError):
-    """A call the utility fitting cannot serve (an unknown utility name, a feature table lacking columns)."""
+class UtilityFitError(AnalysisError):
+    """A call the utility fitting cannot serve: ``unknown_utility`` (a name not in :data:`UTILITIES`),
+    ``missing_columns`` (a table lacking columns the fitting reads)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,8 @@ PAPER_TABLE1: pd.DataFrame = pd.DataFrame(
 
 
 class DecisionTables(Protocol):
-    """What :func:`decision_features` reads of an :class:`analysis.dataset.Dataset`."""
+    """What :func:`decision_features` reads of an :class:`analysis.dataset.Dataset` (any object with these
+    DataFrames will do)."""
 
     seats: pd.DataFrame
     decisions: pd.DataFrame
@@ -195,7 +197,7 @@ def decision_features(ds: DecisionTables) -> pd.DataFrame:
     _require(ds.decisions, "decisions", ("game_id", "turn", "seq", "proposer", "seat", "accept"))
     _require(ds.proposals, "proposals", ("game_id", "turn", "seq", "proposer", "offer", "request"))
     _require(ds.tom_reports, "tom_reports", ("game_id", "turn", "seq", "seat", "order", "opponent_seat"))
-    seats = ds.seats[ds.seats["focal"].astype(bool)].set_index(["game_id", "seat"])
+    seats = ds.seats[ds.seats["focal"].fillna(True).astype(bool)].set_index(["game_id", "seat"])
     proposals: dict[tuple[Any, int, int], list[tuple[int, Any, Any]]] = {}
     for row in ds.proposals.itertuples(index=False):
         key = (row.game_id, int(row.turn), int(row.proposer))
