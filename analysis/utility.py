@@ -38,10 +38,10 @@ of ~800 decisions ≈ 0.6 s, a ``U(0,1,2)`` search ≈ 3 s; :func:`utility_table
 
 **Cross-validation** (:func:`fit_utility`): stratified ``folds``-fold CV grouped by game
 (``StratifiedGroupKFold``, shuffled with ``seed``); the grid search is re-run on every training fold; the
-score is the macro-F1 of the held-out fold (classes present in it); ``f1_mean`` ± ``f1_sd`` over the folds
-(``f1_sd`` is the population sd, ``numpy.std``). The reported parameters, β, intercept and log-likelihood
-come from one more fit on all the decisions. When a fit cannot be made, F1 is NaN and ``reason`` says why
-(:data:`REASONS`); nothing raises.
+score is the macro-F1 of the held-out fold (scikit-learn's, over the classes the fold holds or is predicted
+to hold); ``f1_mean`` ± ``f1_sd`` over the folds (``f1_sd`` is the population sd, ``numpy.std``). The
+reported parameters, β, intercept and log-likelihood (unpenalised ℓ) come from one more fit on all the
+decisions. When a fit cannot be made, F1 is NaN and ``reason`` says why (:data:`REASONS`); nothing raises.
 
 **Figure 6 weights** (``coefficients`` of :func:`utility_table`): ``weight_raw = (β/σ_U)·[1, −ρ, w1, −w1·γ,
 w2, −w2·κ]`` for the terms ``G0 L0 G1 L1 G2 L2`` a utility uses (the logistic's coefficient on each raw
@@ -197,7 +197,13 @@ def decision_features(ds: DecisionTables) -> pd.DataFrame:
     _require(ds.decisions, "decisions", ("game_id", "turn", "seq", "proposer", "seat", "accept"))
     _require(ds.proposals, "proposals", ("game_id", "turn", "seq", "proposer", "offer", "request"))
     _require(ds.tom_reports, "tom_reports", ("game_id", "turn", "seq", "seat", "order", "opponent_seat"))
-    seats = ds.seats[ds.seats["focal"].fillna(True).astype(bool)].set_index(["game_id", "seat"])
+    focal = ds.seats[ds.seats["focal"].fillna(True).astype(bool)]
+    seats = {
+        (game, int(seat)): (agent, group)
+        for game, seat, agent, group in zip(
+            focal["game_id"], focal["seat"], focal["agent"], focal["group"], strict=True
+        )
+    }
     proposals: dict[tuple[Any, int, int], list[tuple[int, Any, Any]]] = {}
     for row in ds.proposals.itertuples(index=False):
         key = (row.game_id, int(row.turn), int(row.proposer))
@@ -206,7 +212,7 @@ def decision_features(ds: DecisionTables) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for decision in ds.decisions.itertuples(index=False):
         seat, proposer = int(decision.seat), int(decision.proposer)
-        if (decision.game_id, seat) not in seats.index:
+        if (decision.game_id, seat) not in seats:
             continue
         before = [
             p
@@ -217,11 +223,11 @@ def decision_features(ds: DecisionTables) -> pd.DataFrame:
             continue  # a decision without its proposal in the log: nothing to value
         _, offer, request = max(before, key=lambda p: p[0])
         received, given = _counts(offer), _counts(request)
-        seat_info = seats.loc[(decision.game_id, seat)]
+        agent, group = seats[(decision.game_id, seat)]
         report = _latest_report(reports.get((decision.game_id, int(decision.turn), seat), ()), decision.seq)
         row: dict[str, Any] = {
             "game_id": decision.game_id, "turn": int(decision.turn), "seat": seat, "proposer": proposer,
-            "agent": seat_info["agent"], "group": seat_info["group"], "accept": int(bool(decision.accept)),
+            "agent": agent, "group": group, "accept": int(bool(decision.accept)),
         }  # fmt: skip
         for order in (0, 1, 2):
             values = report.get((order, None if order == 0 else proposer))
