@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
+from analysis_support import paper_settings, play
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 
-from analysis import utility
+from analysis import load, utility
 from analysis.utility import (
     GRID,
     PAPER_TABLE1,
@@ -27,6 +28,7 @@ from analysis.utility import (
     search_parameters,
     utility_table,
 )
+from server.game.gamelog import GameLog
 
 # A coarse grid (steps of 1) on which an exhaustive U(0,1,2) scan takes well under a second.
 COARSE = ParameterGrid(loss=(-2.0, -1.0, 0.0, 1.0, 2.0), order=(-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0))
@@ -391,3 +393,59 @@ def test_paper_table1_holds_the_paper_s_numbers() -> None:
     row = PAPER_TABLE1.set_index(["model", "utility"]).loc[("o4-mini", "U(0,1,2)")]
     assert (row["group"], row["f1_mean"], row["f1_sd"]) == ("V0+V1+V2", 0.83, 0.04)
     assert PAPER_TABLE1.groupby("model")["utility"].apply(list).map(len).eq(3).all()
+
+
+# --- real games ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def played_games() -> list[GameLog]:
+    """Paper-configuration games: seat 0 (tom2, focal) reports V0+V1+V2, seat 1 (tom0) V0 only."""
+    instances = ("minecraft/1p_v_1p/paper#2", "minecraft/1p_v_1p/paper#5", "minecraft/1p_v_1p/paper#9")
+    return [
+        play(instance, ["tom2", "tom0"], seed=seed, game_id=f"g{seed}", settings=paper_settings(10)).log
+        for seed, instance in enumerate(instances)
+    ]
+
+
+def test_features_of_real_games_value_every_focal_decision_from_the_log(played_games: list[GameLog]) -> None:
+    features = decision_features(load(played_games))
+    expected = []
+    for log in played_games:
+        turn, offers, reports = 0, {}, {}
+        for event in log.events:
+            payload = event.payload
+            turn = payload.get("turn", turn) if isinstance(payload.get("turn"), int) else turn
+            if event.type == "proposed":
+                offers[turn] = payload
+            elif event.type == "tom_reported":
+                reports[(turn, payload["seat"])] = payload
+            elif event.type == "decided" and payload["seat"] == 0:
+                proposal, report = offers[turn], reports[(turn, 0)]
+                mine = {"G": proposal["offer"], "L": proposal["request"]}
+                row = {"game_id": log.game_id, "turn": turn, "accept": int(payload["accept"])}
+                for order, values in enumerate(
+                    (
+                        report["v0"],
+                        report["v1"][str(payload["proposer"])],
+                        report["v2"][str(payload["proposer"])],
+                    )
+                ):
+                    for side, counts in mine.items():
+                        row[f"{side}{order}"] = float(sum(n * values[item] for item, n in counts.items()))
+                expected.append(row)
+    assert expected, "the games should hold decisions of the focal seat"
+    got = features[["game_id", "turn", "accept", *TERMS]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, pd.DataFrame(expected)[got.columns], check_dtype=False)
+    assert set(features["seat"]) == {0} and set(features["group"]) == {"V0+V1+V2"}
+    assert set(features["agent"]) == {"tom2"}
+
+
+def test_utility_table_of_a_few_real_decisions_is_a_clear_result(played_games: list[GameLog]) -> None:
+    table1, coefficients = utility_table(decision_features(load(played_games)), grid=COARSE)
+    assert table1["utility"].tolist() == ["U(0)", "U(0,1)", "U(0,1,2)"]
+    assert coefficients["term"].tolist() == [*TERMS[:2], *TERMS[:4], *TERMS]
+    for row in table1.itertuples():
+        assert (row.reason == "" and 0 <= row.f1_mean <= 1) or (
+            row.reason in utility.REASONS and math.isnan(row.f1_mean)
+        )
