@@ -15,7 +15,8 @@ and the wall time of each stage is printed: load (parse logs, tidy tables, refer
 proposals (including the bootstrap), utility (grid search and CV), outcomes, tables (writing), figures,
 report.
 
-Usage: ``python bench/bench_analysis.py [--turns 10000] [--bootstrap 2000] [--jobs 2] [--games-only]``.
+Usage: ``python bench/bench_analysis.py [--turns 10000] [--bootstrap 2000] [--jobs 2] [--games-only]
+[--out DIR]`` (``--out`` keeps the tables, figures and report instead of a temporary directory).
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--games-only", action="store_true", help="make the cached games and stop")
+    parser.add_argument(
+        "--out", type=Path, help="keep the analysis (tables, figures, report) in this directory"
+    )
     args = parser.parse_args()
     games, turns, seconds = make_games(args.turns, args.jobs)
     print(f"games: {games} ({turns} turns) ready in {seconds:.1f} s under {CACHE}")
@@ -137,8 +141,9 @@ def main() -> None:
         return
     from analysis.cli import run_analysis
 
-    with tempfile.TemporaryDirectory(prefix="bench-analysis-") as out:
-        run = run_analysis(CACHE, Path(out), bootstrap=args.bootstrap, seed=0, progress=False)
+    with tempfile.TemporaryDirectory(prefix="bench-analysis-") as scratch:
+        out = args.out or Path(scratch)
+        run = run_analysis(CACHE, out, bootstrap=args.bootstrap, seed=0, progress=False)
         total = sum(run.timings.values())
         size = f"{len(run.dataset.games)} games, {len(run.dataset.turns)} turns"
         print(f"analysis of {size}, B = {args.bootstrap}:")
@@ -149,6 +154,8 @@ def main() -> None:
         for section, texts in run.results.missing.items():
             for text in texts:
                 print(f"  note ({section}): {text}")
+        if args.out:
+            print(f"report: {run.report.resolve()}")
     sys.stdout.flush()
 
 
