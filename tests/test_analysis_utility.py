@@ -134,6 +134,17 @@ def test_the_pruned_argmax_equals_converging_every_grid_point() -> None:
         np.testing.assert_array_equal(best, thetas[int(np.argmax(every))])
 
 
+def test_ties_go_to_the_first_grid_point() -> None:
+    data = simulate(200, theta_of(rho=1.0), seed=6)
+    x, y = design(data.features.assign(G1=0.0, L1=0.0))
+    assert not x[:, 2:4].any()  # V1 values all zero: every (γ, w1) gives the same utility as U(0)
+    thetas = utility._theta_grid(GRID, {n: GRID.values(n) for n in ("rho", "gamma", "w1")}, theta_of())
+    best, _ = utility._best(x, y, thetas)
+    every = utility._evaluate(x, y, thetas)
+    assert best.tolist() == thetas[int(np.argmax(every))].tolist()
+    assert (best[1], best[3]) == (-2.0, -3.0)  # the first γ and w1 of the grid
+
+
 # --- the grid search -------------------------------------------------------------------------------
 
 
@@ -171,7 +182,6 @@ def test_the_u012_search_finds_the_exhaustive_optimum_of_a_coarse_grid(seed: int
     assert found_ll == pytest.approx(best_ll, abs=1e-7), (found, best)
 
 
-@pytest.mark.slow
 def test_the_u012_search_finds_the_exhaustive_optimum_of_a_half_step_grid() -> None:
     half = ParameterGrid(loss=utility._steps(-2, 2, 0.5), order=utility._steps(-3, 3, 0.5))
     for seed in range(3):
@@ -191,7 +201,6 @@ def test_the_default_grid_is_the_issue_s() -> None:
 # --- recovery of simulated decision makers ---------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_recovers_the_parameters_of_a_second_order_decision_maker_on_the_full_grid() -> None:
     truth = theta_of(rho=1.0, gamma=0.5, kappa=-0.5, w1=1.5, w2=-1.0)
     data = simulate(1500, truth, beta=4.0, seed=11)
