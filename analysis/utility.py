@@ -18,7 +18,8 @@ regression ``P(accept) = σ(β·Ũ + b)`` (scikit-learn, L-BFGS, its default L2 
 finite on separable decisions). ρ, γ, κ range over −2…2 and w1, w2 over −3…3 in steps of 0.25
 (:data:`GRID`; pass a coarser :class:`ParameterGrid` for speed); the grid point whose fitted logistic has
 the highest training log-likelihood wins — the penalised one, ``ℓ − β²/(2C)``, the objective the logistic
-regression itself maximises (it differs from ℓ by the small penalty; ties go to the first grid point).
+regression itself maximises (it differs from ℓ by the small penalty; exact ties go to the simplest point,
+smallest |w1| + |w2| first).
 
 **Search.** Every grid point is a direction of ``[G0, L0, G1, L1, G2, L2]`` and costs one one-feature
 logistic fit (vectorised Newton steps for many points at once, :func:`grid_log_likelihood`, the same optimum
@@ -495,7 +496,8 @@ def _theta_grid(
 def _best(
     features: np.ndarray, y: np.ndarray, thetas: np.ndarray, *, batch: int = 16
 ) -> tuple[np.ndarray, float]:
-    """The row of ``thetas`` with the highest penalised log-likelihood (the first on ties), and that value.
+    """The row of ``thetas`` with the highest penalised log-likelihood (on exact ties the simplest,
+    :func:`_simplest`), and that value.
 
     Exact without fitting every row, by best-first branch and bound on Fenchel-duality bounds. A fitted row
     gives dual variables ``a`` (its probabilities, ``Σa = Σy``) that bound *every* row θ from above in
@@ -538,9 +540,16 @@ def _best(
                 correlation = (centred.T @ (y - dual)) @ coefficients.T * scale
                 upper = np.minimum(upper, constant + (LOGISTIC_C / 2) * correlation**2)
             order = upper
-    top = fitted.max()
-    index = int(np.flatnonzero(fitted >= top)[0])
+    tied = np.flatnonzero(fitted >= fitted.max())
+    index = int(tied[_simplest(thetas[tied])])
     return thetas[index], float(fitted[index])
+
+
+def _simplest(thetas: np.ndarray) -> int:
+    """Index of the simplest of equally good parameter rows: smallest |w1| + |w2|, then |γ| + |κ|, then |ρ|,
+    then the first (ties are exact: e.g. all V1 values zero leave w1 and γ free)."""
+    rho, gamma, kappa, w1, w2 = np.abs(thetas).T
+    return int(np.lexsort((np.arange(len(thetas)), rho, gamma + kappa, w1 + w2))[0])
 
 
 def _snap(value: float, values: np.ndarray) -> float:

@@ -134,15 +134,15 @@ def test_the_pruned_argmax_equals_converging_every_grid_point() -> None:
         np.testing.assert_array_equal(best, thetas[int(np.argmax(every))])
 
 
-def test_ties_go_to_the_first_grid_point() -> None:
+def test_exact_ties_go_to_the_simplest_grid_point() -> None:
     data = simulate(200, theta_of(rho=1.0), seed=6)
     x, y = design(data.features.assign(G1=0.0, L1=0.0))
     assert not x[:, 2:4].any()  # V1 values all zero: every (γ, w1) gives the same utility as U(0)
     thetas = utility._theta_grid(GRID, {n: GRID.values(n) for n in ("rho", "gamma", "w1")}, theta_of())
     best, _ = utility._best(x, y, thetas)
     every = utility._evaluate(x, y, thetas)
-    assert best.tolist() == thetas[int(np.argmax(every))].tolist()
-    assert (best[1], best[3]) == (-2.0, -3.0)  # the first γ and w1 of the grid
+    assert best[0] == thetas[int(np.argmax(every)), 0]
+    assert (best[1], best[3]) == (0.0, 0.0)  # w1 = 0 and γ = 0, not an arbitrary pair
 
 
 # --- the grid search -------------------------------------------------------------------------------
