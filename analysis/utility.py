@@ -53,11 +53,9 @@ w1 (w2) is 0: it then does not change the utility.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -453,30 +451,6 @@ def _evaluate(features: np.ndarray, y: np.ndarray, thetas: np.ndarray) -> np.nda
     return out
 
 
-def _step_and_bound(
-    z: np.ndarray, y: np.ndarray, beta: np.ndarray, bias: np.ndarray, c: float = LOGISTIC_C
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One Newton step on each row (in place), then bounds on its maximal penalised log-likelihood.
-
-    Returns (lower, upper, how far the step moved). Lower: the objective at the new iterate. Upper: Fenchel
-    duality — for any ``a ∈ [0, 1]ⁿ`` with ``Σa = Σy``, ``max F ≤ Σ (a log a + (1−a) log(1−a)) +
-    (c/2)·(Σ (y − a)·z)²``; ``a`` is the iterate's probabilities shifted to the right sum (+inf, no bound,
-    when that leaves [0, 1]).
-    """
-    step_beta, step_bias = _newton_step(z, y, beta, bias, c)
-    beta += step_beta
-    bias += step_bias
-    eta = beta[:, None] * z + bias[:, None]
-    lower = _penalised(_log_likelihood(eta, y), beta, c)
-    a = _sigmoid(eta)
-    a += ((y.sum() - a.sum(axis=1)) / len(y))[:, None]
-    valid = (a.min(axis=1) >= 0) & (a.max(axis=1) <= 1)
-    np.clip(a, 0.0, 1.0, out=a)
-    upper = (_x_log_x(a) + _x_log_x(1 - a)).sum(axis=1) + (c / 2) * (z @ y - np.einsum("ij,ij->i", a, z)) ** 2
-    moved = np.maximum(np.abs(step_beta), np.abs(step_bias))
-    return lower, np.where(valid, upper, np.inf), moved
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Grid search
 
@@ -623,38 +597,21 @@ def _ascend(
             return current, current_ll
 
 
-_LOW_ORDER_CACHE: OrderedDict[tuple[bytes, ParameterGrid], tuple[np.ndarray, float]] = OrderedDict()
-
-
-def _exhaustive_low_orders(x: np.ndarray, y: np.ndarray, grid: ParameterGrid) -> tuple[np.ndarray, float]:
-    """Exact best U(0) (two feature columns) or U(0,1) (four) point, remembered for the same data: the
-    U(0,1,2) search of a group starts from the U(0,1) optimum its U(0,1) fit has just found."""
-    key = (hashlib.sha1(np.ascontiguousarray(x).tobytes() + y.tobytes()).digest() + bytes([x.shape[1]]), grid)
-    if key not in _LOW_ORDER_CACHE:
-        free = {"rho": grid.values("rho")}
-        if x.shape[1] == 4:
-            free |= {"gamma": grid.values("gamma"), "w1": grid.values("w1")}
-        padded = np.zeros((len(x), len(TERMS)))
-        padded[:, : x.shape[1]] = x
-        _LOW_ORDER_CACHE[key] = _best(padded, y, _theta_grid(grid, free, dict.fromkeys(PARAMETERS, 0.0)))
-        while len(_LOW_ORDER_CACHE) > 64:
-            _LOW_ORDER_CACHE.popitem(last=False)
-    return _LOW_ORDER_CACHE[key]
-
-
 def search_parameters(
     features: np.ndarray, y: np.ndarray, utility: str, grid: ParameterGrid = GRID
 ) -> tuple[dict[str, float], float]:
-    """The grid point of ``utility`` with the highest log-likelihood on (``features``, ``y``).
+    """The grid point of ``utility`` with the highest penalised log-likelihood on (``features``, ``y``).
 
     ``features`` has the columns of :data:`TERMS` (those the utility does not use are ignored). Returns the
-    parameters (those the utility lacks are 0) and the log-likelihood. See the module doc for the search.
+    parameters (those the utility lacks are 0) and that objective. See the module doc for the search.
     """
     orders = _orders(utility)
     x = np.nan_to_num(np.asarray(features, dtype=float))
     y = np.asarray(y, dtype=float)
-    theta, ll = _exhaustive_low_orders(x[:, : 4 if 1 in orders else 2], y, grid)
-    theta = theta.copy()
+    free = {"rho": grid.values("rho")}
+    if 1 in orders:
+        free |= {"gamma": grid.values("gamma"), "w1": grid.values("w1")}
+    theta, ll = _best(x, y, _theta_grid(grid, free, dict.fromkeys(PARAMETERS, 0.0)))
     if 2 in orders:
         searched: BlockResults = {(0, (0.0, 0.0)): (theta, ll)}
         results = [_ascend(x, y, grid, theta, ll, searched)]
@@ -669,7 +626,8 @@ def search_parameters(
 def exhaustive_search(
     features: np.ndarray, y: np.ndarray, utility: str, grid: ParameterGrid
 ) -> tuple[dict[str, float], float]:
-    """Like :func:`search_parameters` but evaluating every grid point (for checking it on small grids)."""
+    """Like :func:`search_parameters` but exact over the whole grid (:func:`_best` over every point, no block
+    ascent): for checking the ``U(0,1,2)`` search; slow on the full grid (3.1 M points)."""
     orders = _orders(utility)
     free = {"rho": grid.values("rho")}
     if 1 in orders:

@@ -192,6 +192,22 @@ def test_the_u012_search_finds_the_exhaustive_optimum_of_a_half_step_grid() -> N
         )
 
 
+@pytest.mark.slow
+def test_the_u012_search_finds_the_exhaustive_optimum_of_the_full_grid() -> None:
+    """The whole 3.1 M-point grid, exactly (branch and bound): ~20 s per case on the shared machine."""
+    for seed in range(2):
+        rng = np.random.default_rng(900 + seed)
+        theta = theta_of(
+            rho=rng.uniform(-2, 2), gamma=rng.uniform(-2, 2), kappa=rng.uniform(-2, 2),
+            w1=rng.uniform(-3, 3), w2=rng.uniform(-3, 3),
+        )  # fmt: skip
+        data = simulate(int(rng.integers(100, 400)), theta, beta=float(rng.uniform(0.5, 8)), seed=seed)
+        x, y = design(data.features)
+        assert search_parameters(x, y, "U(0,1,2)")[1] == pytest.approx(
+            exhaustive_search(x, y, "U(0,1,2)", GRID)[1], abs=1e-7
+        )
+
+
 def test_the_default_grid_is_the_issue_s() -> None:
     assert GRID.loss[0] == -2.0 and GRID.loss[-1] == 2.0 and len(GRID.loss) == 17
     assert GRID.order[0] == -3.0 and GRID.order[-1] == 3.0 and len(GRID.order) == 25
