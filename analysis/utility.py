@@ -33,10 +33,11 @@ snapped to the grid. From each start, until no move improves: exactly over all (
 fixed; exactly over all (ρ, κ, w2) with (γ, w1) fixed; over (γ, κ, w1, w2) within one step of the current
 point; over every move of all five parameters by one step. The result is at least as good as the best
 ``w2 = 0`` point and a local optimum under all these moves. Start (b) matters: over 12 random decision makers
-on a half-step grid, (a) alone missed the exhaustive optimum twice and (a)+(b) never; the tests compare the
-search with exhaustive scans of small grids. Cost: :func:`utility_table` on 10,000 simulated decisions
-(4 agents × 3 groups, :func:`simulated_features`: 24 cross-validated fits) takes ≈ 8 s on this project's
-two shared cores at load average 6, most of it scikit-learn's final fits.
+on a half-step grid, (a) alone missed the exhaustive optimum twice and (a)+(b) never. The tests compare the
+search with exact optima of small grids and (marked slow) of the full grid (:func:`exhaustive_search`,
+~20 s a case). Cost: :func:`utility_table` on 10,000 simulated decisions (4 agents × 3 groups,
+:func:`simulated_features`: 24 cross-validated fits) takes 4–8 s on this project's two shared cores at load
+average 5–6, most of it scikit-learn's final fits.
 
 **Cross-validation** (:func:`fit_utility`): stratified ``folds``-fold CV grouped by game
 (``StratifiedGroupKFold``, shuffled with ``seed``); the grid search is re-run on every training fold; the
