@@ -18,23 +18,26 @@ regression ``P(accept) = σ(β·Ũ + b)`` (scikit-learn, L-BFGS, its default L2 
 finite on separable decisions). ρ, γ, κ range over −2…2 and w1, w2 over −3…3 in steps of 0.25
 (:data:`GRID`; pass a coarser :class:`ParameterGrid` for speed); the grid point whose fitted logistic has
 the highest training log-likelihood wins — the penalised one, ``ℓ − β²/(2C)``, the objective the logistic
-regression itself maximises (it differs from ℓ by the small penalty; ties go to the first grid point).
+regression itself maximises (it differs from ℓ by the small penalty; exact ties go to the simplest point,
+smallest |w1| + |w2| first).
 
 **Search.** Every grid point is a direction of ``[G0, L0, G1, L1, G2, L2]`` and costs one one-feature
-logistic fit, done for thousands of points at once by vectorised Newton steps (:func:`grid_log_likelihood`,
-the same optimum as scikit-learn's L-BFGS). A set of points is searched *exactly* without converging every
-fit: after each Newton step, a point whose Fenchel-dual upper bound is below the best point's objective is
-dropped (:func:`_best`). ``U(0)`` (17 points) and ``U(0,1)`` (7,225 points) are searched this way over the
-whole grid, so exactly. ``U(0,1,2)`` has 17³·25² ≈ 3.1 M points, too many per fold; it is searched by **block
-coordinate ascent from two starts**: (a) the best ``U(0,1)`` point (``w2 = 0``) and (b) the unconstrained
-six-feature logistic fit snapped to the grid. From each start, until no move improves: exactly over all
-(ρ, γ, w1) with (κ, w2) fixed; exactly over all (ρ, κ, w2) with (γ, w1) fixed; over (γ, κ, w1, w2) within
-one step of the current point; over every move of all five parameters by one step. The result is at least
-as good as the best ``w2 = 0`` point and a local optimum under all these moves. Start (b) matters: over 12
-random decision makers on a half-step grid, (a) alone missed the exhaustive optimum twice and (a)+(b) never;
-the tests compare the search with exhaustive scans of small grids. Cost on two busy cores: a ``U(0,1)`` search
-of ~800 decisions ≈ 0.6 s, a ``U(0,1,2)`` search ≈ 3 s; :func:`utility_table` on 10,000 simulated decisions
-(4 agents × 3 groups, :func:`simulated_features`) ≈ 70 s with the machine's load average at 6.
+logistic fit (vectorised Newton steps for many points at once, :func:`grid_log_likelihood`, the same optimum
+as scikit-learn's L-BFGS). A set of points is searched *exactly* without fitting them all (:func:`_best`):
+best-first branch and bound, where every fitted point's dual variables bound every other point's objective
+from above in O(1) (Fenchel duality), and the search stops when no unfitted point's bound reaches the best
+fitted value. ``U(0)`` (17 points) and ``U(0,1)`` (7,225 points) are searched this way over the whole grid,
+so exactly. ``U(0,1,2)`` has 17³·25² ≈ 3.1 M points; it is searched by **block coordinate ascent from two
+starts**: (a) the best ``U(0,1)`` point (``w2 = 0``) and (b) the unconstrained six-feature logistic fit
+snapped to the grid. From each start, until no move improves: exactly over all (ρ, γ, w1) with (κ, w2)
+fixed; exactly over all (ρ, κ, w2) with (γ, w1) fixed; over (γ, κ, w1, w2) within one step of the current
+point; over every move of all five parameters by one step. The result is at least as good as the best
+``w2 = 0`` point and a local optimum under all these moves. Start (b) matters: over 12 random decision makers
+on a half-step grid, (a) alone missed the exhaustive optimum twice and (a)+(b) never. The tests compare the
+search with exact optima of small grids and (marked slow) of the full grid (:func:`exhaustive_search`,
+~20 s a case). Cost: :func:`utility_table` on 10,000 simulated decisions (4 agents × 3 groups,
+:func:`simulated_features`: 24 cross-validated fits) takes 4–8 s on this project's two shared cores at load
+average 5–6, most of it scikit-learn's final fits.
 
 **Cross-validation** (:func:`fit_utility`): stratified ``folds``-fold CV grouped by game
 (``StratifiedGroupKFold``, shuffled with ``seed``); the grid search is re-run on every training fold; the
@@ -51,11 +54,9 @@ w1 (w2) is 0: it then does not change the utility.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -354,25 +355,27 @@ def grid_log_likelihood(
     *,
     c: float = LOGISTIC_C,
     tol: float = 1e-8,
-    fast_iterations: int = 5,
+    fast_iterations: int = 25,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit ``P(y=1) = σ(β·z + b)`` on the standardised rows ``z`` of ``utilities`` (P × n), all at once.
 
-    Maximises ``ℓ − β²/(2c)`` (scikit-learn's L2-penalised objective). Every row takes ``fast_iterations``
-    plain Newton steps from the one-step estimate; rows whose last step still moved more than ``tol`` (near
+    Maximises ``ℓ − β²/(2c)`` (scikit-learn's L2-penalised objective), strictly concave, so a Newton
+    iteration that settles has found the maximum. Rows take plain Newton steps from the one-step estimate
+    until a step moves less than ``tol`` (at most ``fast_iterations``); rows that have not settled (near
     separation) are finished by damped Newton (a step that lowers the objective is halved). Returns (the
     log-likelihood ℓ, β, b) per row; a constant row gets β = 0.
     """
     z = _standardise(np.atleast_2d(np.asarray(utilities, dtype=float)))
     y = np.asarray(y, dtype=float)
     beta, bias = _one_step_start(z, y, c)
-    moved = np.zeros(len(z))
+    unsettled = np.arange(len(z))
     for _ in range(fast_iterations):
-        step_beta, step_bias = _newton_step(z, y, beta, bias, c)
-        beta += step_beta
-        bias += step_bias
-        moved = np.maximum(np.abs(step_beta), np.abs(step_bias))
-    unsettled = np.flatnonzero(~(moved <= tol))
+        step_beta, step_bias = _newton_step(z[unsettled], y, beta[unsettled], bias[unsettled], c)
+        beta[unsettled] += step_beta
+        bias[unsettled] += step_bias
+        unsettled = unsettled[~(np.maximum(np.abs(step_beta), np.abs(step_bias)) <= tol)]
+        if unsettled.size == 0:
+            break
     if unsettled.size:
         beta[unsettled], bias[unsettled] = _damped_newton(z[unsettled], y, c, tol)
     eta = beta[:, None] * z + bias[:, None]
@@ -449,30 +452,6 @@ def _evaluate(features: np.ndarray, y: np.ndarray, thetas: np.ndarray) -> np.nda
     return out
 
 
-def _step_and_bound(
-    z: np.ndarray, y: np.ndarray, beta: np.ndarray, bias: np.ndarray, c: float = LOGISTIC_C
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One Newton step on each row (in place), then bounds on its maximal penalised log-likelihood.
-
-    Returns (lower, upper, how far the step moved). Lower: the objective at the new iterate. Upper: Fenchel
-    duality — for any ``a ∈ [0, 1]ⁿ`` with ``Σa = Σy``, ``max F ≤ Σ (a log a + (1−a) log(1−a)) +
-    (c/2)·(Σ (y − a)·z)²``; ``a`` is the iterate's probabilities shifted to the right sum (+inf, no bound,
-    when that leaves [0, 1]).
-    """
-    step_beta, step_bias = _newton_step(z, y, beta, bias, c)
-    beta += step_beta
-    bias += step_bias
-    eta = beta[:, None] * z + bias[:, None]
-    lower = _penalised(_log_likelihood(eta, y), beta, c)
-    a = _sigmoid(eta)
-    a += ((y.sum() - a.sum(axis=1)) / len(y))[:, None]
-    valid = (a.min(axis=1) >= 0) & (a.max(axis=1) <= 1)
-    np.clip(a, 0.0, 1.0, out=a)
-    upper = (_x_log_x(a) + _x_log_x(1 - a)).sum(axis=1) + (c / 2) * (z @ y - np.einsum("ij,ij->i", a, z)) ** 2
-    moved = np.maximum(np.abs(step_beta), np.abs(step_bias))
-    return lower, np.where(valid, upper, np.inf), moved
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Grid search
 
@@ -490,44 +469,62 @@ def _theta_grid(
 
 
 def _best(
-    features: np.ndarray, y: np.ndarray, thetas: np.ndarray, *, tol: float = 1e-8, max_rounds: int = 30
+    features: np.ndarray, y: np.ndarray, thetas: np.ndarray, *, batch: int = 16
 ) -> tuple[np.ndarray, float]:
-    """The row of ``thetas`` with the highest penalised log-likelihood (the first on ties), and that value.
+    """The row of ``thetas`` with the highest penalised log-likelihood (on exact ties the simplest,
+    :func:`_simplest`), and that value.
 
-    Exact, without converging every row: all rows take Newton steps together, and after each step a row
-    whose duality upper bound is below the best lower bound of any row cannot win and is dropped
-    (:func:`_step_and_bound`). Survivors that have not converged after ``max_rounds`` steps (or a lone
-    survivor) are fitted to convergence by :func:`grid_log_likelihood`.
+    Exact without fitting every row, by best-first branch and bound on Fenchel-duality bounds. A fitted row
+    gives dual variables ``a`` (its probabilities, ``Σa = Σy``) that bound *every* row θ from above in
+    O(1): ``max F(θ) ≤ Σ (a log a + (1−a) log(1−a)) + (C/2)·(Σ (y − a)·z_θ)²``, where ``Σ (y − a)·z_θ =
+    ((y − a)·X)·c_θ / σ_θ`` needs only the 6-vector ``(y − a)·X`` and the features' covariance. Rounds fit
+    the ``batch`` rows with the highest bounds (first, the highest score statistic), tighten every bound with
+    their duals, and stop when no unfitted row's bound reaches the best fitted value.
     """
     y = np.asarray(y, dtype=float)
     coefficients = coefficient_vectors(thetas)
-    alive = np.arange(len(thetas))
-    beta, bias = np.zeros(len(thetas)), np.zeros(len(thetas))
-    lower = np.full(len(thetas), -np.inf)
-    settled = False
+    centred = features - features.mean(axis=0)
+    covariance = centred.T @ centred / len(y)
+    sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", coefficients, covariance, coefficients), 0.0))
+    scale = np.where(sd > 1e-12 * (1 + np.abs(coefficients) @ np.abs(features).max(axis=0)), 1 / sd, 0.0)
+    upper = np.full(len(thetas), np.inf)
+    fitted = np.full(len(thetas), -np.inf)
+    done = np.zeros(len(thetas), dtype=bool)
+    # Σ (y − ȳ)·z_θ: the score statistic of β = 0, which orders the first round.
+    score = ((centred.T @ (y - y.mean())) @ coefficients.T * scale) ** 2
+    order = score
     with threadpool_limits(limits=1):  # small matrices: BLAS threads only contend (3x slower measured)
-        rows = max(1, 32_000 // max(1, len(y)))
-        for round_ in range(max_rounds):
-            upper, moved = np.empty(alive.size), np.empty(alive.size)
-            for start in range(0, alive.size, rows):
-                chunk = alive[start : start + rows]
-                z = _standardise(coefficients[chunk] @ features.T)
-                b_beta, b_bias = beta[chunk], bias[chunk]
-                if round_ == 0:
-                    b_beta, b_bias = _one_step_start(z, y)
-                low, upper[start : start + rows], moved[start : start + rows] = _step_and_bound(
-                    z, y, b_beta, b_bias
-                )
-                beta[chunk], bias[chunk], lower[chunk] = b_beta, b_bias, low
-            keep = upper >= lower[alive].max() - 1e-9
-            alive, moved = alive[keep], moved[keep]
-            settled = bool(np.all(moved <= tol))
-            if settled or alive.size == 1:
+        while True:
+            open_rows = np.flatnonzero(~done)
+            best = fitted.max()
+            slack = 1e-7 * (1 + abs(best)) if np.isfinite(best) else 0.0
+            open_rows = open_rows[upper[open_rows] >= best - slack]
+            if open_rows.size == 0:
                 break
-    # Converged rows' lower bounds are their maxima; otherwise converge the few survivors exactly.
-    values = lower[alive] if settled else _evaluate(features, y, thetas[alive])
-    index = int(np.argmax(values))
-    return thetas[alive[index]], float(values[index])
+            pick = open_rows[np.argsort(-order[open_rows], kind="stable")[:batch]]
+            utilities = coefficients[pick] @ features.T
+            ll, beta, bias = grid_log_likelihood(utilities, y)
+            fitted[pick] = _penalised(ll, beta)
+            done[pick] = True
+            z = _standardise(utilities)
+            a = _sigmoid(beta[:, None] * z + bias[:, None])
+            a += ((y.sum() - a.sum(axis=1)) / len(y))[:, None]
+            usable = (a.min(axis=1) >= 0) & (a.max(axis=1) <= 1)
+            for dual in a[usable]:
+                constant = float((_x_log_x(dual) + _x_log_x(1 - dual)).sum())
+                correlation = (centred.T @ (y - dual)) @ coefficients.T * scale
+                upper = np.minimum(upper, constant + (LOGISTIC_C / 2) * correlation**2)
+            order = upper
+    tied = np.flatnonzero(fitted >= fitted.max())
+    index = int(tied[_simplest(thetas[tied])])
+    return thetas[index], float(fitted[index])
+
+
+def _simplest(thetas: np.ndarray) -> int:
+    """Index of the simplest of equally good parameter rows: smallest |w1| + |w2|, then |γ| + |κ|, then |ρ|,
+    then the first (ties are exact: e.g. all V1 values zero leave w1 and γ free)."""
+    rho, gamma, kappa, w1, w2 = np.abs(thetas).T
+    return int(np.lexsort((np.arange(len(thetas)), rho, gamma + kappa, w1 + w2))[0])
 
 
 def _snap(value: float, values: np.ndarray) -> float:
@@ -601,38 +598,21 @@ def _ascend(
             return current, current_ll
 
 
-_LOW_ORDER_CACHE: OrderedDict[tuple[bytes, ParameterGrid], tuple[np.ndarray, float]] = OrderedDict()
-
-
-def _exhaustive_low_orders(x: np.ndarray, y: np.ndarray, grid: ParameterGrid) -> tuple[np.ndarray, float]:
-    """Exact best U(0) (two feature columns) or U(0,1) (four) point, remembered for the same data: the
-    U(0,1,2) search of a group starts from the U(0,1) optimum its U(0,1) fit has just found."""
-    key = (hashlib.sha1(np.ascontiguousarray(x).tobytes() + y.tobytes()).digest() + bytes([x.shape[1]]), grid)
-    if key not in _LOW_ORDER_CACHE:
-        free = {"rho": grid.values("rho")}
-        if x.shape[1] == 4:
-            free |= {"gamma": grid.values("gamma"), "w1": grid.values("w1")}
-        padded = np.zeros((len(x), len(TERMS)))
-        padded[:, : x.shape[1]] = x
-        _LOW_ORDER_CACHE[key] = _best(padded, y, _theta_grid(grid, free, dict.fromkeys(PARAMETERS, 0.0)))
-        while len(_LOW_ORDER_CACHE) > 64:
-            _LOW_ORDER_CACHE.popitem(last=False)
-    return _LOW_ORDER_CACHE[key]
-
-
 def search_parameters(
     features: np.ndarray, y: np.ndarray, utility: str, grid: ParameterGrid = GRID
 ) -> tuple[dict[str, float], float]:
-    """The grid point of ``utility`` with the highest log-likelihood on (``features``, ``y``).
+    """The grid point of ``utility`` with the highest penalised log-likelihood on (``features``, ``y``).
 
     ``features`` has the columns of :data:`TERMS` (those the utility does not use are ignored). Returns the
-    parameters (those the utility lacks are 0) and the log-likelihood. See the module doc for the search.
+    parameters (those the utility lacks are 0) and that objective. See the module doc for the search.
     """
     orders = _orders(utility)
     x = np.nan_to_num(np.asarray(features, dtype=float))
     y = np.asarray(y, dtype=float)
-    theta, ll = _exhaustive_low_orders(x[:, : 4 if 1 in orders else 2], y, grid)
-    theta = theta.copy()
+    free = {"rho": grid.values("rho")}
+    if 1 in orders:
+        free |= {"gamma": grid.values("gamma"), "w1": grid.values("w1")}
+    theta, ll = _best(x, y, _theta_grid(grid, free, dict.fromkeys(PARAMETERS, 0.0)))
     if 2 in orders:
         searched: BlockResults = {(0, (0.0, 0.0)): (theta, ll)}
         results = [_ascend(x, y, grid, theta, ll, searched)]
@@ -647,7 +627,8 @@ def search_parameters(
 def exhaustive_search(
     features: np.ndarray, y: np.ndarray, utility: str, grid: ParameterGrid
 ) -> tuple[dict[str, float], float]:
-    """Like :func:`search_parameters` but evaluating every grid point (for checking it on small grids)."""
+    """Like :func:`search_parameters` but exact over the whole grid (:func:`_best` over every point, no block
+    ascent): for checking the ``U(0,1,2)`` search; slow on the full grid (3.1 M points)."""
     orders = _orders(utility)
     free = {"rho": grid.values("rho")}
     if 1 in orders:
@@ -736,6 +717,14 @@ def fit_utility(
 ) -> UtilityFit:
     """Cross-validated fit of ``utility`` on the decisions of ``features`` (:func:`decision_features` rows
     of one agent and group; rows lacking one of the utility's features are left out)."""
+    # One BLAS thread: these are small problems, and threads only contend (sklearn's fit measured 6x slower)
+    with threadpool_limits(limits=1):
+        return _fit_utility(features, utility, folds, seed, grid)
+
+
+def _fit_utility(
+    features: pd.DataFrame, utility: str, folds: int, seed: int, grid: ParameterGrid
+) -> UtilityFit:
     terms = _terms(utility)
     _require(features, "features", ("game_id", "accept", *terms))
     data = features.dropna(subset=list(terms))

@@ -134,6 +134,17 @@ def test_the_pruned_argmax_equals_converging_every_grid_point() -> None:
         np.testing.assert_array_equal(best, thetas[int(np.argmax(every))])
 
 
+def test_exact_ties_go_to_the_simplest_grid_point() -> None:
+    data = simulate(200, theta_of(rho=1.0), seed=6)
+    x, y = design(data.features.assign(G1=0.0, L1=0.0))
+    assert not x[:, 2:4].any()  # V1 values all zero: every (γ, w1) gives the same utility as U(0)
+    thetas = utility._theta_grid(GRID, {n: GRID.values(n) for n in ("rho", "gamma", "w1")}, theta_of())
+    best, _ = utility._best(x, y, thetas)
+    every = utility._evaluate(x, y, thetas)
+    assert best[0] == thetas[int(np.argmax(every)), 0]
+    assert (best[1], best[3]) == (0.0, 0.0)  # w1 = 0 and γ = 0, not an arbitrary pair
+
+
 # --- the grid search -------------------------------------------------------------------------------
 
 
@@ -171,7 +182,6 @@ def test_the_u012_search_finds_the_exhaustive_optimum_of_a_coarse_grid(seed: int
     assert found_ll == pytest.approx(best_ll, abs=1e-7), (found, best)
 
 
-@pytest.mark.slow
 def test_the_u012_search_finds_the_exhaustive_optimum_of_a_half_step_grid() -> None:
     half = ParameterGrid(loss=utility._steps(-2, 2, 0.5), order=utility._steps(-3, 3, 0.5))
     for seed in range(3):
@@ -179,6 +189,22 @@ def test_the_u012_search_finds_the_exhaustive_optimum_of_a_half_step_grid() -> N
         x, y = design(data.features)
         assert search_parameters(x, y, "U(0,1,2)", half)[1] == pytest.approx(
             exhaustive_search(x, y, "U(0,1,2)", half)[1], abs=1e-7
+        )
+
+
+@pytest.mark.slow
+def test_the_u012_search_finds_the_exhaustive_optimum_of_the_full_grid() -> None:
+    """The whole 3.1 M-point grid, exactly (branch and bound): ~20 s per case on the shared machine."""
+    for seed in range(2):
+        rng = np.random.default_rng(900 + seed)
+        theta = theta_of(
+            rho=rng.uniform(-2, 2), gamma=rng.uniform(-2, 2), kappa=rng.uniform(-2, 2),
+            w1=rng.uniform(-3, 3), w2=rng.uniform(-3, 3),
+        )  # fmt: skip
+        data = simulate(int(rng.integers(100, 400)), theta, beta=float(rng.uniform(0.5, 8)), seed=seed)
+        x, y = design(data.features)
+        assert search_parameters(x, y, "U(0,1,2)")[1] == pytest.approx(
+            exhaustive_search(x, y, "U(0,1,2)", GRID)[1], abs=1e-7
         )
 
 
@@ -191,7 +217,6 @@ def test_the_default_grid_is_the_issue_s() -> None:
 # --- recovery of simulated decision makers ---------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_recovers_the_parameters_of_a_second_order_decision_maker_on_the_full_grid() -> None:
     truth = theta_of(rho=1.0, gamma=0.5, kappa=-0.5, w1=1.5, w2=-1.0)
     data = simulate(1500, truth, beta=4.0, seed=11)
