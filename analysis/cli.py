@@ -35,8 +35,8 @@ from tqdm import tqdm
 
 from analysis import beliefs, figures, proposals, utility
 from analysis.dataset import TABLES as DATASET_TABLES
-from analysis.dataset import AnalysisError, Dataset, columns, load
-from analysis.outcomes import outcome_summary
+from analysis.dataset import AnalysisError, Dataset, RulesArg, columns, load
+from analysis.outcomes import SUMMARY_COLUMNS, outcome_summary
 from analysis.report import (
     AnalysisResults,
     FigureResult,
@@ -46,15 +46,8 @@ from analysis.report import (
 from craft_rules.errors import TradeCraftError
 
 STAGES: tuple[str, ...] = (
-    "load",
-    "beliefs",
-    "proposals",
-    "utility",
-    "outcomes",
-    "tables",
-    "figures",
-    "report",
-)
+    "load", "beliefs", "proposals", "utility", "outcomes", "tables", "figures", "report",
+)  # fmt: skip
 FORMATS: tuple[str, ...] = ("csv", "parquet")
 BELIEF_LEVEL = 0.95
 PROPOSAL_LEVEL = 0.90
@@ -101,9 +94,13 @@ def run_analysis(
     seed: int = 0,
     formats: Sequence[str] = FORMATS,
     progress: bool = False,
-    rules: Any = None,
+    rules: RulesArg = None,
 ) -> AnalysisRun:
-    """Load ``source``, compute every table, write tables, figures and ``report.html`` under ``out``."""
+    """Load ``source``, compute every table, write tables, figures and ``report.html`` under ``out``.
+
+    ``source`` is what :func:`analysis.dataset.load` takes (``rules`` too); ``formats`` those of
+    :func:`parse_formats`; ``progress`` shows the progress bars (stderr).
+    """
     formats = parse_formats(formats)
     out = Path(out)
     timings: dict[str, float] = {}
@@ -141,7 +138,7 @@ def run_analysis(
         _utility_tables(dataset, results, seed=seed, progress=progress)
     with stage("outcomes"):
         results.tables["outcome_summary"] = (
-            outcome_summary(dataset.outcomes) if not dataset.outcomes.empty else pd.DataFrame()
+            outcome_summary(dataset.outcomes) if not dataset.outcomes.empty else _empty(SUMMARY_COLUMNS)
         )
         if dataset.outcomes.empty:
             results.note_missing("outcomes", "No seats to summarise.")
@@ -158,7 +155,7 @@ def run_analysis(
     return AnalysisRun(out, report, results, dataset, written, timings)
 
 
-def _load_or_empty(source: Any, rules: Any, progress: bool) -> Dataset:
+def _load_or_empty(source: Any, rules: RulesArg, progress: bool) -> Dataset:
     """The source's dataset; an empty one (every table with its columns) when it holds no game."""
     try:
         return load(source, rules=rules, progress=progress)
@@ -168,9 +165,18 @@ def _load_or_empty(source: Any, rules: Any, progress: bool) -> Dataset:
     return Dataset(**{name: pd.DataFrame(columns=list(columns(name))) for name in DATASET_TABLES})
 
 
+def _empty(names: Sequence[str]) -> pd.DataFrame:
+    """A table with its documented columns and no rows (what a source without the data gives)."""
+    return pd.DataFrame(columns=list(names))
+
+
 def _belief_tables(dataset: Dataset, results: AnalysisResults) -> None:
-    empty = {name: pd.DataFrame() for name in ("belief_pairs", "belief_curves", "belief_summary")}
-    results.tables.update(empty)
+    no_pairs = _empty(beliefs.PAIR_COLUMNS)
+    results.tables.update(
+        belief_pairs=no_pairs,
+        belief_curves=beliefs.belief_curves(no_pairs, level=BELIEF_LEVEL),
+        belief_summary=beliefs.belief_summary(no_pairs, level=BELIEF_LEVEL),
+    )
     if dataset.tom_values.empty:
         results.note_missing(
             "beliefs", "No ToM reports in the source: belief accuracy needs V0 and V1 reports."
@@ -193,7 +199,9 @@ def _belief_tables(dataset: Dataset, results: AnalysisResults) -> None:
 
 
 def _proposal_tables(dataset: Dataset, results: AnalysisResults, *, bootstrap: int, seed: int) -> None:
-    results.tables.update({"proposal_values": pd.DataFrame(), "proposal_fits": pd.DataFrame()})
+    results.tables.update(
+        proposal_values=_empty(proposals.VALUE_COLUMNS), proposal_fits=_empty(proposals.FIT_COLUMNS)
+    )
     if dataset.proposals.empty:
         results.note_missing("proposals", "No proposals in the source.")
         return
@@ -217,7 +225,9 @@ def _proposal_tables(dataset: Dataset, results: AnalysisResults, *, bootstrap: i
 def _utility_tables(dataset: Dataset, results: AnalysisResults, *, seed: int, progress: bool) -> None:
     paper = utility.PAPER_TABLE1
     results.tables.update(
-        {"decision_features": pd.DataFrame(), "table1": pd.DataFrame(), "coefficients": pd.DataFrame()}
+        decision_features=_empty(utility.FEATURE_COLUMNS),
+        table1=_empty(utility.TABLE1_COLUMNS),
+        coefficients=_empty(utility.COEFFICIENT_COLUMNS),
     )
     results.tables["paper_table1"] = paper
     try:

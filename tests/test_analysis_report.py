@@ -392,6 +392,8 @@ def test_an_empty_directory_gives_empty_tables_and_a_report_that_says_so(tmp_pat
     assert "holds no finished games" in stderr
     games = pd.read_parquet(out / "tables" / "games.parquet")
     assert games.empty and "game_id" in games.columns  # the columns are there, documented, without rows
+    assert {"kl", "kl_ci_low"} <= set(pd.read_csv(out / "tables" / "belief_summary.csv").columns)
+    assert "f1_mean" in pd.read_parquet(out / "tables" / "table1.parquet").columns
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "holds no finished games" in page and "No ToM reports in the source" in page
     assert not list((out / "figures").iterdir())
