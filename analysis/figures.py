@@ -142,10 +142,6 @@ def mr_map_figure(fits: pd.DataFrame) -> Figure | None:
     colours = agent_colours(agents)
     figure = Figure(figsize=(7.2, 5.4), layout="constrained")
     ax = figure.subplots()
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-    ax.text(
-        1.0, 1.0, " m = 1 (fair) ", transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=8
-    )
     ax.axvline(0.0, color="grey", lw=0.8, ls=":")
     for agent in agents:
         rows = data[data["agent"].astype(str) == agent]
@@ -180,6 +176,7 @@ def mr_map_figure(fits: pd.DataFrame) -> Figure | None:
                     "shrinkB": 5,
                 },
             )
+    _fair_line(ax, data)
     ax.set_xlabel("Pearson r between request value and offer value (proposer's V0)")
     ax.set_ylabel("slope m of offer value on request value")
     ax.set_title("Strategic consistency map (90% episode-bootstrap CIs)")
@@ -370,6 +367,25 @@ def _win_errors(rows: pd.DataFrame, level: float) -> np.ndarray:
         rate = int(wins) / int(seats)
         errors[:, index] = (max(0.0, rate - interval.low), max(0.0, interval.high - rate))
     return errors
+
+
+def _fair_line(ax: Axes, fits: pd.DataFrame) -> None:
+    """The m = 1 (fair trade) line, labelled, when it lies near the points; the y range fits the points.
+
+    Forcing m = 1 into view would flatten points that all sit near 0 (proposers whose offers are worth
+    little to them), so the line is drawn only when it is within the points' range or close to it.
+    """
+    ys = pd.concat([fits[c] for c in ("m", "m_ci_low", "m_ci_high") if c in fits]).astype(float)
+    ys = ys[np.isfinite(ys)]
+    low, high = float(ys.min()), float(ys.max())
+    span = max(high - low, 0.1)
+    if low - span / 2 <= 1.0 <= high + span / 2:
+        low, high = min(low, 1.0), max(high, 1.0)
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.text(1.0, 1.0, " m = 1 (fair) ", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+                fontsize=8)  # fmt: skip
+    pad = 0.08 * (high - low) if high > low else 0.05
+    ax.set_ylim(low - pad, high + pad)
 
 
 def _error(centre: float, low: object, high: object) -> list[list[float]] | None:

@@ -147,6 +147,11 @@ def test_mr_map_draws_a_point_per_fit_and_arrows_between_orders() -> None:
     points = [c for c in ax.containers]  # errorbar containers
     assert len(points) == 6
     assert "Pearson r" in ax.get_xlabel() and "slope m" in ax.get_ylabel()
+    assert any("m = 1" in t.get_text() for t in ax.texts)  # the fair line, near these slopes
+    stingy = proposal_fits_frame().assign(m=0.01, m_ci_low=0.0, m_ci_high=0.02)
+    far = figures.mr_map_figure(stingy)
+    assert far is not None and not any("m = 1" in t.get_text() for t in far.get_axes()[0].texts)
+    assert far.get_axes()[0].get_ylim()[1] < 0.1  # the points are not flattened against m = 1
     assert figures.mr_map_figure(proposal_fits_frame().iloc[[-1]]) is None
 
 
