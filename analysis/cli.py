@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -415,14 +416,14 @@ def analyze_command(
     """Analyse SOURCE (game-log .jsonl files or a directory of them, a store URL or an experiment
     directory): tables (CSV, Parquet), figures (PNG) and one self-contained report.html in --out."""
     try:
-        run = run_analysis(
-            source,
-            out,
-            bootstrap=bootstrap,
-            seed=seed,
-            formats=parse_formats(formats),
-            progress=not no_progress,
-        )
+        with warnings.catch_warnings():
+            # scikit-learn warns for every group whose rarer answer has fewer decisions than folds; the
+            # report says which fits that leaves without a score, and the warnings garble the bars
+            warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
+            run = run_analysis(
+                source, out, bootstrap=bootstrap, seed=seed, formats=parse_formats(formats),
+                progress=not no_progress,
+            )  # fmt: skip
     except TradeCraftError as err:
         raise click.ClickException(f"{err.message} [{err.code}]") from None
     results = run.results
