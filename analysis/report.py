@@ -103,7 +103,8 @@ def f1_cells(comparison: pd.DataFrame, source: str, *, matched: bool) -> pd.Data
         return pd.DataFrame()
     cells = rows.assign(cell=[_mean_sd(m, s) for m, s in zip(rows["f1_mean"], rows["f1_sd"], strict=True)])
     index = ["agent"] if matched else ["agent", "group"]
-    wide = cells.pivot_table(index=index, columns="utility", values="cell", aggfunc="first")
+    wide = cells.pivot_table(index=index, columns="utility", values="cell", aggfunc="first", sort=False)
+    wide.columns.name = None
     wide = wide.reindex(columns=[u for u in UTILITY_GROUP if u in wide.columns]).fillna("–")
     if matched:
         wide.columns = [f"{u} on {UTILITY_GROUP[u]}" for u in wide.columns]
