@@ -1,0 +1,99 @@
+"""Where an experiment's games run: the :class:`Executor` protocol and the :class:`LocalExecutor`.
+
+An executor plays a batch of :class:`~agents.experiments.jobs.GameJob` with
+:func:`~agents.experiments.jobs.play_job` and hands each :class:`~agents.experiments.jobs.JobOutcome` to
+``on_done`` in the caller's thread, as each game ends. Resume, retries, progress and the manifest are the
+runner's; an executor only runs games (the Ray one is ``agents.experiments.ray_executor``).
+
+:class:`LocalExecutor` runs at most ``concurrency`` games at a time on this machine: games with an LLM seat
+in threads (they wait on the network), bot-only games in spawned processes (they are CPU-bound, and the
+GIL would serialise them). Ctrl-C asks running games to stop after their move (they are stored
+``aborted``, error ``interrupted``), drops the games not yet started and raises ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from typing import Protocol
+
+from agents.experiments.jobs import GameJob, JobOutcome, RateLimiter, play_job, request_stop
+
+
+class Executor(Protocol):
+    """Runs games; ``on_done`` is called in the caller's thread with each outcome as it comes."""
+
+    def run(self, jobs: Sequence[GameJob], on_done: Callable[[JobOutcome], None]) -> None: ...
+
+
+class LocalExecutor:
+    """Threads for jobs with LLM seats, spawned processes for bot-only jobs, ``concurrency`` games at once.
+
+    ``processes``: the most worker processes for bot-only games (default: the CPU count, at most
+    ``concurrency``; 0 plays them in threads too). ``limiter`` is handed to every
+    :func:`~agents.experiments.jobs.play_job` running in a thread (a process would get a copy, so bot-only
+    games, which make no model calls, do not take it)."""
+
+    def __init__(
+        self, concurrency: int = 4, *, processes: int | None = None, limiter: RateLimiter | None = None
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
+        cpus = os.cpu_count() or 1
+        self.processes = min(concurrency, cpus) if processes is None else min(processes, concurrency)
+        self.limiter = limiter
+
+    def run(self, jobs: Sequence[GameJob], on_done: Callable[[JobOutcome], None]) -> None:
+        if not jobs:
+            return
+        with ExitStack() as stack:
+            threads = stack.enter_context(ThreadPoolExecutor(self.concurrency, "tradecraft-game"))
+            procs: ProcessPoolExecutor | None = None
+            if self.processes > 0 and any(not job.has_llm for job in jobs):
+                procs = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+                stack.callback(procs.shutdown, wait=True, cancel_futures=True)
+
+            def submit(job: GameJob) -> Future[JobOutcome]:
+                if procs is not None and not job.has_llm:
+                    return procs.submit(play_job, job)
+                return threads.submit(play_job, job, self.limiter)
+
+            pending: Iterator[GameJob] = iter(jobs)
+            running: set[Future[JobOutcome]] = set()
+            try:
+                for job in pending:
+                    running.add(submit(job))
+                    if len(running) < self.concurrency:
+                        continue
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        on_done(future.result())
+                while running:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        on_done(future.result())
+            except KeyboardInterrupt:
+                request_stop()  # threads stop after their move
+                if procs is not None:
+                    _interrupt_workers(procs)
+                for future in running:
+                    future.cancel()
+                for future in wait(running).done:  # the games that stopped are stored aborted
+                    if not future.cancelled() and future.exception() is None:
+                        on_done(future.result())
+                raise
+
+
+def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
+    """Send SIGINT to the pool's workers (a terminal's Ctrl-C does; ``kill -INT`` of the runner does not):
+    a worker's play_job then stores its game aborted, ``interrupted``."""
+    workers = getattr(pool, "_processes", None) or {}  # no public API lists a pool's processes
+    for pid in list(workers):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)
