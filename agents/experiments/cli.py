@@ -107,13 +107,17 @@ def run_command(
         raise _fail(err) from None
     chosen: Any = None
     if executor == "ray":
-        try:
-            from agents.experiments.ray_executor import RayExecutor
-        except ImportError as err:
-            raise click.ClickException(
-                f"--executor ray needs Ray ({err}); install it with: pip install 'tradecraft[ray]'"
-            ) from None
-        chosen = RayExecutor(address=address, concurrency=concurrency or validated.concurrency)
+        from agents.experiments.limits import limiter_from_config
+        from agents.experiments.ray_executor import RayExecutor
+
+        try:  # without Ray installed: RayExecutorError ray_not_installed, which says how to install it
+            chosen = RayExecutor(
+                address=address,
+                concurrency=concurrency or validated.concurrency,
+                limiter=limiter_from_config(validated.limits),
+            )
+        except TradeCraftError as err:
+            raise _fail(err) from None
     elif address is not None:
         raise click.UsageError("--address is for --executor ray")
     try:

@@ -213,7 +213,9 @@ class ProviderLimit(_Config):
     """Rate limits of one provider, shared by every game of the run."""
 
     requests_per_minute: int | None = Field(None, ge=1, description="model calls per minute; unset: no limit")
-    tokens_per_minute: int | None = Field(None, ge=1, description="input tokens per minute; unset: no limit")
+    tokens_per_minute: int | None = Field(
+        None, ge=1, description="tokens (input + output) per minute; unset: no limit"
+    )
 
 
 class ExperimentConfig(_Config):

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from agents.experiments.config import ExperimentConfig
 from agents.experiments.executors import Executor, LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, GameJob, JobOutcome, clear_stop, game_id_for
+from agents.experiments.limits import limiter_from_config
 from agents.experiments.manifest import add_models, build_manifest, register, write_manifest
 from agents.experiments.plan import plan_jobs
 from server.store import GameRecord, Store, open_store
@@ -189,7 +190,9 @@ def run_experiment(
         elif state.failures >= config.max_attempts:
             tally.failed += 1
     manifest_path = write_manifest(out, {**manifest, "summary": tally.summary()})
-    executor = executor or LocalExecutor(concurrency or config.concurrency)
+    executor = executor or LocalExecutor(
+        concurrency or config.concurrency, limiter=limiter_from_config(config.limits)
+    )
     outcomes: list[JobOutcome] = []
     bar = tqdm(total=len(jobs), initial=tally.finished, unit="game", desc=config.name, disable=not progress)
     bar.set_postfix_str(tally.postfix())
