@@ -49,7 +49,7 @@ INTERRUPTED = "interrupted"
 a failed attempt."""
 
 LLM_CALL = "llm_call"
-"""The trace kind (``trace_kind`` in the log) of one model call, with its ``tokens``."""
+"""The ``trace`` field of an LLM agent's record of one model call (with its ``tokens``)."""
 
 
 class Interrupted(TradeCraftError):
@@ -245,7 +245,7 @@ def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> 
     reported: list[str] = []
     calls = 0
     for record in traces:
-        if record.get("trace_kind") != LLM_CALL:
+        if record.get("trace") != LLM_CALL:
             continue
         calls += 1
         provider_model = record.get("provider_model")

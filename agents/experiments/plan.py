@@ -68,9 +68,14 @@ class SeatChoice:
 
     @property
     def label(self) -> str:
-        """``tom1 V0+V1+V2``, ``gpt-4o V0+V1 fair cot`` (persona and reasoning only when not the default)."""
+        """``tom1 V0+V1+V2``, ``gpt-4o V0+V1 fair cot``, ``gpt-4o?temperature=0 V0`` (persona and reasoning
+        only when not the default)."""
         parsed = parse_policy_spec(self.agent)
-        who = parsed.options["model_spec"].split(":", 1)[-1] if parsed.name == "llm" else self.agent
+        who = self.agent
+        if parsed.name == "llm":  # the model without its provider, and any options of the spec
+            options = {k: v for k, v in parsed.options.items() if k != "model_spec"}
+            who = parsed.options["model_spec"].split(":", 1)[-1]
+            who += "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
         extras = [p for p in (self.persona, self.reasoning) if p not in (None, "none", "direct")]
         return " ".join([who, orders_label(self.tom_orders), *extras])
 
@@ -176,4 +181,8 @@ def plan_jobs(config: ExperimentConfig, store_url: str) -> list[GameJob]:
                                 },
                             )
                         )
+    if len({job.key for job in jobs}) != len(jobs):  # two grid cells that would play the same games
+        raise ExperimentError(
+            "invalid_config", "focal: two conditions come out the same; list each agent once"
+        )
     return jobs
