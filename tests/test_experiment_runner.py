@@ -160,37 +160,55 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     assert digests(store, "small") == digests(clean, "small")
 
 
-def test_kill_9_mid_run_then_resume_repeats_no_finished_game(tmp_path: Path) -> None:
-    raw = bots_config(name="killed", instances={"set": "paper", "first": 3}, concurrency=1)  # 12 games
+def _start_cli(tmp_path: Path, raw: dict) -> tuple[subprocess.Popen, list[str], str]:
+    """The CLI running ``raw`` in its own process group (as from a terminal), once some games finished."""
     config = write_config(tmp_path, raw)
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'store.db'}"
     tradecraft = Path(sys.executable).with_name("tradecraft")  # the installed console script
-    command = [str(tradecraft), "experiment", "run", str(config), "--out", str(out)]
-    command += ["--store", url, "--no-progress"]
+    args = ["run", str(config), "--out", str(out), "--store", url, "--no-progress"]
     proc = subprocess.Popen(
-        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+        [str(tradecraft), "experiment", *args], start_new_session=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
     deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.joinpath("store.db").exists():
-                done = sum(len(v) for v in finished_by_job(open_store(url), "killed").values())
-                if done >= 3:
-                    break
-            time.sleep(0.2)
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the runner and its worker processes, no goodbyes
-        proc.wait()
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.joinpath("store.db").exists() and len(finished_by_job(open_store(url), raw["name"])) >= 3:
+            break
+        time.sleep(0.2)
+    if proc.poll() is not None:
+        pytest.fail(f"the run ended before it could be stopped: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
+    return proc, args, url
+
+
+def test_ctrl_c_of_the_cli_stores_running_games_as_interrupted(tmp_path: Path) -> None:
+    raw = bots_config(name="stopped", instances={"set": "paper", "first": 3}, concurrency=2)  # 12 games
+    proc, args, url = _start_cli(tmp_path, raw)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the runner and its workers
+    assert proc.wait(timeout=60) == 130
+    store = open_store(url)
+    games = experiment_games(store, "stopped")
+    assert "running" not in {g["status"] for g in games}
+    assert all(g["error"]["code"] == INTERRUPTED for g in games if g["status"] == "aborted")
+    before = finished_by_job(store, "stopped")
+    assert len(before) < 12
+    result = CliRunner().invoke(experiment_group, args)
+    assert result.exit_code == 0, result.output
+    after = finished_by_job(store, "stopped")
+    assert len(after) == 12 and all(len(found) == 1 for found in after.values())
+
+
+def test_kill_9_mid_run_then_resume_repeats_no_finished_game(tmp_path: Path) -> None:
+    raw = bots_config(name="killed", instances={"set": "paper", "first": 3}, concurrency=1)  # 12 games
+    proc, args, url = _start_cli(tmp_path, raw)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its worker processes, no goodbyes
+    proc.wait()
     store = open_store(url)
     before = finished_by_job(store, "killed")
     assert 3 <= len(before) < 12
     assert any(g["status"] == "running" for g in experiment_games(store, "killed"))  # killed mid-game
 
-    result = CliRunner().invoke(
-        experiment_group, ["run", str(config), "--out", str(out), "--store", url, "--no-progress"]
-    )
+    result = CliRunner().invoke(experiment_group, args)
     assert result.exit_code == 0, result.output
     after = finished_by_job(store, "killed")
     assert len(after) == 12 and all(len(games) == 1 for games in after.values())
@@ -201,6 +219,7 @@ def test_kill_9_mid_run_then_resume_repeats_no_finished_game(tmp_path: Path) -> 
     _, clean, _ = _run(raw, tmp_path, "clean")
     assert digests(store, "killed") == digests(clean, "killed")
 
+    out = tmp_path / "out"
     status = CliRunner().invoke(experiment_group, ["status", str(out), "--json"])
     assert status.exit_code == 0, status.output
     assert json.loads(status.output)["total"]["finished"] == 12

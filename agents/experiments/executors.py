@@ -7,13 +7,13 @@ runner's; an executor only runs games (the Ray one is ``agents.experiments.ray_e
 
 :class:`LocalExecutor` runs at most ``concurrency`` games at a time on this machine: games with an LLM seat
 in threads (they wait on the network), bot-only games in spawned processes (they are CPU-bound, and the
-GIL would serialise them). Ctrl-C asks running games to stop after their move (they are stored
-``aborted``, error ``interrupted``), drops the games not yet started and raises ``KeyboardInterrupt``.
+GIL would serialise them). Ctrl-C asks running games, in threads and processes alike, to stop after their
+current move (they are stored ``aborted``, error ``interrupted``), drops the games not yet started, waits
+for the running ones to be stored and raises ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import signal
@@ -22,7 +22,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from contextlib import ExitStack
 from typing import Protocol
 
-from agents.experiments.jobs import GameJob, JobOutcome, RateLimiter, play_job, request_stop
+from agents.experiments.jobs import (
+    GameJob,
+    JobOutcome,
+    RateLimiter,
+    StopFlag,
+    play_job,
+    request_stop,
+    share_stop,
+)
 
 
 class Executor(Protocol):
@@ -55,8 +63,13 @@ class LocalExecutor:
         with ExitStack() as stack:
             threads = stack.enter_context(ThreadPoolExecutor(self.concurrency, "tradecraft-game"))
             procs: ProcessPoolExecutor | None = None
+            stop: StopFlag | None = None
             if self.processes > 0 and any(not job.has_llm for job in jobs):
-                procs = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+                context = multiprocessing.get_context("spawn")
+                stop = context.Event()
+                procs = ProcessPoolExecutor(
+                    self.processes, mp_context=context, initializer=_worker_setup, initargs=(stop,)
+                )
                 stack.callback(procs.shutdown, wait=True, cancel_futures=True)
 
             def submit(job: GameJob) -> Future[JobOutcome]:
@@ -79,9 +92,9 @@ class LocalExecutor:
                     for future in done:
                         on_done(future.result())
             except KeyboardInterrupt:
-                request_stop()  # threads stop after their move
-                if procs is not None:
-                    _interrupt_workers(procs)
+                request_stop()  # threads and worker processes stop after their current move
+                if stop is not None:
+                    stop.set()
                 for future in running:
                     future.cancel()
                 for future in wait(running).done:  # the games that stopped are stored aborted
@@ -90,10 +103,9 @@ class LocalExecutor:
                 raise
 
 
-def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
-    """Send SIGINT to the pool's workers (a terminal's Ctrl-C does; ``kill -INT`` of the runner does not):
-    a worker's play_job then stores its game aborted, ``interrupted``."""
-    workers = getattr(pool, "_processes", None) or {}  # no public API lists a pool's processes
-    for pid in list(workers):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGINT)
+def _worker_setup(stop: StopFlag) -> None:
+    """A worker process ignores Ctrl-C (the terminal sends it to the whole process group) and stops its
+    game when the parent sets ``stop``: so the game is stored ``aborted``, ``interrupted``, never cut off
+    half-written and the pool stays usable."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    share_stop(stop)

@@ -59,7 +59,15 @@ class Interrupted(TradeCraftError):
         super().__init__(INTERRUPTED, "The experiment was interrupted; run the same command again to resume.")
 
 
-_STOP = threading.Event()
+class StopFlag(Protocol):
+    """A threading or multiprocessing ``Event``: set = stop playing."""
+
+    def is_set(self) -> bool: ...
+    def set(self) -> None: ...
+    def clear(self) -> None: ...
+
+
+_STOP: StopFlag = threading.Event()
 
 
 def request_stop() -> None:
@@ -71,6 +79,13 @@ def request_stop() -> None:
 def clear_stop() -> None:
     """Let games play again (a new run in the same process)."""
     _STOP.clear()
+
+
+def share_stop(flag: StopFlag) -> None:
+    """Make ``flag`` (e.g. a multiprocessing Event the parent sets) this process's stop flag: how a worker
+    process learns that the run is being interrupted."""
+    global _STOP
+    _STOP = flag
 
 
 @dataclass(frozen=True)
