@@ -3,6 +3,9 @@ local executor, limits shared by every task, `--executor ray` through the CLI, a
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -128,6 +131,51 @@ def test_executor_ray_through_the_cli(local_ray: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "4/4 games finished" in result.output
     assert len(finished_digests(open_store(store_url), "ray-cli")) == 4
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_ray_run_stores_games_interrupted_and_the_same_command_resumes(
+    local_ray: Any, tmp_path: Path
+) -> None:
+    from agents.experiments.ray_executor import RayExecutor
+
+    raw = {**small_bots_config("ray-interrupt"), "instances": {"set": "paper", "first": 3}}
+    path = tmp_path / "ray-interrupt.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    store_url = f"sqlite:///{tmp_path / 'int.db'}"
+    tradecraft = Path(sys.executable).with_name("tradecraft")
+    command = [str(tradecraft), "experiment", "run", str(path), "--executor", "ray", "--store", store_url]
+    # its own session, as a terminal's job: Ctrl-C reaches the whole process group (its Ray too)
+    run = subprocess.Popen(
+        [*command, "--out", str(tmp_path / "out"), "--no-progress"],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not finished_digests(open_store(store_url), "ray-interrupt") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert run.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(run.pid, signal.SIGINT)
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130, output
+    games = [g for g in open_store(store_url).list_games(limit=100) if g["experiment"] == "ray-interrupt"]
+    assert not [g for g in games if g["status"] == "running"]
+    stopped = [g for g in games if g["status"] == "aborted"]
+    assert all(g["error"]["code"] == "interrupted" for g in stopped)
+
+    config = parse_config(raw, "test config")
+    resumed = run_experiment(
+        config, raw, store_url=store_url, out=tmp_path / "out", executor=RayExecutor(), progress=False
+    )
+    assert resumed.summary["finished"] == 12
+    by_job = finished_digests(open_store(store_url), "ray-interrupt")
+    assert len(by_job) == 12 and all(len(digests) == 1 for digests in by_job.values())
 
 
 def test_executor_ray_without_ray_says_how_to_install_it(
