@@ -13,7 +13,9 @@ the simulated latency of all games' calls spread over ``concurrency`` workers, o
 that is more, or — games being indivisible — the bound no schedule beats: among the ``concurrency * k + 1``
 longest games, k + 1 share a worker (240 equal games on 32 workers take 8 game lengths, not 7.5); the
 efficiency against the even spread alone is printed too. A warm-up game (imports, rule set, tokenizer)
-is played first and not timed.
+is played first and not timed. ``--executor ray`` starts a local Ray before the clock; each Ray worker
+process still imports everything before its first game (seconds each on a loaded machine), which a short
+run does not amortise.
 
 Usage: ``python bench/bench_runner.py [--games 240] [--concurrency 32] [--latency 1.0] [--turns 1]
 [--store sqlite|sqlite-normal|memory] [--executor local|ray]``.
@@ -108,8 +110,11 @@ def main() -> None:
         store_url = STORES[args.store].format(folder=Path(tmp))
         jobs = bench_jobs(args.games, args.latency, args.turns, store_url)
         if args.executor == "ray":
-            from agents.experiments.ray_executor import RayExecutor
+            from agents.experiments.ray_executor import RayExecutor, require_ray
 
+            # a local Ray started before the clock (its start is not the runner's); each Ray worker's
+            # first game still imports everything, and that is counted
+            require_ray().init(include_dashboard=False, log_to_driver=False)
             executor: LocalExecutor | RayExecutor = RayExecutor(concurrency=args.concurrency)
         else:
             executor = LocalExecutor(concurrency=args.concurrency)
