@@ -354,6 +354,9 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
         usage = usage_of(streamer.traces, _prices())
         seconds = round(time.monotonic() - started, 3)
         tokens: Tokens = usage["tokens"]
+        current = store.get_game(game_id) or {}
+        if current.get("status") != "running":  # a resumed run took it for a dead runner's: its rerun counts
+            raise Interrupted()
         store.update_game(
             game_id,
             status="finished",
