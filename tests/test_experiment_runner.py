@@ -169,6 +169,29 @@ def test_a_game_taken_for_a_dead_runners_is_not_finished_behind_the_resumed_run(
     assert open_store(url).get_game(job.game_id)["status"] == "aborted"
 
 
+def test_a_worker_that_dies_costs_an_attempt_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents.experiments import executors
+
+    died: list[str] = []
+
+    def dying(job, limiter=None):  # the first game's worker goes away before it can answer
+        if not died:
+            died.append(job.key)
+            raise RuntimeError("worker lost")
+        return jobs_module.play_job(job, limiter)
+
+    monkeypatch.setattr(executors, "play_job", dying)
+    report, store, _ = _run(bots_config(swap_seats=False), tmp_path)
+    assert report.summary["finished"] == 2
+    failed = [o for o in report.outcomes if o.status == "error"]
+    assert [o.error["code"] for o in failed] == ["worker_failed"] and failed[0].key == died[0]
+    assert finished_by_job(store, "small")[died[0]][0]["attempt"] == 1  # the lost attempt left no gap
+    again, store, _ = _run(bots_config(swap_seats=False), tmp_path)
+    assert again.outcomes == [] and len(experiment_games(store, "small")) == 2
+
+
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     raw = bots_config()
 

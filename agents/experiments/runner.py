@@ -220,8 +220,8 @@ def run_experiment(
             state.failures += 1
             if state.failures >= config.max_attempts:
                 tally.failed += 1
-        if record is None:  # the game was never stored (store down): the next attempt takes its place
-            state.attempts.append({"game_id": outcome.game_id, "status": "aborted"})
+        # a game never stored (its worker died first, the store was down) leaves no gap: the next attempt
+        # reuses its id, so a resumed scan, which reads attempts 1, 2, ... until one is missing, sees them all
         if on_outcome is not None:
             on_outcome(outcome)
         bar.set_postfix_str(tally.postfix())
