@@ -10,9 +10,10 @@ from click.testing import CliRunner
 from experiment_support import bots_config, validated, write_config
 
 from agents.experiments.cli import example_configs, experiment_group
-from agents.experiments.config import ExperimentConfig, ExperimentError, load_config
+from agents.experiments.config import ExperimentConfig, ExperimentError, ProviderLimit, load_config
 from agents.experiments.manifest import build_manifest, differences, register
 from agents.experiments.plan import plan_jobs
+from agents.experiments.runner import run_experiment
 from server.store import open_store
 
 
@@ -65,6 +66,7 @@ def test_every_key_is_documented() -> None:
                 walk(info.annotation)
 
     walk(ExperimentConfig)
+    walk(ProviderLimit)
 
 
 def test_the_plan_is_the_grid_with_seats_swapped() -> None:
@@ -116,6 +118,13 @@ def test_a_resumed_experiment_must_keep_its_config() -> None:
     assert caught.value.code == "config_changed"
     assert "focal.agents" in caught.value.message and "seeds" in caught.value.message
     assert differences({"a": {"b": 1}}, {"a": {"b": 2}, "c": 0}) == ["a.b", "c"]
+
+
+def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
+    raw = bots_config()
+    with pytest.raises(ExperimentError) as caught:
+        run_experiment(validated(raw), raw, store_url="sqlite:///:memory:", out=tmp_path, progress=False)
+    assert caught.value.code == "invalid_store" and "SQLite file" in caught.value.message
 
 
 def test_the_cli_reports_config_errors(tmp_path: Path) -> None:

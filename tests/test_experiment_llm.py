@@ -81,4 +81,8 @@ def test_an_llm_experiment_runs_against_the_scripted_server(
     assert summary["cost_usd"] == pytest.approx(sum(g["cost_usd"] for g in games), abs=1e-6)
     manifest = json.loads((out / MANIFEST_FILE).read_text())
     assert manifest["models"]["reported"] == [PROVIDER_MODEL]
+    prompts = manifest["prompts"]["system_prompts"]
+    assert len(prompts) == 2  # the focal seat's (asked V0+V1) and the opponent's (V0)
+    assert {p["sha256"] for p in prompts} == {h for g in games for h in g["prompts"]}
+    assert all(p["settings"]["persona"] == "none" and "tool" in p["system"].lower() for p in prompts)
     assert manifest["models"]["configured"] == ["openai:mini"]

@@ -27,6 +27,7 @@ from agents.experiments.cli import experiment_group
 from agents.experiments.executors import LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, JobOutcome
 from agents.experiments.manifest import MANIFEST_FILE
+from agents.experiments.plan import plan_jobs
 from agents.experiments.runner import run_experiment
 from server.store import StoreError, open_store
 from server.table.game_logs import load_game_log
@@ -78,6 +79,17 @@ def test_a_bots_run_stores_every_game_and_a_rerun_replays_none(tmp_path: Path) -
     again, store, _ = _run(raw, tmp_path)
     assert again.outcomes == [] and again.summary["finished"] == 4
     assert len(experiment_games(store, "small")) == 4
+
+    url = manifest["store"]
+    listed = CliRunner().invoke(experiment_group, ["list", "--store", url])
+    assert listed.exit_code == 0 and listed.output.startswith("small\t4 games")
+    status = CliRunner().invoke(experiment_group, ["status", "small", "--store", url, "--json"])
+    assert status.exit_code == 0, status.output
+    conditions = json.loads(status.output)["conditions"]
+    assert {label: c["finished"] for label, c in conditions.items()} == {
+        "tom0 V0+V1+V2 vs tom0 V0": 2,
+        "tom1 V0+V1+V2 vs tom0 V0": 2,
+    }
 
 
 def test_the_same_config_and_seed_give_the_same_games(tmp_path: Path) -> None:
@@ -135,6 +147,49 @@ def test_a_store_failure_mid_game_is_retried_in_the_same_run(
     assert broken["status"] == "aborted" and broken["error"]["code"] == "backend_down"
     rerun = finished_by_job(store, "small")[broken["job_key"]]
     assert len(rerun) == 1 and rerun[0]["attempt"] == 2
+
+
+def test_a_game_taken_for_a_dead_runners_is_not_finished_behind_the_resumed_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    job = plan_jobs(validated(bots_config()), url)[0]
+    real = jobs_module._Streamer.__call__
+
+    def resumed_meanwhile(self, progress):  # another run's scan marks the game interrupted mid-play
+        real(self, progress)
+        if len(progress.game.events) > 2:
+            self.store.update_game(
+                self.game_id, status="aborted", error={"code": INTERRUPTED, "message": "x"}
+            )
+
+    monkeypatch.setattr(jobs_module._Streamer, "__call__", resumed_meanwhile)
+    outcome = jobs_module.play_job(job)
+    assert outcome.status == "error" and outcome.interrupted
+    assert open_store(url).get_game(job.game_id)["status"] == "aborted"
+
+
+def test_a_worker_that_dies_costs_an_attempt_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents.experiments import executors
+
+    died: list[str] = []
+
+    def dying(job, limiter=None):  # the first game's worker goes away before it can answer
+        if not died:
+            died.append(job.key)
+            raise RuntimeError("worker lost")
+        return jobs_module.play_job(job, limiter)
+
+    monkeypatch.setattr(executors, "play_job", dying)
+    report, store, _ = _run(bots_config(swap_seats=False), tmp_path)
+    assert report.summary["finished"] == 2
+    failed = [o for o in report.outcomes if o.status == "error"]
+    assert [o.error["code"] for o in failed] == ["worker_failed"] and failed[0].key == died[0]
+    assert finished_by_job(store, "small")[died[0]][0]["attempt"] == 1  # the lost attempt left no gap
+    again, store, _ = _run(bots_config(swap_seats=False), tmp_path)
+    assert again.outcomes == [] and len(experiment_games(store, "small")) == 2
 
 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:

@@ -212,7 +212,7 @@ def export_command(target: str, out_dir: Path, store_url: str | None, all_attemp
 
     name, url, _ = _resolve(target, store_url)
     try:
-        written = export_logs(name, url, out_dir, all_attempts=all_attempts)
+        written = export_logs(name, url, out_dir, all_attempts=all_attempts, progress=True)
     except ExperimentError as err:
         raise _fail(err) from None
     click.echo(f"wrote {len(written)} game logs to {out_dir}")

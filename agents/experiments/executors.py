@@ -79,18 +79,21 @@ class LocalExecutor:
 
             pending: Iterator[GameJob] = iter(jobs)
             running: set[Future[JobOutcome]] = set()
+            job_of: dict[Future[JobOutcome], GameJob] = {}
             try:
                 for job in pending:
-                    running.add(submit(job))
+                    future = submit(job)
+                    job_of[future] = job
+                    running.add(future)
                     if len(running) < self.concurrency:
                         continue
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
-                        on_done(future.result())
+                        on_done(outcome_of(future, job_of.pop(future)))
                 while running:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
-                        on_done(future.result())
+                        on_done(outcome_of(future, job_of.pop(future)))
             except KeyboardInterrupt:
                 request_stop()  # threads and worker processes stop after their current move
                 if stop is not None:
@@ -98,9 +101,19 @@ class LocalExecutor:
                 for future in running:
                     future.cancel()
                 for future in wait(running).done:  # the games that stopped are stored aborted
-                    if not future.cancelled() and future.exception() is None:
-                        on_done(future.result())
+                    if not future.cancelled():
+                        on_done(outcome_of(future, job_of[future]))
                 raise
+
+
+def outcome_of(future: Future[JobOutcome], job: GameJob) -> JobOutcome:
+    """The future's outcome; a worker that died or raised (play_job itself never does) becomes an error
+    outcome, so the runner counts the attempt and reruns the job instead of the whole run crashing."""
+    try:
+        return future.result()
+    except Exception as err:  # e.g. BrokenProcessPool: a worker process was killed
+        error = {"code": "worker_failed", "message": f"the worker running this game failed: {err!r}"}
+        return JobOutcome(key=job.key, attempt=job.attempt, game_id=job.game_id, status="error", error=error)
 
 
 def _worker_setup(stop: StopFlag) -> None:

@@ -6,7 +6,8 @@ job's metadata), builds the seats' policies, plays the game with :func:`agents.l
 table's one policy loop; a policy's illegal move is told, retried, then replaced by the safe move:
 ``FALLBACK``) and streams each move's events, then its trace records, into the store as it is played.
 It ends the game ``finished`` (with its outcome: ``log_sha256``, ``turns``, ``winners``, ``tokens``,
-``cost_usd``, ``llm_calls``, ``models``, ``seconds``) or ``aborted`` with an ``error`` field, and never
+``cost_usd``, ``llm_calls``, ``models``, ``prompts`` (system prompt digests), ``seconds``) or
+``aborted`` with an ``error`` field, and never
 raises for a game's failure: the :class:`JobOutcome` says what happened.
 
 Game ids are a function of the experiment, the job key and the attempt (:func:`game_id_for`), so a resumed
@@ -50,6 +51,8 @@ a failed attempt."""
 
 LLM_CALL = "llm_call"
 """The ``trace`` field of an LLM agent's record of one model call (with its ``tokens``)."""
+LLM_PREFIX = "llm_prefix"
+"""The ``trace`` field of an LLM agent's record of its system prompt and tools (with their ``sha256``)."""
 
 
 class Interrupted(TradeCraftError):
@@ -187,6 +190,9 @@ class JobOutcome:
     seconds: float = 0.0
     models: tuple[str, ...] = ()
     """Model names as the provider reported them in this game's calls."""
+    prompts: tuple[dict[str, Any], ...] = ()
+    """The LLM seats' system prompts (``llm_prefix`` traces): ``sha256``, ``model``, ``settings``,
+    ``system``."""
     refusals: int = 0
 
     @property
@@ -252,14 +258,20 @@ class _Streamer:
 
 
 def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> dict[str, Any]:
-    """Tokens, cost, model calls and provider-reported model names of a game's trace records.
+    """Tokens, cost, model calls, provider-reported model names and system prompts of a game's traces.
 
     A call's model is the name the provider reported (``provider_model``), else the configured name without
     its provider prefix. ``cost_usd`` is None when some model with tokens is not in the price table."""
     by_model: dict[str, Tokens] = {}
     reported: list[str] = []
+    prompts: dict[str, dict[str, Any]] = {}
     calls = 0
     for record in traces:
+        if record.get("trace") == LLM_PREFIX and isinstance(record.get("sha256"), str):
+            prompts.setdefault(
+                record["sha256"],
+                {key: record.get(key) for key in ("sha256", "model", "settings", "system")},
+            )
         if record.get("trace") != LLM_CALL:
             continue
         calls += 1
@@ -271,7 +283,13 @@ def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> 
     total = sum(by_model.values(), Tokens())
     costs = [cost_usd(prices, model, tokens) for model, tokens in by_model.items()]
     cost = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 8)
-    return {"tokens": total, "cost_usd": cost, "llm_calls": calls, "models": tuple(reported)}
+    return {
+        "tokens": total,
+        "cost_usd": cost,
+        "llm_calls": calls,
+        "models": tuple(reported),
+        "prompts": tuple(prompts.values()),
+    }
 
 
 def job_metadata(job: GameJob) -> dict[str, Any]:
@@ -336,6 +354,9 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
         usage = usage_of(streamer.traces, _prices())
         seconds = round(time.monotonic() - started, 3)
         tokens: Tokens = usage["tokens"]
+        current = store.get_game(game_id) or {}
+        if current.get("status") != "running":  # a resumed run took it for a dead runner's: its rerun counts
+            raise Interrupted()
         store.update_game(
             game_id,
             status="finished",
@@ -349,6 +370,7 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
             cost_usd=usage["cost_usd"],
             llm_calls=usage["llm_calls"],
             models=list(usage["models"]),
+            prompts=[prompt["sha256"] for prompt in usage["prompts"]],
             seconds=seconds,
         )
         return JobOutcome(
@@ -364,6 +386,7 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
             llm_calls=usage["llm_calls"],
             seconds=seconds,
             models=usage["models"],
+            prompts=usage["prompts"],
             refusals=result.refusals,
         )
     except (Exception, KeyboardInterrupt) as err:  # a game's failure is an outcome, not a crashed run
@@ -384,4 +407,5 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
             llm_calls=usage["llm_calls"],
             seconds=round(time.monotonic() - started, 3),
             models=usage["models"],
+            prompts=usage["prompts"],
         )

@@ -1,7 +1,8 @@
 """An experiment's manifest: what was run, with which code, config, settings, prompts, models and seeds.
 
 Kept in two places: in the store (the value ``experiment:<name>:manifest``, written once, with the names of
-the models the provider reported appended as ``experiment:<name>:model:<i>`` as games finish; every
+the models the provider reported and the system prompts the LLM seats used appended as
+``experiment:<name>:model:<i>`` and ``experiment:<name>:prompt:<i>`` as games finish; every
 experiment's name under ``experiments:<i>``) and as ``OUT/manifest.json``, rewritten as games finish, which
 ``tradecraft analyze OUT`` and ``tradecraft experiment status OUT`` read.
 
@@ -9,8 +10,10 @@ experiment's name under ``experiments:<i>``) and as ``OUT/manifest.json``, rewri
 (ISO time), ``code`` (``versions`` of the packages, ``git`` commit and whether the work tree was dirty),
 ``config`` (``given``: the file as written; ``validated``: with every default filled in),
 ``config_sha256``, ``settings`` (the game settings every game shares, before the seats' ToM orders),
-``prompts`` (``version``: a digest of every prompt text; ``instructions_template_sha256``; ``personas``
-and ``reasoning_modes``: text and sha256 of each), ``models`` (model names as the provider reported them;
+``prompts`` (``version``: a digest of every prompt text; ``module_sha256`` of agents/llm/prompts.py;
+``personas`` and ``reasoning_modes``: text and sha256 of each; ``system_prompts``: each LLM seat's system
+prompt as its games reported it, ``sha256``, ``model``, ``settings``, ``system``), ``models`` (model
+names as the provider reported them;
 configured names under ``configured``), ``seeds`` (the base seeds and how game and policy seeds derive),
 ``jobs`` (how many games the plan has), ``conditions`` (their labels) and, after a run, ``summary``
 (finished / failed / pending games, tokens, cost).
@@ -22,6 +25,7 @@ import hashlib
 import inspect
 import json
 import subprocess
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,7 @@ MANIFEST_FILE = "manifest.json"
 INDEX_KEY = "experiments:{}"
 MANIFEST_KEY = "experiment:{}:manifest"
 MODEL_KEY = "experiment:{}:model:{}"
+PROMPT_KEY = "experiment:{}:prompt:{}"
 
 
 def _sha(text: str) -> str:
@@ -74,6 +79,7 @@ def prompt_versions() -> dict[str, Any]:
         "module_sha256": template,
         "personas": personas,
         "reasoning_modes": modes,
+        "system_prompts": [],  # filled in from the games' llm_prefix traces as they finish
     }
 
 
@@ -128,6 +134,7 @@ def stored_manifest(store: Store, name: str) -> dict[str, Any] | None:
         return None
     manifest = json.loads(text)
     manifest["models"]["reported"] = reported_models(store, name)
+    manifest["prompts"]["system_prompts"] = reported_prompts(store, name)
     return manifest
 
 
@@ -149,6 +156,7 @@ def register(store: Store, manifest: dict[str, Any]) -> dict[str, Any]:
     if stored_text == json_dumps(manifest):  # new: list it
         _append(store, INDEX_KEY, name)
     stored["models"]["reported"] = reported_models(store, name)
+    stored["prompts"]["system_prompts"] = reported_prompts(store, name)
     return stored
 
 
@@ -174,15 +182,33 @@ def reported_models(store: Store, name: str) -> list[str]:
     return _read_list(store, MODEL_KEY, name)
 
 
-def add_models(store: Store, manifest: dict[str, Any], models: list[str] | tuple[str, ...]) -> bool:
-    """Record model names the provider reported that the manifest lacks; True if any was new."""
-    known = manifest["models"]["reported"]
-    new = [m for m in models if m not in known]
-    for model in new:
-        if model not in reported_models(store, manifest["experiment"]):
-            _append(store, MODEL_KEY, model, manifest["experiment"])
-        known.append(model)
-    return bool(new)
+def reported_prompts(store: Store, name: str) -> list[dict[str, Any]]:
+    return [json.loads(text) for text in _read_list(store, PROMPT_KEY, name)]
+
+
+def add_reported(
+    store: Store,
+    manifest: dict[str, Any],
+    models: Sequence[str] = (),
+    prompts: Sequence[dict[str, Any]] = (),
+) -> bool:
+    """Record the model names and system prompts games reported that the manifest lacks (in the store and
+    in ``manifest``); True if any was new."""
+    name = manifest["experiment"]
+    known_models = manifest["models"]["reported"]
+    known_prompts = {p["sha256"] for p in manifest["prompts"]["system_prompts"]}
+    new_models = [m for m in dict.fromkeys(models) if m not in known_models]
+    new_prompts = [p for p in prompts if p["sha256"] not in known_prompts]
+    for model in new_models:
+        if model not in reported_models(store, name):  # another run may have recorded it meanwhile
+            _append(store, MODEL_KEY, model, name)
+        known_models.append(model)
+    for prompt in new_prompts:
+        if prompt["sha256"] not in {p["sha256"] for p in reported_prompts(store, name)}:
+            _append(store, PROMPT_KEY, json_dumps(prompt), name)
+        manifest["prompts"]["system_prompts"].append(prompt)
+        known_prompts.add(prompt["sha256"])
+    return bool(new_models or new_prompts)
 
 
 def experiment_names(store: Store) -> list[str]:

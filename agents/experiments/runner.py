@@ -28,11 +28,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agents.experiments.config import ExperimentConfig
+from agents.experiments.config import ExperimentConfig, ExperimentError
 from agents.experiments.executors import Executor, LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, GameJob, JobOutcome, clear_stop, game_id_for
 from agents.experiments.limits import limiter_from_config
-from agents.experiments.manifest import add_models, build_manifest, register, write_manifest
+from agents.experiments.manifest import add_reported, build_manifest, register, write_manifest
 from agents.experiments.plan import plan_jobs
 from server.store import GameRecord, Store, open_store
 from server.table.costs import Tokens
@@ -172,6 +172,12 @@ def run_experiment(
     out = out or default_out(config.name)
     out.mkdir(parents=True, exist_ok=True)
     store_url = store_url or default_store_url(out)
+    if store_url.startswith("memory:") or ":memory:" in store_url:
+        raise ExperimentError(
+            "invalid_store",
+            f"{store_url} is private to one store object, but every game opens the store itself: use a "
+            "SQLite file (sqlite:///ABS/PATH/experiment.db, the default) or MongoDB",
+        )
     store = open_store(store_url)
     jobs = plan_jobs(config, store_url)
     manifest = register(store, build_manifest(raw, config, store_url, jobs))
@@ -186,7 +192,7 @@ def run_experiment(
                 state.finished.get("cost_usd"),  # type: ignore[arg-type]
                 int(state.finished.get("llm_calls") or 0),  # type: ignore[call-overload]
             )
-            add_models(store, manifest, state.finished.get("models") or [])  # type: ignore[arg-type]
+            add_reported(store, manifest, state.finished.get("models") or [])  # type: ignore[arg-type]
         elif state.failures >= config.max_attempts:
             tally.failed += 1
     manifest_path = write_manifest(out, {**manifest, "summary": tally.summary()})
@@ -211,14 +217,14 @@ def run_experiment(
             tally.finished += 1
             tally.played += 1
             bar.update(1)
-            if add_models(store, manifest, outcome.models):
+            if add_reported(store, manifest, outcome.models, outcome.prompts):
                 write_manifest(out, {**manifest, "summary": tally.summary()})
         elif not outcome.interrupted:
             state.failures += 1
             if state.failures >= config.max_attempts:
                 tally.failed += 1
-        if record is None:  # the game was never stored (store down): the next attempt takes its place
-            state.attempts.append({"game_id": outcome.game_id, "status": "aborted"})
+        # a game never stored (its worker died first, the store was down) leaves no gap: the next attempt
+        # reuses its id, so a resumed scan, which reads attempts 1, 2, ... until one is missing, sees them all
         if on_outcome is not None:
             on_outcome(outcome)
         bar.set_postfix_str(tally.postfix())

@@ -14,13 +14,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from agents.experiments.config import ExperimentError, parse_config
 from agents.experiments.jobs import GameJob
 from agents.experiments.manifest import stored_manifest
 from agents.experiments.plan import plan_jobs
 from agents.experiments.runner import JobState, scan, tokens_of
 from server.game.gamelog import encode_log
-from server.store import Store, open_store
+from server.store import GameRecord, Store, open_store
 from server.table.costs import Tokens
 from server.table.game_logs import load_game_log
 
@@ -75,18 +77,21 @@ def _safe(game_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", game_id)
 
 
-def export_logs(name: str, store_url: str, out: Path, *, all_attempts: bool = False) -> list[Path]:
+def export_logs(
+    name: str, store_url: str, out: Path, *, all_attempts: bool = False, progress: bool = False
+) -> list[Path]:
     """Write each finished game's log to ``out/<game id>.jsonl`` (``all_attempts``: aborted ones too)."""
     store = open_store(store_url)
     _, jobs = experiment_jobs(store, name, store_url)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    records: list[GameRecord] = []
     for state in scan(store, jobs):
-        records = state.attempts if all_attempts else [state.finished] if state.finished else []
-        for record in records:
-            log = load_game_log(store, record["game_id"]).log
-            path = out / f"{_safe(record['game_id'])}.jsonl"
-            with path.open("w", encoding="utf-8") as handle:
-                handle.writelines(encode_log(log))
-            written.append(path)
+        records += state.attempts if all_attempts else [state.finished] if state.finished else []
+    for record in tqdm(records, unit="game", desc="export", disable=not progress):
+        log = load_game_log(store, record["game_id"]).log
+        path = out / f"{_safe(record['game_id'])}.jsonl"
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines(encode_log(log))
+        written.append(path)
     return written
