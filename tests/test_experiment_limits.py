@@ -3,13 +3,18 @@ and the callback on a real ChatOpenAI talking to the project's OpenAI-compatible
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import pickle
 import random
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
+from experiment_support import bots_config, validated
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
@@ -24,6 +29,7 @@ from agents.experiments.limits import (
     limiter_from_config,
 )
 from agents.testing.openai_server import OpenAITestServer, Reply
+from agents.testing.scripted_player import ScriptedPlayer
 
 
 class FakeClock:
@@ -229,3 +235,47 @@ def test_token_limit_on_an_llm_seat_built_from_its_spec(monkeypatch: pytest.Monk
         chat.invoke([HumanMessage("c")])  # 640 + c > 500: waits for both to leave the window
         assert clock.now == 60.0 and limiter.usage("openai") == (1, 320)
     assert len(arrivals) == 3
+
+
+@pytest.mark.slow
+def test_an_experiment_config_s_limits_hold_every_llm_call_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner builds one limiter from the config's ``limits`` and every LLM seat of every game
+    acquires from it: the window ends up holding exactly the requests the server saw, with their usage."""
+    import agents.experiments.runner as runner_module
+
+    built: list[RateLimiter] = []
+
+    def capturing(limits: Any) -> RateLimiter | None:
+        limiter = limiter_from_config(limits)
+        assert limiter is not None
+        built.append(limiter)
+        return limiter
+
+    monkeypatch.setattr(runner_module, "limiter_from_config", capturing)
+    usage: list[int] = []
+
+    def answer(request: dict[str, Any]) -> Reply:
+        reply = player(request)
+        usage.append(len(json.dumps(request["messages"])) // 4 + 7)
+        return dataclasses.replace(reply, usage=(usage[-1] - 7, 7))
+
+    player = ScriptedPlayer(accept_every=1)
+    raw = bots_config(
+        name="llm-limited",
+        focal={"agents": ["llm:openai:mini"], "tom_orders": [[0]]},
+        opponent={"agent": "same", "tom_orders": [0]},
+        swap_seats=True,
+        game={"max_turns": 1},
+        limits={"openai": {"requests_per_minute": 10_000, "tokens_per_minute": 10_000_000}},
+    )
+    with OpenAITestServer(policy=answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        report = runner_module.run_experiment(
+            validated(raw), raw, store_url=f"sqlite:///{tmp_path / 's.db'}", out=tmp_path, progress=False
+        )
+    assert report.summary["finished"] == 2
+    assert len(built) == 1 and built[0].limits["openai"].requests_per_minute == 10_000
+    assert built[0].usage("openai") == (len(server.requests), sum(usage)) and len(usage) > 4
