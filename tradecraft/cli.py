@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agents.bot_cli:bots_command",
         "The installed policies (bots, LLM agents) and their options: types, bounds, defaults.",
     ),
+    "experiment": (
+        "agents.experiments.cli:experiment_group",
+        "Experiments: run a config's grid of games (resumable, costed), status, list, export.",
+    ),
     "tournament": (
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",

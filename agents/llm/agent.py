@@ -394,6 +394,7 @@ class LLMAgent:
             reasoning=reasoning or None,
             tokens=tokens,
             finish_reason=answer.response_metadata.get("finish_reason"),
+            provider_model=answer.response_metadata.get("model_name"),  # the model as the provider names it
         )
         self._trace("llm_call", **record)
 

@@ -1,0 +1,1 @@
+"""Example experiment configs (``tradecraft experiment examples`` lists them)."""

@@ -1,0 +1,54 @@
+"""Helpers for the experiment runner's tests: small configs, stored games by job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.experiments.config import ExperimentConfig, parse_config
+from server.store import Store
+
+
+def bots_config(name: str = "small", **overrides: Any) -> dict[str, Any]:
+    """A small bots-only experiment: ToM-0 and ToM-1 focal seats against ToM-0 on the paper's first
+    instance, seats swapped (4 games)."""
+    return {
+        "name": name,
+        "instances": {"set": "paper", "first": 1},
+        "focal": {"agents": ["tom0", "tom1"], "tom_orders": [[0, 1, 2]]},
+        "opponent": {"agent": "tom0", "tom_orders": [0]},
+        "swap_seats": True,
+        "concurrency": 2,
+        **overrides,
+    }
+
+
+def validated(raw: dict[str, Any]) -> ExperimentConfig:
+    return parse_config(raw, "test config")
+
+
+def write_config(folder: Path, raw: dict[str, Any]) -> Path:
+    path = folder / f"{raw['name']}.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def experiment_games(store: Store, experiment: str) -> list[dict[str, Any]]:
+    """Every stored game of ``experiment`` (every attempt)."""
+    return [g for g in store.list_games(limit=100_000) if g.get("experiment") == experiment]
+
+
+def finished_by_job(store: Store, experiment: str) -> dict[str, list[dict[str, Any]]]:
+    """Job key -> its finished games (a correct runner stores exactly one per job)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for game in experiment_games(store, experiment):
+        if game["status"] == "finished":
+            found.setdefault(game["job_key"], []).append(game)
+    return found
+
+
+def digests(store: Store, experiment: str) -> dict[str, str]:
+    """Job key -> log sha256 of its finished game."""
+    return {key: games[0]["log_sha256"] for key, games in finished_by_job(store, experiment).items()}

@@ -1,0 +1,88 @@
+"""An LLM experiment against the project's scripted OpenAI-compatible server: real ChatOpenAI calls over
+HTTP, games finished, tokens counted and costed, the provider's model name in the manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from experiment_support import bots_config, experiment_games, validated
+
+from agents.experiments.executors import LocalExecutor
+from agents.experiments.manifest import MANIFEST_FILE
+from agents.experiments.runner import run_experiment
+from agents.testing.openai_server import OpenAITestServer, Reply
+from agents.testing.scripted_player import ScriptedPlayer
+from server.store import open_store
+from server.table.config import load_settings
+from server.table.costs import Tokens, cost_usd
+
+pytestmark = pytest.mark.slow
+
+PROVIDER_MODEL = "gpt-4o-mini-2024-07-18"
+"""What the server says it is: priced as gpt-4o-mini by the settings' price table."""
+
+
+class CountedPlayer(ScriptedPlayer):
+    """The scripted player, with a usage block on every answer (as a provider sends)."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        reply = super().__call__(request)
+        prompt = sum(len(json.dumps(m)) for m in request["messages"]) // 4
+        return dataclasses.replace(reply, usage=(prompt, 20))
+
+
+def test_an_llm_experiment_runs_against_the_scripted_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = bots_config(
+        name="llm-small",
+        focal={"agents": ["llm:openai:mini", "llm:openai:mini?temperature=0"], "tom_orders": [[0, 1]]},
+        opponent={"agent": "same", "tom_orders": [0]},
+        swap_seats=False,
+        game={"max_turns": 2},
+    )
+    out = tmp_path / "out"
+    url = f"sqlite:///{out / 'store.db'}"
+    with OpenAITestServer(policy=CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        report = run_experiment(
+            validated(raw), raw, store_url=url, out=out, executor=LocalExecutor(2), progress=False
+        )
+        requests = len(server.requests)
+    assert report.summary["finished"] == 2 and report.summary["failed"] == 0
+    store = open_store(url)
+    games = experiment_games(store, "llm-small")
+    assert len(games) == 2 and {g["status"] for g in games} == {"finished"}
+    calls = sum(g["llm_calls"] for g in games)
+    assert calls == requests > 0  # every request the server saw is counted once
+    prices = load_settings().prices.models
+    for game in games:
+        assert game["models"] == [PROVIDER_MODEL]
+        focal = next(seat for seat in game["seats"] if seat["focal"])
+        assert focal["kind"] == "agent" and focal["model"] == "openai:mini" and focal["tom_orders"] == [0, 1]
+        assert focal["persona"] == "none" and focal["reasoning"] == "direct"
+        traces = [t for t in store.load_traces(game["game_id"]) if t.get("trace") == "llm_call"]
+        tokens = sum((Tokens.of_trace(t) for t in traces), Tokens())
+        assert tokens.input > 0 and game["tokens"] == {
+            "input": tokens.input,
+            "cached": 0,
+            "output": tokens.output,
+        }
+        assert game["cost_usd"] == pytest.approx(cost_usd(prices, PROVIDER_MODEL, tokens))
+        reports = [e for e in store.load_events(game["game_id"]) if e["type"] == "tom_reported"]
+        assert any(r["payload"]["seat"] == focal["seat"] and r["payload"].get("v1") for r in reports)
+    summary = report.summary
+    assert summary["tokens"]["input"] == sum(g["tokens"]["input"] for g in games)
+    assert summary["cost_usd"] == pytest.approx(sum(g["cost_usd"] for g in games), abs=1e-6)
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["models"]["reported"] == [PROVIDER_MODEL]
+    prompts = manifest["prompts"]["system_prompts"]
+    assert len(prompts) == 2  # the focal seat's (asked V0+V1) and the opponent's (V0)
+    assert {p["sha256"] for p in prompts} == {h for g in games for h in g["prompts"]}
+    assert all(p["settings"]["persona"] == "none" and "tool" in p["system"].lower() for p in prompts)
+    assert manifest["models"]["configured"] == ["openai:mini"]
