@@ -19,9 +19,9 @@
   A fallback a runner plays for a silent policy leaves no trace and is not counted.
 - ``llm_calls``, ``input_tokens``, ``cached_tokens`` (input served from the provider's cache, part of
   ``input_tokens``), ``output_tokens``: sums over the seat's ``llm_call`` records; ``cost_usd``: their cost
-  under the price table (:func:`server.table.costs.cost_usd`; a model named ``provider:model`` is priced
-  as ``model``, :func:`priced_name`): 0 for a seat with no LLM call, missing when a call's model is not in
-  the table;
+  under the price table (:func:`server.table.costs.cost_usd`, each call priced by the model it ran on,
+  ``traces.model``: the provider's name for it, else the configured one): 0 for a seat with no LLM call,
+  missing when a call's model is not in the table;
 - ``latency_s``: the sum of the seat's response latencies (``seats.response_s``), ``seconds_per_move``: that
   sum over the number of responses.
 
@@ -36,7 +36,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from server.table.config import ModelPrice
-from server.table.costs import Tokens, cost_usd, price_of
+from server.table.costs import Tokens, cost_usd
 
 OUTCOME_COLUMNS: tuple[str, ...] = (
     "game_id", "seat", "agent", "group", "focal", "won", "sole_win", "turns", "turns_to_win", "proposals",
@@ -61,16 +61,6 @@ _COUNTS = (
     "proposals", "proposals_accepted", "decisions", "accepts", "crafts", "invalid_actions", "retries",
     "fallbacks", "llm_calls", "input_tokens", "cached_tokens", "output_tokens",
 )  # fmt: skip
-
-
-def priced_name(prices: Mapping[str, ModelPrice], model: object) -> str | None:
-    """The name to price ``model`` by: itself, else without its provider prefix (the LLM agent names its
-    model by its spec, ``openai:gpt-4o``, while price tables list ``gpt-4o``)."""
-    if not isinstance(model, str) or not model:
-        return None
-    if price_of(prices, model) is None and ":" in model:
-        return model.split(":", 1)[1]
-    return model
 
 
 def _count_by(frame: pd.DataFrame, seat_column: str, name: str) -> pd.Series:
@@ -103,7 +93,7 @@ def seat_outcomes(
     llm = traces[traces["source"] == "llm"]
     calls = llm[llm["kind"] == "llm_call"].copy()
     calls["cost_usd"] = [
-        cost_usd(prices, priced_name(prices, model), Tokens(int(i), int(c), int(o)))
+        cost_usd(prices, model, Tokens(int(i), int(c), int(o)))
         for model, i, c, o in zip(
             calls["model"],
             calls["prompt_tokens"].fillna(0),

@@ -51,6 +51,7 @@ from analysis.tom_scores import COLUMNS as TOM_VALUE_COLUMNS
 from analysis.tom_scores import tom_score_rows
 from craft_rules.model import RuleSet
 from server.game.gamelog import GameLog, TraceRecord
+from server.table.costs import call_model
 
 #: Columns of every table, declared once.
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -362,7 +363,7 @@ def trace_row(game_id: str, trace: TraceRecord) -> dict[str, Any]:
         "source": source,
         "kind": kind,
         "policy": record.get("policy"),
-        "model": record.get("model"),
+        "model": call_model(record) if kind == "llm_call" else record.get("model"),
         "decision": record.get("decision") if isinstance(record.get("decision"), str) else None,
         "step": _count(record.get("step")),
         "turn": _count(record.get("turn")),

@@ -180,7 +180,8 @@ def test_the_real_llm_agents_traces_are_counted() -> None:
         Reply(tool_calls=[("resign", {})], usage=(950, 5)),  # no such tool
         Reply(tool_calls=[("propose", {"to": "one", "offer": {"coal": 1}})], usage=(990, 9)),  # bad shape
     ]
-    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+    # the server names the model as OpenAI does, with its snapshot date: the call ran on that one
+    with OpenAITestServer(script, policy=ScriptedPlayer(), model="gpt-4o-mini-2024-07-18") as server:
         chat = ChatOpenAI(base_url=server.base_url, api_key="sk-test-0123456789", model="gpt-4o-mini",
                           max_retries=0, timeout=5.0)  # fmt: skip
         settings = AgentSettings(max_invalid=3, backoff_base=0.005, backoff_cap=0.05)
@@ -203,7 +204,8 @@ def test_the_real_llm_agents_traces_are_counted() -> None:
     price = load_settings().prices.models["gpt-4o-mini"]
     assert row["cost_usd"] == pytest.approx(
         (row["input_tokens"] * price.input + row["output_tokens"] * price.output) / 1_000_000
-    )  # priced as gpt-4o-mini, its provider prefix dropped
+    )  # priced as gpt-4o-mini, the stem of the model the provider reported
+    assert set(ds.traces.loc[ds.traces["kind"] == "llm_call", "model"]) == {"gpt-4o-mini-2024-07-18"}
     traces = ds.traces[ds.traces["seat"] == 0]
     assert set(traces["kind"]) >= {
         "llm_prefix",

@@ -40,7 +40,7 @@ from server.game import GameSettings
 from server.game.policy import FALLBACK
 from server.store import Store, open_store
 from server.table.config import ModelPrice, load_settings
-from server.table.costs import Tokens, cost_usd
+from server.table.costs import Tokens, call_model, cost_usd
 
 SOURCE = "experiment"
 """The ``source`` of every game the runner stores."""
@@ -260,8 +260,8 @@ class _Streamer:
 def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> dict[str, Any]:
     """Tokens, cost, model calls, provider-reported model names and system prompts of a game's traces.
 
-    A call's model is the name the provider reported (``provider_model``), else the configured name without
-    its provider prefix. ``cost_usd`` is None when some model with tokens is not in the price table."""
+    A call's model is :func:`server.table.costs.call_model` (the provider's name for it, else the configured
+    one). ``cost_usd`` is None when some model with tokens is not in the price table."""
     by_model: dict[str, Tokens] = {}
     reported: list[str] = []
     prompts: dict[str, dict[str, Any]] = {}
@@ -278,7 +278,7 @@ def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> 
         provider_model = record.get("provider_model")
         if isinstance(provider_model, str) and provider_model and provider_model not in reported:
             reported.append(provider_model)
-        model = provider_model or str(record.get("model") or "").split(":", 1)[-1]
+        model = call_model(record)
         by_model[model] = by_model.get(model, Tokens()) + Tokens.of_trace(record)
     total = sum(by_model.values(), Tokens())
     costs = [cost_usd(prices, model, tokens) for model, tokens in by_model.items()]

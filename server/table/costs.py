@@ -4,8 +4,10 @@ Providers report ``input`` tokens with the ``cached`` ones among them (OpenAI's 
 ``cached_tokens``; LangChain's ``input_tokens`` and ``input_token_details.cache_read``), so a call costs
 ``(input - cached) * input price + cached * cached-input price + output * output price``, prices in US
 dollars per million tokens. A model is found in the table by its exact name, else by the longest listed
-name it starts with followed by ``-`` (``gpt-4o-2024-08-06`` is priced as ``gpt-4o``); a model the table
-does not list has no cost (None), never a guessed one.
+name it starts with followed by ``-`` (``gpt-4o-2024-08-06`` is priced as ``gpt-4o``), a name with its
+provider in front (``openai:gpt-4o``, as LLM specs and agents write it) without that prefix; a model the
+table does not list has no cost (None), never a guessed one. :func:`call_model` says which model an LLM
+call ran on: the one the provider reported, else the configured one.
 """
 
 from __future__ import annotations
@@ -44,14 +46,28 @@ class Tokens:
         return cls(count("prompt_tokens"), count("cached_prompt_tokens"), count("completion_tokens"))
 
 
+def call_model(record: Mapping[str, object]) -> str | None:
+    """The model an LLM call trace ran on: as the provider reported it (``provider_model``), else as it was
+    configured (``model``, e.g. ``openai:gpt-4o``)."""
+    for key in ("provider_model", "model"):
+        value = record.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def price_of(prices: Mapping[str, ModelPrice], model: str | None) -> ModelPrice | None:
-    """The listed price of ``model``: its own entry, else the longest entry it extends by ``-...``."""
+    """The listed price of ``model``: its own entry, else the longest entry it extends by ``-...``; a
+    ``provider:model`` name is looked up without its provider."""
     if not model:
         return None
     if model in prices:
         return prices[model]
     stems = [name for name in prices if model.startswith(name + "-")]
-    return prices[max(stems, key=len)] if stems else None
+    if stems:
+        return prices[max(stems, key=len)]
+    provider, colon, bare = model.partition(":")
+    return price_of(prices, bare) if colon and provider and bare else None
 
 
 def cost_usd(prices: Mapping[str, ModelPrice], model: str | None, tokens: Tokens) -> float | None:
