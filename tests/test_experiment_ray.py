@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from experiment_support import bots_config, finished_by_job
 
 from agents.experiments.cli import experiment_group
 from agents.experiments.config import parse_config
@@ -24,25 +25,12 @@ from server.game import GameSettings
 from server.store import Store, open_store
 
 
-def small_bots_config(name: str) -> dict[str, Any]:
-    """ToM-0 and ToM-1 focal seats against ToM-0 on the paper's first instance, seats swapped: 4 games."""
-    return {
-        "name": name,
-        "instances": {"set": "paper", "first": 1},
-        "focal": {"agents": ["tom0", "tom1"], "tom_orders": [[0, 1, 2]]},
-        "opponent": {"agent": "tom0", "tom_orders": [0]},
-        "swap_seats": True,
-        "concurrency": 2,
-    }
-
-
 def finished_digests(store: Store, experiment: str) -> dict[str, list[str]]:
     """Job key -> the log sha256 of each of its finished games (one each when nothing was replayed)."""
-    found: dict[str, list[str]] = {}
-    for game in store.list_games(limit=10_000):
-        if game.get("experiment") == experiment and game["status"] == "finished":
-            found.setdefault(game["job_key"], []).append(game["log_sha256"])
-    return found
+    return {
+        key: [game["log_sha256"] for game in games]
+        for key, games in finished_by_job(store, experiment).items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +47,7 @@ def test_a_bots_only_experiment_through_ray_stores_the_same_games_as_locally(
 ) -> None:
     from agents.experiments.ray_executor import RayExecutor
 
-    raw = small_bots_config("ray-equal")
+    raw = bots_config("ray-equal")
     config = parse_config(raw, "test config")
     local_url, ray_url = f"sqlite:///{tmp_path / 'local.db'}", f"sqlite:///{tmp_path / 'ray.db'}"
     local = run_experiment(config, raw, store_url=local_url, out=tmp_path / "local", progress=False)
@@ -122,7 +110,7 @@ def test_every_ray_task_draws_on_one_shared_limiter(local_ray: Any, tmp_path: Pa
 
 @pytest.mark.slow
 def test_executor_ray_through_the_cli(local_ray: Any, tmp_path: Path) -> None:
-    raw = small_bots_config("ray-cli")
+    raw = bots_config("ray-cli")
     path = tmp_path / "ray-cli.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     store_url = f"sqlite:///{tmp_path / 'cli.db'}"
@@ -139,7 +127,7 @@ def test_ctrl_c_of_a_ray_run_stores_games_interrupted_and_the_same_command_resum
 ) -> None:
     from agents.experiments.ray_executor import RayExecutor
 
-    raw = {**small_bots_config("ray-interrupt"), "instances": {"set": "paper", "first": 3}}
+    raw = {**bots_config("ray-interrupt"), "instances": {"set": "paper", "first": 3}}
     path = tmp_path / "ray-interrupt.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     store_url = f"sqlite:///{tmp_path / 'int.db'}"
@@ -183,7 +171,7 @@ def test_executor_ray_without_ray_says_how_to_install_it(
 ) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     path = tmp_path / "no-ray.yaml"
-    path.write_text(yaml.safe_dump(small_bots_config("no-ray")), encoding="utf-8")
+    path.write_text(yaml.safe_dump(bots_config("no-ray")), encoding="utf-8")
     args = ["run", str(path), "--executor", "ray", "--store", f"sqlite:///{tmp_path / 'x.db'}"]
     result = CliRunner().invoke(experiment_group, [*args, "--out", str(tmp_path / "out")])
     assert result.exit_code == 1

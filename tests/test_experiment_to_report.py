@@ -88,10 +88,11 @@ def test_an_llm_config_runs_against_the_scripted_server_and_its_report_counts_to
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     out, report_dir = tmp_path / "run", tmp_path / "report"
     store = f"sqlite:///{tmp_path / 'experiments.db'}"
+    run = ("experiment", "run", str(path), "--store", store, "--out", str(out), "--no-progress")
     with OpenAITestServer(policy=CountedPlayer(accept_every=1), model="gpt-4o-mini-2024-07-18") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-        said = tradecraft("experiment", "run", str(path), "--store", store, "--out", str(out), "--no-progress")
+        said = tradecraft(*run)
         requests = len(server.requests)
     assert "4/4 games finished, 0 failed" in said
     manifest = json.loads((out / "manifest.json").read_text())
