@@ -25,7 +25,8 @@ Tables (:class:`Dataset`; columns declared once, in :func:`columns`):
   bool); ``games`` adds ``experiment``, ``job_key``, ``attempt`` and ``condition`` from the runner's
   metadata (missing for other games).
 - ``seats``: :data:`analysis.tables.COLUMNS` ``["seats"]`` plus ``agent`` (who played the seat as the
-  analysis groups it: the seat's ``model``, else its bot spec, else its name), ``tom_orders`` (tuple of the
+  analysis groups it: the runner's ``agent`` label, else the seat's ``model``, else its bot spec, else its
+  name; :func:`agent_of`), ``tom_orders`` (tuple of the
   orders the settings ask the seat to report), ``group`` (``"V0"``, ``"V0+V1"``, ``"V0+V1+V2"``; ``"none"``
   for no reports) and ``focal`` (the seat's stored ``focal``; True where the seat record has none, as for
   every game not made by the runner).
@@ -443,8 +444,10 @@ def group_of(orders: Iterable[int]) -> str:
 
 
 def agent_of(record: Mapping[str, Any]) -> str | None:
-    """Who played a seat as the analysis groups it: its model, else its bot spec, else its name."""
-    for key in ("model", "bot", "name"):
+    """Who played a seat as the analysis groups it: the ``agent`` label the experiment runner stores (the
+    model or bot with its persona and reasoning mode, without the ToM orders: ``gpt-4o fair cot``), else its
+    model, else its bot spec, else its name."""
+    for key in ("agent", "model", "bot", "name"):
         if record.get(key):
             return str(record[key])
     return None

@@ -92,6 +92,8 @@ def test_the_plan_is_the_grid_with_seats_swapped() -> None:
         v2.seats[0].metadata()["tom_orders"] == [0, 1, 2]
         and v2.seats[0].metadata()["model"] == "openai:gpt-4o"
     )
+    # the analysis compares one agent across ToM groups: its label names persona and reasoning, not orders
+    assert v2.seats[0].metadata()["agent"] == "gpt-4o cot" and first.seats[1].metadata()["agent"] == "gpt-4o"
     assert {job.labels["seed"] for job in jobs} == {1, 2}
 
 

@@ -105,4 +105,4 @@ def test_an_llm_config_runs_against_the_scripted_server_and_its_report_counts_to
     # 1200 in (none cached) and 30 out per call at gpt-4o-mini's price: 0.15 and 0.60 USD per million
     assert outcomes["cost_usd"].sum() == pytest.approx(requests * (1200 * 0.15 + 30 * 0.60) / 1e6)
     summary = pd.read_parquet(report_dir / "tables" / "outcome_summary.parquet")
-    assert set(summary["group"]) == {"V0", "V0+V1"} and set(summary["agent"]) == {"openai:gpt-4o-mini"}
+    assert set(summary["group"]) == {"V0", "V0+V1"} and set(summary["agent"]) == {"gpt-4o-mini"}

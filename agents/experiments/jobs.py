@@ -105,7 +105,8 @@ class SeatPlan:
     name: str
     """The bot's name (``tom1``) or the model as configured (``openai:gpt-4o``)."""
     agent: str
-    """A readable label of the seat's agent, e.g. ``tom1`` or ``gpt-4o V0+V1 fair cot``."""
+    """A readable label of the seat's agent, e.g. ``tom1`` or ``gpt-4o fair cot``; its ToM orders are
+    stored apart (``tom_orders``), so the analysis compares one agent across its ToM groups."""
     tom_orders: tuple[int, ...]
     persona: str | None = None
     reasoning: str | None = None

@@ -59,7 +59,7 @@ class SeatChoice:
             spec=spec,
             kind="agent" if llm else "bot",
             name=name,
-            agent=self.label,
+            agent=self.agent_label,
             tom_orders=self.tom_orders,
             persona=(self.persona or "none") if llm else None,
             reasoning=(self.reasoning or "direct") if llm else None,
@@ -70,14 +70,27 @@ class SeatChoice:
     def label(self) -> str:
         """``tom1 V0+V1+V2``, ``gpt-4o V0+V1 fair cot``, ``gpt-4o?temperature=0 V0`` (persona and reasoning
         only when not the default)."""
+        return " ".join([self._who, orders_label(self.tom_orders), *self._extras])
+
+    @property
+    def agent_label(self) -> str:
+        """The label without the ToM orders (``gpt-4o fair cot``): who the analysis compares across its
+        ToM groups, which it reads from the seat's ``tom_orders``."""
+        return " ".join([self._who, *self._extras])
+
+    @property
+    def _who(self) -> str:
         parsed = parse_policy_spec(self.agent)
-        who = self.agent
-        if parsed.name == "llm":  # the model without its provider, and any options of the spec
-            options = {k: v for k, v in parsed.options.items() if k != "model_spec"}
-            who = parsed.options["model_spec"].split(":", 1)[-1]
-            who += "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
-        extras = [p for p in (self.persona, self.reasoning) if p not in (None, "none", "direct")]
-        return " ".join([who, orders_label(self.tom_orders), *extras])
+        if parsed.name != "llm":
+            return self.agent
+        # the model without its provider, and any options of the spec
+        options = {k: v for k, v in parsed.options.items() if k != "model_spec"}
+        who = parsed.options["model_spec"].split(":", 1)[-1]
+        return who + ("?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else "")
+
+    @property
+    def _extras(self) -> list[str]:
+        return [p for p in (self.persona, self.reasoning) if p not in (None, "none", "direct")]
 
 
 @dataclass(frozen=True)
