@@ -35,7 +35,7 @@ from agents.bots.registry import make_policy
 from agents.local import LocalProgress, derive_seed, play_local
 from craft_rules.errors import TradeCraftError
 from craft_rules.loader import load_rule_set
-from craft_rules.tasks import get_instance
+from craft_rules.tasks import load_instance
 from server.game import GameSettings
 from server.game.policy import FALLBACK
 from server.store import Store, open_store
@@ -337,7 +337,7 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
         store = _store(job.store_url)
         store.create_game(game_id, job_metadata(job))
         created = True
-        instance = get_instance(job.instance_id)
+        instance = load_instance(job.instance_id)  # cached: a worker plays many games of few instances
         rules = load_rule_set(instance.ruleset)
         settings = GameSettings.model_validate(job.settings)
         policies = build_policies(job, limiter)
