@@ -24,11 +24,12 @@ from experiment_support import (
 
 from agents.experiments import jobs as jobs_module
 from agents.experiments.cli import experiment_group
+from agents.experiments.config import ExperimentError
 from agents.experiments.executors import LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, JobOutcome
 from agents.experiments.manifest import MANIFEST_FILE
 from agents.experiments.plan import plan_jobs
-from agents.experiments.runner import run_experiment
+from agents.experiments.runner import failure_digest, run_experiment
 from server.store import StoreError, open_store
 from server.table.game_logs import load_game_log
 
@@ -109,10 +110,30 @@ def test_a_changed_config_is_refused_with_the_keys_that_differ(tmp_path: Path) -
     assert "repetitions" in str(caught.value) and "new `name:`" in str(caught.value)
 
 
-def test_an_errored_game_is_rerun_up_to_max_attempts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # an LLM seat whose provider has no key: its policy raises at construction, every attempt
+def test_a_seat_that_cannot_be_built_stops_the_run_before_any_game(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an LLM seat whose provider has no key: said once, before anything is played or stored
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    raw = bots_config(name="no-key", focal={"agents": ["llm:openai:gpt-4o"], "tom_orders": [[0]]})
+    with pytest.raises(ExperimentError) as refused:
+        _run(raw, tmp_path)
+    assert refused.value.code == "seat_unavailable" and "OPENAI_API_KEY" in refused.value.message
+    assert "llm:openai:gpt-4o" in refused.value.message and not (tmp_path / "run").exists()
+    path = write_config(tmp_path, raw)
+    said = CliRunner().invoke(experiment_group, ["run", str(path), "--out", str(tmp_path / "cli")])
+    assert said.exit_code == 1 and "cannot be played" in said.output and "Traceback" not in said.output
+
+
+def test_an_errored_game_is_rerun_up_to_max_attempts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a seat that builds once but whose provider is gone when its games start: every attempt fails
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+
+    def provider_gone(spec: str, seed: int) -> object:
+        raise RuntimeError("the provider refused the connection")
+
+    monkeypatch.setattr(jobs_module, "make_policy", provider_gone)
     raw = bots_config(
         name="broken",
         focal={"agents": ["llm:openai:gpt-4o"], "tom_orders": [[0]]},
@@ -123,7 +144,8 @@ def test_an_errored_game_is_rerun_up_to_max_attempts(tmp_path: Path, monkeypatch
     assert report.summary["failed"] == 1 and report.summary["finished"] == 0
     games = sorted(experiment_games(store, "broken"), key=lambda g: g["attempt"])
     assert [g["attempt"] for g in games] == [1, 2]
-    assert all(g["status"] == "aborted" and "OPENAI_API_KEY" in g["error"]["message"] for g in games)
+    assert all(g["status"] == "aborted" and "refused the connection" in g["error"]["message"] for g in games)
+    assert failure_digest(report)[0].startswith("2 x ")  # the CLI's closing lines name the commonest errors
     again, store, _ = _run(raw, tmp_path)
     assert again.outcomes == [] and len(experiment_games(store, "broken")) == 2  # attempts used up
 

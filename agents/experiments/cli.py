@@ -98,7 +98,7 @@ def run_command(
 ) -> None:
     """Run (or resume: the same command again) the experiment CONFIG describes."""
     from agents.experiments.config import load_config
-    from agents.experiments.runner import run_experiment
+    from agents.experiments.runner import failure_digest, run_experiment
     from craft_rules.errors import TradeCraftError
 
     try:
@@ -144,6 +144,10 @@ def run_command(
         f"manifest {report.manifest_path}"
     )
     if summary["failed"]:
+        for line in failure_digest(report):
+            click.echo(f"  {line}", err=True)
+        folder = report.manifest_path.parent
+        click.echo(f"  every error is stored with its game: tradecraft experiment status {folder}", err=True)
         sys.exit(1)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from agents.bots.registry import make_policy
 from agents.experiments.config import ExperimentConfig, ExperimentError
 from agents.experiments.executors import Executor, LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, GameJob, JobOutcome, clear_stop, game_id_for
@@ -170,7 +171,6 @@ def run_experiment(
     the manifest is written, and ``KeyboardInterrupt`` is raised again for the caller.
     """
     out = out or default_out(config.name)
-    out.mkdir(parents=True, exist_ok=True)
     store_url = store_url or default_store_url(out)
     if store_url.startswith("memory:") or ":memory:" in store_url:
         raise ExperimentError(
@@ -178,8 +178,10 @@ def run_experiment(
             f"{store_url} is private to one store object, but every game opens the store itself: use a "
             "SQLite file (sqlite:///ABS/PATH/experiment.db, the default) or MongoDB",
         )
-    store = open_store(store_url)
     jobs = plan_jobs(config, store_url)
+    check_seats(jobs)
+    out.mkdir(parents=True, exist_ok=True)
+    store = open_store(store_url)
     manifest = register(store, build_manifest(raw, config, store_url, jobs))
     manifest["store"] = store_url
     states = {state.job.key: state for state in scan(store, jobs, mark_interrupted=True)}
@@ -262,6 +264,39 @@ def run_experiment(
     if interrupted and not outcomes_done(report):
         raise KeyboardInterrupt
     return report
+
+
+def check_seats(jobs: list[GameJob]) -> None:
+    """Build every distinct seat's policy once before anything is played, so a seat that cannot be built
+    (an LLM seat without its provider's key, a bot option out of range) stops the run with its own message
+    instead of failing every game ``max_attempts`` times. Building a policy makes no model call."""
+    seen: set[str] = set()
+    for job in jobs:
+        for seat in job.seats:
+            if seat.spec in seen:
+                continue
+            seen.add(seat.spec)
+            try:
+                make_policy(seat.spec, 0)
+            except Exception as err:  # whatever a policy factory raises, said with the seat it was for
+                message = getattr(err, "message", None) or str(err) or type(err).__name__
+                raise ExperimentError(
+                    "seat_unavailable",
+                    f"the seat {seat.spec!r} cannot be played: {message}. Nothing was played; fix it and "
+                    "run the same command again.",
+                ) from err
+
+
+def failure_digest(report: RunReport, most: int = 3) -> list[str]:
+    """The commonest errors of this run's failed games, as ``count x code: message`` lines."""
+    counts: dict[tuple[str, str], int] = {}
+    for outcome in report.outcomes:
+        if outcome.status == "finished" or outcome.interrupted or not outcome.error:
+            continue
+        key = (str(outcome.error.get("code")), str(outcome.error.get("message") or "")[:300])
+        counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])[:most]
+    return [f"{count} x {code}: {message}" for (code, message), count in ranked]
 
 
 def outcomes_done(report: RunReport) -> bool:
