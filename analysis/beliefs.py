@@ -229,4 +229,4 @@ def belief_summary(pairs: pd.DataFrame, level: float = 0.95, *, focal_only: bool
 
 def _selected(pairs: pd.DataFrame, focal_only: bool) -> pd.DataFrame:
     require_columns(pairs, PAIR_COLUMNS, "belief pairs")
-    return pairs.loc[pairs["focal"].fillna(False).astype(bool)] if focal_only else pairs
+    return pairs.loc[pairs["focal"].fillna(True).astype(bool)] if focal_only else pairs

@@ -178,11 +178,17 @@ def _belief_tables(dataset: Dataset, results: AnalysisResults) -> None:
         belief_curves=beliefs.belief_curves(no_pairs, level=BELIEF_LEVEL),
         belief_summary=beliefs.belief_summary(no_pairs, level=BELIEF_LEVEL),
     )
-    if dataset.tom_values.empty:
+    if dataset.tom_reports.empty:
         results.note_missing(
             "beliefs", "No ToM reports in the source: belief accuracy needs V0 and V1 reports."
         )
         return
+    if dataset.tom_values["reference"].isna().all():
+        results.note_missing(
+            "beliefs",
+            "No reference values: the games' rule set could not be found or has changed since they were "
+            "played, so only the comparisons with the opponents' own reports are given.",
+        )
     try:
         pairs = beliefs.belief_pairs(dataset)
         if pairs.empty:
@@ -209,16 +215,24 @@ def _proposal_tables(dataset: Dataset, results: AnalysisResults, *, bootstrap: i
     try:
         values = proposals.proposal_values(dataset)
         results.tables["proposal_values"] = values
-        if values.empty:
+        if values[["request_value", "offer_value"]].isna().any(axis=1).all():
             results.note_missing(
                 "proposals",
                 "No proposal of a focal seat could be valued: "
                 "it needs the proposer's own V0 of the same turn.",
             )
             return
-        results.tables["proposal_fits"] = proposals.proposal_fits(
-            values, b=bootstrap, level=PROPOSAL_LEVEL, seed=seed
-        )
+        fits = proposals.proposal_fits(values, b=bootstrap, level=PROPOSAL_LEVEL, seed=seed)
+        results.tables["proposal_fits"] = fits
+        fitted = set(zip(fits["agent"], fits["group"], strict=True))
+        for agent, group in sorted(set(zip(values["agent"], values["group"], strict=True)) - fitted):
+            results.note_missing("proposals", f"{agent} · {group}: no proposal could be valued with its V0.")
+        for row in fits[fits["r"].isna()].itertuples():
+            results.note_missing(
+                "proposals",
+                f"{row.agent} · {row.group}: r is undefined (its requests or offers are worth the same under "
+                "its own V0 every time, e.g. 0), so it is not on the m–r map; its slope is in the table.",
+            )
     except TradeCraftError as err:
         results.note_missing("proposals", err.message)
 
@@ -237,7 +251,7 @@ def _utility_tables(dataset: Dataset, results: AnalysisResults, *, seed: int, pr
             return
         features = utility.decision_features(dataset)
         results.tables["decision_features"] = features
-        if features.empty:
+        if features[["G0", "L0"]].isna().any(axis=1).all():
             results.note_missing(
                 "utilities", "No decision of a focal seat came with its V0 report: no utility to fit."
             )

@@ -93,8 +93,8 @@ _INTEGER = (
     "seat", "turn", "seq", "players", "events", "proposer", "partner", "to", "offer_units", "request_units",
     "order", "opponent_seat", "value", "event_seq", "step", "prompt_messages", "prompt_chars",
     "completion_chars", "reasoning_chars", "prompt_tokens", "cached_prompt_tokens", "completion_tokens",
-    "prefix_tokens", "retries", "invalid", "responses", "turns", "seed", "reference", "opponent_report",
-    "attempt",
+    "prefix_tokens", "retries", "invalid", "responses", "turns", "won_turn", "seed", "reference",
+    "opponent_report", "attempt",
 )  # fmt: skip
 _FLOAT = (
     "time", "latency_s", "created_at", "finished_at", "started_at", "ended_at", "duration_s", "response_s",
@@ -210,9 +210,8 @@ def load(
         _add_seat_groups(tables["seats"], game_log)
         for name, table in tables.items():
             rows[name].extend(table)
-        rule_set = rules_of(game_log)
-        if rule_set is not None:
-            rows["tom_values"].extend(tom_score_rows(game_log, rule_set))
+        # without its rule set a game's reports still pair up with the opponent's; only references are missing
+        rows["tom_values"].extend(tom_score_rows(game_log, rules_of(game_log)))
     if games == 0:
         raise AnalysisError("no_games", f"{_describe(source)} holds no game to analyse", {})
     frames = {name: _frame(name, table) for name, table in rows.items()}
@@ -465,7 +464,7 @@ def _add_seat_groups(seat_rows: list[dict[str, Any]], game_log: GameLog) -> None
             agent=agent_of(record),
             tom_orders=orders,
             group=group_of(orders),
-            focal=bool(record.get("focal", True)),
+            focal=record.get("focal") is not False,  # only a seat stored as not focal is left out
         )
 
 

@@ -4,7 +4,8 @@
 :mod:`analysis.dataset`:
 
 - ``won`` (the log's winners), ``sole_win`` (won alone), ``turns`` (turns the game played),
-  ``turns_to_win`` (``turns`` when the seat won, else missing);
+  ``turns_to_win`` (the turn the seat won, from its ``player_won`` event, else ``turns``; missing when it did
+  not win);
 - ``proposals`` it made, ``proposals_accepted`` of them; ``decisions`` it took on proposals to it,
   ``accepts`` among them; ``crafts`` it made;
 - ``invalid_actions``: actions of the seat that did not go through. For an LLM seat, the agent's own count
@@ -80,7 +81,7 @@ def seat_outcomes(
     prices: Mapping[str, ModelPrice],
 ) -> pd.DataFrame:
     """One row per (game, seat) of ``seats`` with :data:`OUTCOME_COLUMNS` (see the module docstring)."""
-    out = seats[[*_KEY, "agent", "group", "focal", "won", "responses", "response_s"]].copy()
+    out = seats[[*_KEY, "agent", "group", "focal", "won", "won_turn", "responses", "response_s"]].copy()
     winners = games.set_index("game_id")["winners"].map(
         lambda text: len(str(text).split(";")) if isinstance(text, str) and text else 0
     )
@@ -88,7 +89,9 @@ def seat_outcomes(
     out["won"] = out["won"].fillna(False).astype(bool)
     out["sole_win"] = out["won"] & out["game_id"].map(winners).eq(1).to_numpy()
     out["turns"] = out["game_id"].map(turns).astype("Int64")
-    out["turns_to_win"] = out["turns"].astype("float64").where(out["won"])
+    # the turn of the seat's own player_won event (an all_win game goes on after it), else the game's length
+    won_turn = pd.to_numeric(out["won_turn"], errors="coerce").astype("float64")
+    out["turns_to_win"] = won_turn.fillna(out["turns"].astype("float64")).where(out["won"])
 
     llm = traces[traces["source"] == "llm"]
     calls = llm[llm["kind"] == "llm_call"].copy()

@@ -56,7 +56,7 @@ def proposal_values(ds: Dataset) -> pd.DataFrame:
     rows = proposals.loc[:, list(_PROPOSAL_COLUMNS)].merge(
         seat_info.rename(columns={"seat": "proposer"}), on=["game_id", "proposer"], how="left"
     )
-    rows = rows.loc[rows["focal"].fillna(False).astype(bool)].reset_index(drop=True)
+    rows = rows.loc[rows["focal"].fillna(True).astype(bool)].reset_index(drop=True)
     v0 = reports.loc[pd.to_numeric(reports["order"]) == 0, ["game_id", "turn", "seat", "item", "value"]]
     v0 = v0.drop_duplicates(["game_id", "turn", "seat", "item"], keep="last")
     v0 = v0.rename(columns={"seat": "proposer"})

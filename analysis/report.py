@@ -156,12 +156,15 @@ DECISIONS: tuple[str, ...] = (
     "B = {bootstrap}, seed {seed}.",
     "Decision utilities: U(0) = G0 − ρL0; U(0,1) = U(0) + w1(G1 − γL1); U(0,1,2) = U(0,1) + w2(G2 − κL2), "
     "standardised, then logistic regression (L-BFGS). Grid ρ, γ, κ ∈ [−2, 2] and w1, w2 ∈ [−3, 3] in steps "
-    "of 0.25, chosen by training-fold log-likelihood; stratified {folds}-fold cross-validation grouped by "
-    "game; the focal agent's decisions only; macro-F1 mean ± sd over the folds (Table 1).",
+    "of 0.25, chosen by training-fold log-likelihood (L2-penalised as scikit-learn's C = 1 fit is, which "
+    "keeps β finite on separable decisions); stratified {folds}-fold cross-validation grouped by game; the "
+    "focal agent's own decisions only (not those the game made for it on a deadline, nor an LLM agent's "
+    "fallbacks); macro-F1 mean ± sd over the folds (Table 1).",
     "Figure 6 weights: (β/σ_U)·[1, −ρ, w1, −w1γ, w2, −w2κ] for G0, L0, G1, L1, G2, L2, normalised by the "
     "sum of absolute values; the raw weights are in the coefficients table (weight_raw).",
     "Groups: a seat's group is the ToM orders it was asked to report (V0, V0+V1, V0+V1+V2); the agent is "
-    "the LLM model name for LLM seats, the bot spec for bots. The outcomes table has every seat; its summary "
+    "the experiment runner's label (the model or bot with its persona and reasoning mode), else the LLM "
+    "model name for LLM seats and the bot spec for bots. The outcomes table has every seat; its summary "
     "and figure the focal seats (the paper's V0-only baseline opponent is not focal).",
 )
 

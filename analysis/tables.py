@@ -62,7 +62,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "seats": (
         "game_id", "seat", "kind", "name", "bot", "model", "prompt_version", "target", "initial_hand",
-        "final_hand", "won", "responses", "response_s",
+        "final_hand", "won", "won_turn", "responses", "response_s",
     ),
     "turns": (
         "game_id", "turn", "proposer", "outcome", "partner", "started_at", "ended_at", "duration_s",
@@ -224,7 +224,8 @@ def game_rows(log: GameLog) -> dict[str, list[dict[str, Any]]]:
             last_time = stamp
     winners = _winners(log, ended)
     rows["games"].append(_game_row(log, len(turn_rows), last_time, winners, ended))
-    rows["seats"].extend(_seat_rows(log, winners, _final_hands(log, final_hands)))
+    won_turns = {int(e.payload["seat"]): int(e.payload["turn"]) for e in log.events if e.type == "player_won"}
+    rows["seats"].extend(_seat_rows(log, winners, _final_hands(log, final_hands), won_turns))
     rows["traces"].extend(trace_row(gid, trace) for trace in log.traces)
     return rows
 
@@ -298,7 +299,7 @@ def _game_row(
 
 
 def _seat_rows(
-    log: GameLog, winners: list[int] | None, final_hands: list[Any] | None
+    log: GameLog, winners: list[int] | None, final_hands: list[Any] | None, won_turns: Mapping[int, int]
 ) -> Iterator[dict[str, Any]]:
     instance = log.header.instance
     by_seat = {s.get("seat"): s for s in _seat_records(log)}
@@ -322,6 +323,7 @@ def _seat_rows(
             "initial_hand": _json_cell(instance.hands[seat]) if instance is not None else None,
             "final_hand": _json_cell(final_hands[seat]) if final_hands and seat < len(final_hands) else None,
             "won": (seat in winners) if winners is not None else None,
+            "won_turn": won_turns.get(seat),  # in an all_win game a seat may win before the game ends
             "responses": len(latencies),
             "response_s": round(sum(latencies), 6) if latencies else None,
         }

@@ -12,7 +12,9 @@ One row per reported value (:data:`COLUMNS`), from a game log and its rule set:
 
 Reference values are computed over the public hands at the start of the turn (the items a report covers),
 under the rule set the log names and the game's crafting-runs rule (a ``whole`` game's references count
-whole runs only). Unlike :mod:`analysis.tables` this needs the rule set (it solves).
+whole runs only). Unlike :mod:`analysis.tables` this needs the rule set (it solves); without one
+(``rules=None``: the rule set cannot be found or has changed) every row is still given, with the
+opponent's same-turn reports, and ``reference`` is missing.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def tom_score_rows(log: GameLog, rules: RuleSet) -> Iterator[dict[str, Any]]:
-    """Rows of :data:`COLUMNS` for every value of every ToM report in ``log`` (empty without an instance)."""
+def tom_score_rows(log: GameLog, rules: RuleSet | None) -> Iterator[dict[str, Any]]:
+    """Rows of :data:`COLUMNS` for every value of every ToM report in ``log`` (empty without an instance);
+    ``reference`` is missing where ``rules`` is None."""
     instance = log.header.instance
     if instance is None:
         return
@@ -59,12 +62,14 @@ def _turn_rows(
     reports: Mapping[int, Mapping[str, Any]],
     hands: list[dict[str, int]],
     targets: list[dict[str, int]],
-    rules: RuleSet,
+    rules: RuleSet | None,
     whole_runs: bool,
 ) -> Iterator[dict[str, Any]]:
     references: dict[int, dict[str, int]] = {}
 
     def truth(seat: int) -> dict[str, int]:
+        if rules is None:
+            return {}
         if seat not in references:
             references[seat] = reference_values(rules, targets[seat], hands, whole_runs=whole_runs)
         return references[seat]

@@ -10,7 +10,9 @@ report of the same turn (the latest one before the decision):
 - ``G2`` / ``L2``: the same under its V2 about the proposer (its estimate of the proposer's V1 about it).
 
 A feature is NaN when the decider did not report that order that turn, or its report omits an item of the
-proposal (no value is guessed for it).
+proposal (no value is guessed for it). Decisions the decider did not choose are left out: those the game
+made for it (a ``reason`` such as a deadline or a resignation) and an LLM agent's fallback moves (a
+``fallback`` trace record linked to the decision).
 
 **Utilities** (:data:`UTILITIES`): ``U(0) = G0 − ρ·L0``; ``U(0,1) = U(0) + w1·(G1 − γ·L1)``;
 ``U(0,1,2) = U(0,1) + w2·(G2 − κ·L2)``. The standardised utility is the single feature of a logistic
@@ -210,10 +212,19 @@ def decision_features(ds: DecisionTables) -> pd.DataFrame:
         key = (row.game_id, int(row.turn), int(row.proposer))
         proposals.setdefault(key, []).append((int(row.seq), row.offer, row.request))
     reports = _report_values(ds.tom_reports)
+    traces = getattr(ds, "traces", None)
+    fallbacks: set[tuple[Any, int]] = set()
+    if traces is not None and {"kind", "event_seq"} <= set(traces.columns):
+        linked = traces[(traces["kind"] == "fallback") & traces["event_seq"].notna()]
+        pairs = zip(linked["game_id"], linked["event_seq"], strict=True)
+        fallbacks = {(game, int(seq)) for game, seq in pairs}
+    chosen = ds.decisions
+    if "reason" in chosen.columns:  # the game decided for the seat (deadline, resignation)
+        chosen = chosen[chosen["reason"].isna() | chosen["reason"].eq("")]
     rows: list[dict[str, Any]] = []
-    for decision in ds.decisions.itertuples(index=False):
+    for decision in chosen.itertuples(index=False):
         seat, proposer = int(decision.seat), int(decision.proposer)
-        if (decision.game_id, seat) not in seats:
+        if (decision.game_id, seat) not in seats or (decision.game_id, int(decision.seq)) in fallbacks:
             continue
         before = [
             p
