@@ -4,6 +4,7 @@ determinism, retries of errored games, Ctrl-C, kill -9 and resume through the CL
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -212,6 +213,30 @@ def test_a_worker_that_dies_costs_an_attempt_not_the_run(
     assert finished_by_job(store, "small")[died[0]][0]["attempt"] == 1  # the lost attempt left no gap
     again, store, _ = _run(bots_config(swap_seats=False), tmp_path)
     assert again.outcomes == [] and len(experiment_games(store, "small")) == 2
+
+
+def test_a_killed_worker_process_loses_its_pool_not_the_run(tmp_path: Path) -> None:
+    # kill -9 one worker process mid-run: the pool breaks (the other worker is torn down too), a new
+    # pool plays on, the cut-off games are interrupted (not failed), every game finishes once
+    raw = bots_config(name="lost", instances={"set": "paper", "first": 2})  # 8 games
+    killed: list[int] = []
+
+    def kill_a_worker(outcome: JobOutcome) -> None:
+        workers = multiprocessing.active_children()
+        if not killed and workers:
+            killed.append(workers[0].pid or 0)
+            os.kill(workers[0].pid or 0, signal.SIGKILL)
+
+    report, store, _ = _run(raw, tmp_path, executor=LocalExecutor(2, processes=2), on_outcome=kill_a_worker)
+    assert killed and report.summary["finished"] == 8 and report.summary["failed"] == 0
+    errors = [o.error["code"] for o in report.outcomes if o.error]
+    assert set(errors) <= {INTERRUPTED}
+    assert all(len(found) == 1 for found in finished_by_job(store, "lost").values())
+    aborted = [g for g in experiment_games(store, "lost") if g["status"] != "finished"]
+    assert all(g["status"] == "aborted" and g["error"]["code"] == INTERRUPTED for g in aborted)
+    assert len(aborted) == len(errors)
+    _, clean, _ = _run(raw, tmp_path, "clean")
+    assert digests(store, "lost") == digests(clean, "lost")
 
 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:

@@ -314,6 +314,38 @@ def job_metadata(job: GameJob) -> dict[str, Any]:
     }
 
 
+def lost_outcome(job: GameJob) -> JobOutcome | None:
+    """What became of ``job`` when the worker process playing it was lost (killed, or torn down with a
+    broken pool): None if its game was never stored (it never started: replay the same attempt); else it
+    is stored ``aborted``, ``interrupted`` (if still ``running``) and returned as an interrupted outcome,
+    so the runner replays it without counting a failure."""
+    store = _store(job.store_url)
+    record = store.get_game(job.game_id)
+    if record is None:
+        return None
+    if record.get("status") == "running":
+        error = {"code": INTERRUPTED, "message": "the worker process playing this game was lost"}
+        store.update_game(job.game_id, status="aborted", finished_at=time.time(), error=error)
+    else:
+        error = dict(record.get("error") or {"code": INTERRUPTED, "message": "worker lost"})  # type: ignore[typeddict-item]
+    if record.get("status") == "finished":  # it ended just before the worker went: keep it
+        got: dict[str, Any] = dict(record)
+        tokens = got.get("tokens") or {}
+        return JobOutcome(
+            key=job.key,
+            attempt=job.attempt,
+            game_id=job.game_id,
+            status="finished",
+            log_sha256=got.get("log_sha256"),
+            turns=got.get("turns"),
+            winners=tuple(got.get("winners") or ()),
+            tokens=Tokens(*(int(tokens.get(k, 0)) for k in ("input", "cached", "output"))),
+            cost_usd=got.get("cost_usd"),
+            llm_calls=int(got.get("llm_calls") or 0),
+        )
+    return JobOutcome(key=job.key, attempt=job.attempt, game_id=job.game_id, status="error", error=error)
+
+
 def _error(err: BaseException) -> dict[str, Any]:
     if isinstance(err, KeyboardInterrupt | Interrupted):
         return {"code": INTERRUPTED, "message": "interrupted; the next run of the experiment replays it"}
