@@ -4,7 +4,8 @@
   run or resume (the same command again) an experiment. CONFIG may also name a shipped example
   (``tradecraft experiment examples``). Exit status 0 when every game finished, 1 when some failed for
   good, 130 when interrupted (run it again to resume).
-- ``status NAME|OUT [--store URL]``: games finished / failed / pending per condition, tokens and cost.
+- ``status NAME|OUT [--store URL]``: games finished / failed / pending per condition; tokens and cost of
+  every attempt (the money spent) and of the finished games.
 - ``list [--store URL]``: the experiments a store holds.
 - ``export NAME|OUT --out DIR [--store URL]``: every finished game's log as JSONL (one file per game).
 - ``examples``: the shipped example configs and where they are.
@@ -174,12 +175,16 @@ def status_command(target: str, store_url: str | None, as_json: bool) -> None:
             f"  {label}: {counts['finished']} finished, {counts['failed']} failed, "
             f"{counts['pending']} pending"
         )
-    cost = "n/a" if total["cost_usd"] is None else f"${total['cost_usd']:.4f}"
-    tokens = total["tokens"]
     click.echo(
         f"total: {total['finished']}/{total['jobs']} finished, {total['failed']} failed, {total['pending']} "
-        f"pending; tokens in {tokens['input']} cached {tokens['cached']} out {tokens['output']}; cost {cost}"
+        f"pending; every attempt: {_usage(total)}; finished games: {_usage(total['finished_games'])}"
     )
+
+
+def _usage(spend: dict[str, Any]) -> str:
+    cost = "n/a" if spend["cost_usd"] is None else f"${spend['cost_usd']:.4f}"
+    tokens = spend["tokens"]
+    return f"tokens in {tokens['input']} cached {tokens['cached']} out {tokens['output']}, cost {cost}"
 
 
 @experiment_group.command("list")
