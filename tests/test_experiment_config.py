@@ -35,6 +35,15 @@ def _error(raw: dict) -> str:
         ({"focal": {"agents": ["nosuchbot"]}}, "there is no policy 'nosuchbot'"),
         ({"focal": {"agents": ["random?accept_probability=7"]}}, "accept_probability=7"),
         ({"focal": {"agents": ["tom1"], "personas": ["fair"]}}, "apply to LLM seats only"),
+        (
+            {"focal": {"agents": ["simulated_llm"], "personas": ["fair"]}},
+            "focal.personas is set, but ['simulated_llm'] take no 'persona' option",
+        ),
+        (
+            {"focal": {"agents": ["tom0"]}, "opponent": {"agent": "simulated_llm", "reasoning": "cot"}},
+            "opponent.reasoning is set, but ['simulated_llm'] take no 'cot' option",
+        ),
+        ({"focal": {"agents": ["simulated_llm?tom=0,1"]}}, "use tom_orders"),
         ({"focal": {"agents": ["llm:openai:gpt-4o?tom=0,1"]}}, "use tom_orders"),
         (
             {"focal": {"agents": ["llm:openai:gpt-4o"], "personas": ["angry"]}},
@@ -135,3 +144,22 @@ def test_the_cli_reports_config_errors(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "swap_seat: is not a config key" in result.output
     missing = CliRunner().invoke(experiment_group, ["run", "no-such-example"])
     assert missing.exit_code == 1 and "bots-only" in missing.output
+
+
+def test_a_seat_is_an_llm_seat_because_its_policy_plays_through_a_chat_model() -> None:
+    # simulated_llm is an LLM seat like llm:...: threads, rate limits, its model's name in the seat record
+    raw = bots_config(
+        focal={"agents": ["simulated_llm?latency=0", "llm:openai:gpt-4o"], "tom_orders": [[0, 1]]},
+        opponent={"agent": "tom0"},
+        swap_seats=False,
+    )
+    seats = {seat.agent: seat for job in plan_jobs(validated(raw), "sqlite:///x.db") for seat in job.seats}
+    simulated = seats["simulated_llm?latency=0"]
+    assert (
+        simulated.is_llm
+        and simulated.kind == "agent"
+        and simulated.name == "simulated:simulated-fixed-latency"
+    )
+    assert simulated.spec == "simulated_llm?latency=0&tom=0,1"  # no persona: its options take none
+    assert seats["gpt-4o"].spec == "llm:openai:gpt-4o?tom=0,1&persona=none" and seats["gpt-4o"].is_llm
+    assert not seats["tom0"].is_llm

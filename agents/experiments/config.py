@@ -28,9 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agents.bots.registry import (
     MODEL_SPEC_OPTION,
+    PolicyOptions,
     PolicySpec,
     PolicySpecError,
     load_factory,
+    option_names,
     options_model,
     parse_options,
     parse_policy_spec,
@@ -39,9 +41,6 @@ from agents.bots.registry import (
 from agents.llm import prompts
 from craft_rules.errors import TradeCraftError
 from server.game import GameSettings
-
-LLM_POLICY = "llm"
-"""The policy name of LLM seats (``llm:<provider>:<model>``)."""
 
 SAME = "same"
 """The opponent agent that means: the focal seat's own bot or model."""
@@ -96,14 +95,33 @@ def check_agent(spec: str) -> PolicySpec:
     except PolicySpecError as err:
         raise ValueError(err.message) from None
     set_here = sorted(set(parsed.options) & set(SEAT_OPTIONS))
-    if parsed.name == LLM_POLICY and set_here:
+    if is_llm(spec) and set_here:
         keys = ", ".join(f"{o} (use {SEAT_OPTIONS[o]})" for o in set_here)
         raise ValueError(f"{spec!r} sets {keys} in the spec; the config's own keys set them per seat")
     return parsed
 
 
+def seat_options(spec: str) -> PolicyOptions:
+    """The options a (valid) policy spec gives its policy."""
+    parsed = parse_policy_spec(spec)
+    model, _ = options_model(load_factory(parsed.name))
+    return parse_options(parsed, model, spec)
+
+
+def chat_model_of(spec: str) -> str | None:
+    """``<provider>:<model>`` of an LLM seat's spec (its policy's options say which,
+    :meth:`~agents.bots.registry.PolicyOptions.chat_model`), None for a bot."""
+    return seat_options(spec).chat_model()
+
+
 def is_llm(spec: str) -> bool:
-    return parse_policy_spec(spec).name == LLM_POLICY
+    """Whether the spec's policy plays through a chat model (``llm``, ``simulated_llm``, ...)."""
+    return chat_model_of(spec) is not None
+
+
+def takes_option(spec: str, option: str) -> bool:
+    """Whether the spec's policy has the option ``option`` (e.g. ``persona``)."""
+    return option in option_names(type(seat_options(spec)))
 
 
 class InstancesConfig(_Config):
@@ -283,6 +301,20 @@ class ExperimentConfig(_Config):
         )
         if opponent_bot and (self.opponent.persona or self.opponent.reasoning):
             raise ValueError("opponent.persona and opponent.reasoning apply to LLM opponents only; drop them")
+        opponents = self.focal.agents if self.opponent.agent == SAME else [self.opponent.agent]
+        for where, agents, persona, reasoning in (
+            ("focal.personas", self.focal.agents, self.focal.personas, None),
+            ("focal.reasoning", self.focal.agents, None, self.focal.reasoning),
+            ("opponent.persona", opponents, self.opponent.persona, None),
+            ("opponent.reasoning", opponents, None, self.opponent.reasoning),
+        ):
+            option = "persona" if persona else "cot" if reasoning else None
+            unable = [a for a in agents if option and is_llm(a) and not takes_option(a, option)]
+            if unable:
+                raise ValueError(
+                    f"{where} is set, but {unable} take no {option!r} option (see `tradecraft bots`): "
+                    "drop the key or put those agents in another experiment"
+                )
         return self
 
     def game_settings(self) -> dict[str, Any]:

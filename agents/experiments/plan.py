@@ -21,10 +21,11 @@ from agents.experiments.config import (
     SAME,
     ExperimentConfig,
     ExperimentError,
-    is_llm,
+    chat_model_of,
     orders_label,
     parse_policy_spec,
     spec_with,
+    takes_option,
 )
 from agents.experiments.jobs import GameJob, SeatPlan
 from agents.local import derive_seed
@@ -45,13 +46,16 @@ class SeatChoice:
     focal: bool
 
     def plan(self, seat: int) -> SeatPlan:
-        llm = is_llm(self.agent)
-        if llm:
-            options = {"tom": ",".join(map(str, self.tom_orders)), "persona": self.persona or "none"}
+        chat_model = chat_model_of(self.agent)
+        llm = chat_model is not None
+        if chat_model is not None:
+            options = {"tom": ",".join(map(str, self.tom_orders))}
+            if takes_option(self.agent, "persona"):  # a policy without personas was refused one (config)
+                options["persona"] = self.persona or "none"
             if (self.reasoning or "direct") == "cot":
                 options["cot"] = "1"
             spec = spec_with(self.agent, **options)
-            name = parse_policy_spec(self.agent).options["model_spec"]
+            name = chat_model
         else:
             spec, name = self.agent, parse_policy_spec(self.agent).name
         return SeatPlan(
