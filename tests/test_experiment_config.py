@@ -44,6 +44,16 @@ def _error(raw: dict) -> str:
             "opponent.reasoning is set, but ['simulated_llm'] take no 'cot' option",
         ),
         ({"focal": {"agents": ["simulated_llm?tom=0,1"]}}, "use tom_orders"),
+        (
+            {"focal": {"agents": ["llm:openai:gpt-4o"]}, "limits": {"opneai": {"requests_per_minute": 9}}},
+            "limits: opneai is not the provider of any LLM seat here, so it would limit nothing; the seats' "
+            "providers: openai",
+        ),
+        ({"limits": {"openai": {"requests_per_minute": 9}}}, "providers: none (every seat is a bot)"),
+        (
+            {"focal": {"agents": ["simulated_llm"]}, "limits": {"simulated": {}}},
+            "limits.simulated: set requests_per_minute, tokens_per_minute or both",
+        ),
         ({"focal": {"agents": ["llm:openai:gpt-4o?tom=0,1"]}}, "use tom_orders"),
         (
             {"focal": {"agents": ["llm:openai:gpt-4o"], "personas": ["angry"]}},

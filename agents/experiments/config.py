@@ -38,6 +38,7 @@ from agents.bots.registry import (
     parse_policy_spec,
     policy_names,
 )
+from agents.experiments.limits import provider_of
 from agents.llm import prompts
 from craft_rules.errors import TradeCraftError
 from server.game import GameSettings
@@ -235,6 +236,14 @@ class ProviderLimit(_Config):
         None, ge=1, description="tokens (input + output) per minute; unset: no limit"
     )
 
+    @model_validator(mode="after")
+    def _some_limit(self) -> ProviderLimit:
+        if self.requests_per_minute is None and self.tokens_per_minute is None:
+            raise ValueError(
+                "set requests_per_minute, tokens_per_minute or both (an empty entry limits nothing)"
+            )
+        return self
+
 
 class ExperimentConfig(_Config):
     """One experiment: who plays whom, on which instances, how often, with which seeds."""
@@ -269,7 +278,8 @@ class ExperimentConfig(_Config):
     concurrency: int = Field(4, ge=1, le=1024, description="games played at once (--concurrency overrides)")
     limits: dict[str, ProviderLimit] = Field(
         default_factory=dict,
-        description="per provider (openai, anthropic, ...): requests and tokens per minute over all games",
+        description="per provider of the LLM seats (openai, anthropic, ...: the <provider> of "
+        "llm:<provider>:<model>): requests and tokens per minute over all games",
     )
 
     @field_validator("game")
@@ -316,6 +326,22 @@ class ExperimentConfig(_Config):
                     "drop the key or put those agents in another experiment"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _limited_providers(self) -> ExperimentConfig:
+        unknown = sorted(set(self.limits) - set(self.providers()))
+        if unknown:
+            used = ", ".join(self.providers()) or "none (every seat is a bot)"
+            raise ValueError(
+                f"limits: {', '.join(unknown)} is not the provider of any LLM seat here, so it would limit "
+                f"nothing; the seats' providers: {used}"
+            )
+        return self
+
+    def providers(self) -> list[str]:
+        """The providers of the config's LLM seats (``openai`` of ``llm:openai:gpt-4o``), sorted."""
+        agents = [*self.focal.agents, *([] if self.opponent.agent == SAME else [self.opponent.agent])]
+        return sorted({provider_of(model) for agent in agents if (model := chat_model_of(agent)) is not None})
 
     def game_settings(self) -> dict[str, Any]:
         """The settings every game shares (the seats' tom_orders are filled in per game)."""
