@@ -44,6 +44,16 @@ def _error(raw: dict) -> str:
             "opponent.reasoning is set, but ['simulated_llm'] take no 'cot' option",
         ),
         ({"focal": {"agents": ["simulated_llm?tom=0,1"]}}, "use tom_orders"),
+        ({"seeds": [3, 3]}, "seeds: the seed 3 is listed twice; list each once"),
+        (
+            {"focal": {"agents": ["tom1"], "tom_orders": [[0, 1], [1, 0]]}},
+            "focal.tom_orders: the ToM orders [0, 1] is listed twice",
+        ),
+        ({"focal": {"agents": ["tom1", "tom1"]}}, "focal.agents: the agent 'tom1' is listed twice"),
+        (
+            {"instances": {"ids": ["minecraft/1p_v_1p/paper.json#0"] * 2}},
+            "instances.ids: the instance 'minecraft/1p_v_1p/paper.json#0' is listed twice",
+        ),
         (
             {"focal": {"agents": ["llm:openai:gpt-4o"]}, "limits": {"opneai": {"requests_per_minute": 9}}},
             "limits: opneai is not the provider of any LLM seat here, so it would limit nothing; the seats' "
@@ -173,3 +183,19 @@ def test_a_seat_is_an_llm_seat_because_its_policy_plays_through_a_chat_model() -
     assert simulated.spec == "simulated_llm?latency=0&tom=0,1"  # no persona: its options take none
     assert seats["gpt-4o"].spec == "llm:openai:gpt-4o?tom=0,1&persona=none" and seats["gpt-4o"].is_llm
     assert not seats["tom0"].is_llm
+
+
+def test_models_differing_only_by_provider_keep_it_in_their_labels() -> None:
+    raw = bots_config(
+        focal={"agents": ["llm:openai:gpt-4o", "llm:vllm:gpt-4o", "llm:openai:mini"], "tom_orders": [[0]]},
+        opponent={"agent": "tom0"},
+        swap_seats=False,
+    )
+    jobs = plan_jobs(validated(raw), "sqlite:///x.db")
+    assert sorted(job.labels["condition"] for job in jobs) == [
+        "mini V0 vs tom0 V0",
+        "openai:gpt-4o V0 vs tom0 V0",
+        "vllm:gpt-4o V0 vs tom0 V0",
+    ]
+    focal = {seat.spec.split("?")[0]: seat.agent for job in jobs for seat in job.seats if seat.focal}
+    assert focal["llm:vllm:gpt-4o"] == "vllm:gpt-4o" and focal["llm:openai:mini"] == "mini"

@@ -84,6 +84,15 @@ def _check_orders(orders: list[int]) -> list[int]:
     return sorted(orders)
 
 
+def _once(values: list[Any], what: str) -> None:
+    """Refuse a list that names one thing twice (it would plan the same games twice)."""
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} {value!r} is listed twice; list each once")
+        seen.append(value)
+
+
 def check_agent(spec: str) -> PolicySpec:
     """Parse a policy spec and check its options against its policy's options model (without building it,
     so no API key is needed); ValueError says what is wrong."""
@@ -138,6 +147,12 @@ class InstancesConfig(_Config):
     )
     ruleset: str = Field("minecraft", description="the rule set whose instance sets `set` names")
 
+    @field_validator("ids")
+    @classmethod
+    def _ids(cls, value: list[str] | None) -> list[str] | None:
+        _once(value or [], "the instance")
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> InstancesConfig:
         if (self.set is None) == (self.ids is None):
@@ -178,14 +193,15 @@ class FocalConfig(_Config):
     def _agents(cls, value: list[str]) -> list[str]:
         for spec in value:
             check_agent(spec)
-        if len(set(value)) != len(value):
-            raise ValueError("an agent is listed twice")
+        _once(value, "the agent")
         return value
 
     @field_validator("tom_orders")
     @classmethod
     def _orders(cls, value: list[list[int]]) -> list[list[int]]:
-        return [_check_orders(orders) for orders in value]
+        orders = [_check_orders(orders) for orders in value]
+        _once(orders, "the ToM orders")
+        return orders
 
     @field_validator("personas")
     @classmethod
@@ -193,6 +209,13 @@ class FocalConfig(_Config):
         for persona in value or []:
             if persona not in prompts.PERSONAS:
                 raise ValueError(f"persona {persona!r} is not one of {', '.join(prompts.PERSONAS)}")
+        _once(value or [], "the persona")
+        return value
+
+    @field_validator("reasoning")
+    @classmethod
+    def _reasoning(cls, value: list[str] | None) -> list[str] | None:
+        _once(value or [], "the reasoning mode")
         return value
 
 
@@ -281,6 +304,12 @@ class ExperimentConfig(_Config):
         description="per provider of the LLM seats (openai, anthropic, ...: the <provider> of "
         "llm:<provider>:<model>): requests and tokens per minute over all games",
     )
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        _once(value, "the seed")
+        return value
 
     @field_validator("game")
     @classmethod
