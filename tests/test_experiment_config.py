@@ -151,6 +151,30 @@ def test_a_resumed_experiment_must_keep_its_config() -> None:
     assert differences({"a": {"b": 1}}, {"a": {"b": 2}, "c": 0}) == ["a.b", "c"]
 
 
+def test_a_resume_may_change_the_operational_keys_and_records_each_runs_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = open_store("sqlite:///:memory:")
+    raw = bots_config()
+    config = validated(raw)
+    first, changes = register(store, build_manifest(raw, config, "x", plan_jobs(config, "x")))
+    assert changes == [] and len(first["runs"]) == 1 and first["runs"][0]["config"]["concurrency"] == 2
+    operational = bots_config(concurrency=7, max_attempts=5, description="faster", limits={})
+    again = validated(operational)
+    resumed, changes = register(store, build_manifest(operational, again, "x", plan_jobs(again, "x")))
+    assert resumed["config"]["validated"]["concurrency"] == 2  # the manifest keeps the first config
+    assert [run["config"]["max_attempts"] for run in resumed["runs"]] == [3, 5]
+    assert resumed["runs"][1]["code"]["git"] == first["runs"][0]["code"]["git"]
+    assert resumed["runs"][1]["prompts_version"] == first["prompts"]["version"]
+    assert all("commit" in change or "uncommitted" in change for change in changes)
+    newer = build_manifest(raw, config, "x", plan_jobs(config, "x"))
+    newer["code"] = {**newer["code"], "git": {"commit": "f" * 40, "dirty": False}}
+    newer["prompts"] = {**newer["prompts"], "version": "0123456789abcdef"}
+    _, changes = register(store, newer)
+    assert any(change.startswith("git commit ") for change in changes)
+    assert f"prompt version {first['prompts']['version']} -> 0123456789abcdef" in changes
+
+
 def test_an_in_memory_store_is_refused(tmp_path: Path) -> None:
     raw = bots_config()
     with pytest.raises(ExperimentError) as caught:

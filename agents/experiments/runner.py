@@ -11,7 +11,10 @@ store is the only state. Each job's attempts are stored games with ids that foll
   killed; it is marked ``aborted``, ``interrupted`` now): rerun, not counted as a failure.
 
 One runner per experiment at a time: a second one would take the first one's running games for
-interrupted ones. A changed config is refused (:func:`agents.experiments.manifest.register`).
+interrupted ones. A config that plays other games is refused (:func:`agents.experiments.manifest.register`);
+``concurrency``, ``max_attempts``, ``limits`` and ``description`` may change. Each run is recorded in the
+manifest's ``runs`` (code version, git commit, prompt version); a resume with other code than the last run
+warns on stderr.
 
 The progress bar shows games done / failed / running, tokens in / cached / out and the cost so far (from
 the price table of the settings; ``n/a`` when a model is not in it). Tokens and cost count every attempt,
@@ -23,6 +26,7 @@ games' part.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -215,7 +219,14 @@ def run_experiment(
     check_seats(jobs)
     out.mkdir(parents=True, exist_ok=True)
     store = open_store(store_url)
-    manifest = register(store, build_manifest(raw, config, store_url, jobs))
+    manifest, code_changes = register(store, build_manifest(raw, config, store_url, jobs))
+    if code_changes:
+        print(
+            f"warning: experiment {config.name!r} resumes with other code than its last run "
+            f"({'; '.join(code_changes)}): games of both runs go into one data set; the manifest's `runs` "
+            "records each run's code",
+            file=sys.stderr,
+        )
     manifest["store"] = store_url
     states = {state.job.key: state for state in scan(store, jobs, mark_interrupted=True)}
     tally = Tally(len(jobs))

@@ -62,7 +62,8 @@ def experiment_status(name: str, store_url: str) -> dict[str, Any]:
     """Counts per condition and in total (see the module docstring)."""
     store = open_store(store_url)
     manifest, jobs = experiment_jobs(store, name, store_url)
-    max_attempts = int(manifest["config"]["validated"]["max_attempts"])
+    latest = (manifest.get("runs") or [{}])[-1].get("config") or manifest["config"]["validated"]
+    max_attempts = int(latest["max_attempts"])  # the last run's: a resume may change it
     states = scan(store, jobs)
     by_condition: dict[str, list[JobState]] = {}
     for state in states:
