@@ -349,3 +349,32 @@ def test_a_relative_sqlite_store_is_made_absolute(tmp_path: Path, monkeypatch: p
     monkeypatch.chdir(tmp_path / "out")  # status from elsewhere finds the same file through the manifest
     status = CliRunner().invoke(experiment_group, ["status", str(tmp_path / "out"), "--json"])
     assert status.exit_code == 0 and json.loads(status.output)["total"]["finished"] == 2
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc: Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_kill_9_of_the_runner_alone_ends_its_worker_processes(tmp_path: Path) -> None:
+    raw = bots_config(name="orphans", instances={"set": "paper", "first": 3}, concurrency=2)
+    proc, _, _ = _start_cli(tmp_path, raw)
+    workers = [pid for pid in _children(proc.pid) if "python" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert workers, "the run has worker processes"
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only: its workers are orphaned
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []

@@ -22,6 +22,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -162,6 +164,16 @@ def outcome_of(future: Future[JobOutcome], job: GameJob) -> JobOutcome:
 def _worker_setup(stop: StopFlag) -> None:
     """A worker process ignores Ctrl-C (the terminal sends it to the whole process group) and stops its
     game when the parent sets ``stop``: so the game is stored ``aborted``, ``interrupted``, never cut off
-    half-written and the pool stays usable."""
+    half-written and the pool stays usable. It exits when its parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     share_stop(stop)
+    parent = os.getppid()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="orphan-watch").start()
+
+
+def _exit_when_orphaned(parent: int, every: float = 1.0) -> None:
+    """Exit this worker once its runner is gone (``kill -9`` of the runner alone): else a spawned worker
+    waits for work for ever. Its game, if any, stays ``running``; the next run marks it interrupted."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
