@@ -223,3 +223,15 @@ def test_models_differing_only_by_provider_keep_it_in_their_labels() -> None:
     ]
     focal = {seat.spec.split("?")[0]: seat.agent for job in jobs for seat in job.seats if seat.focal}
     assert focal["llm:vllm:gpt-4o"] == "vllm:gpt-4o" and focal["llm:openai:mini"] == "mini"
+
+
+def test_list_with_nothing_found_says_how_to_point_it_at_a_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    said = CliRunner().invoke(experiment_group, ["list"])
+    assert said.exit_code == 0 and "no experiments in experiments/*/manifest.json" in said.output
+    assert "--store sqlite:///ABS/PATH/experiment.db" in said.output
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    said = CliRunner().invoke(experiment_group, ["list", "--store", empty])
+    assert said.exit_code == 0 and f"no experiments in {empty}" in said.output

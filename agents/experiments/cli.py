@@ -204,11 +204,21 @@ def list_command(store_url: str | None) -> None:
             for path in sorted(parent.glob("*"))
             if (path / "manifest.json").exists()
         ]
+    found = 0
     for url in dict.fromkeys(urls):
         store = open_store(url)
         for name in experiment_names(store):
             manifest = stored_manifest(store, name) or {}
             click.echo(f"{name}\t{manifest.get('jobs')} games\tstarted {manifest.get('created_at')}\t{url}")
+            found += 1
+    if not found:
+        where = store_url or f"{default_out('x').parent}/*/manifest.json (runs from this directory)"
+        click.echo(
+            f"no experiments in {where}; give the store a run used: `tradecraft experiment list --store "
+            "sqlite:///ABS/PATH/experiment.db` (its manifest.json says which), or run this where the "
+            "experiments/ folder is",
+            err=True,
+        )
 
 
 @experiment_group.command("export")
