@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from experiment_support import bots_config, validated
+from experiment_support import bots_config, experiment_games, validated
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
@@ -30,6 +30,7 @@ from agents.experiments.limits import (
 )
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
+from server.store import open_store
 
 
 class FakeClock:
@@ -279,3 +280,39 @@ def test_an_experiment_config_s_limits_hold_every_llm_call_of_the_run(
     assert report.summary["finished"] == 2
     assert len(built) == 1 and built[0].limits["openai"].requests_per_minute == 10_000
     assert built[0].usage("openai") == (len(server.requests), sum(usage)) and len(usage) > 4
+
+
+@pytest.mark.slow
+def test_simulated_llm_seats_are_llm_seats_held_to_their_provider_s_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``simulated_llm`` seat is an LLM seat (its policy plays through a chat model): its games run in
+    threads, every call acquires from the ``simulated`` provider's limits, its seat record is an agent's."""
+    import agents.experiments.runner as runner_module
+
+    built: list[RateLimiter] = []
+
+    def capturing(limits: Any) -> RateLimiter | None:
+        limiter = limiter_from_config(limits)
+        assert limiter is not None
+        built.append(limiter)
+        return limiter
+
+    monkeypatch.setattr(runner_module, "limiter_from_config", capturing)
+    raw = bots_config(
+        name="simulated-limited",
+        focal={"agents": ["simulated_llm?latency=0"], "tom_orders": [[0, 1]]},
+        opponent={"agent": "tom0", "tom_orders": [0]},
+        swap_seats=True,
+        game={"max_turns": 2},
+        limits={"simulated": {"requests_per_minute": 100_000}},
+    )
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    report = runner_module.run_experiment(validated(raw), raw, store_url=url, out=tmp_path, progress=False)
+    assert report.summary["finished"] == 2 and report.summary["llm_calls"] > 0
+    assert built[0].usage("simulated")[0] == report.summary["llm_calls"]  # every call went through it
+    games = experiment_games(open_store(url), "simulated-limited")
+    focal = [seat for game in games for seat in game["seats"] if seat["focal"]]
+    assert {(seat["kind"], seat["model"]) for seat in focal} == {
+        ("agent", "simulated:simulated-fixed-latency")
+    }

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from experiment_support import bots_config, experiment_games, validated
 
+from agents.experiments import jobs as jobs_module
 from agents.experiments.executors import LocalExecutor
 from agents.experiments.manifest import MANIFEST_FILE
 from agents.experiments.runner import run_experiment
+from agents.experiments.status import experiment_status
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
-from server.store import open_store
+from server.store import StoreError, open_store
 from server.table.config import load_settings
 from server.table.costs import Tokens, cost_usd
 
@@ -86,3 +88,52 @@ def test_an_llm_experiment_runs_against_the_scripted_server(
     assert {p["sha256"] for p in prompts} == {h for g in games for h in g["prompts"]}
     assert all(p["settings"]["persona"] == "none" and "tool" in p["system"].lower() for p in prompts)
     assert manifest["models"]["configured"] == ["openai:mini"]
+
+
+def test_failed_attempts_keep_their_usage_and_count_in_every_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the first game fails after its first model calls: its tokens and cost are stored with it and
+    # counted in the run's, the resumed run's and `status`'s totals (money spent), apart from the
+    # finished games' part
+    real = jobs_module._Streamer.__call__
+    failed: list[str] = []
+
+    def fails_after_a_call(self, progress):
+        real(self, progress)
+        if not failed and any(t.get("trace") == "llm_call" for t in self.traces):
+            failed.append(self.game_id)
+            raise StoreError("backend_down", "injected failure after a model call")
+
+    monkeypatch.setattr(jobs_module._Streamer, "__call__", fails_after_a_call)
+    raw = bots_config(
+        name="llm-spend",
+        focal={"agents": ["llm:openai:mini"], "tom_orders": [[0]]},
+        swap_seats=False,
+        game={"max_turns": 2},
+    )
+    out = tmp_path / "out"
+    url = f"sqlite:///{out / 'store.db'}"
+    with OpenAITestServer(policy=CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        report = run_experiment(validated(raw), raw, store_url=url, out=out, progress=False)
+        requests = len(server.requests)
+    store = open_store(url)
+    aborted = store.get_game(failed[0])
+    assert aborted["status"] == "aborted" and aborted["llm_calls"] > 0 and aborted["cost_usd"] > 0
+    traces = [t for t in store.load_traces(failed[0]) if t.get("trace") == "llm_call"]
+    assert aborted["tokens"]["input"] == sum((Tokens.of_trace(t) for t in traces), Tokens()).input
+    games = experiment_games(store, "llm-spend")
+    finished = [g for g in games if g["status"] == "finished"]
+    assert len(games) == 2 and len(finished) == 1
+    summary = report.summary
+    assert summary["llm_calls"] == requests == sum(g["llm_calls"] for g in games)
+    assert summary["cost_usd"] == pytest.approx(sum(g["cost_usd"] for g in games), abs=1e-6)
+    assert summary["finished_games"]["llm_calls"] == finished[0]["llm_calls"] < requests
+    assert summary["finished_games"]["cost_usd"] == pytest.approx(finished[0]["cost_usd"], abs=1e-6)
+    resumed = run_experiment(validated(raw), raw, store_url=url, out=out, progress=False)
+    keys = ("tokens", "llm_calls", "cost_usd", "finished_games")
+    assert {k: resumed.summary[k] for k in keys} == {k: summary[k] for k in keys}
+    total = experiment_status("llm-spend", url)["total"]
+    assert {k: total[k] for k in keys} == {k: summary[k] for k in keys}

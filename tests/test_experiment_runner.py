@@ -4,6 +4,7 @@ determinism, retries of errored games, Ctrl-C, kill -9 and resume through the CL
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from agents.experiments.executors import LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, JobOutcome
 from agents.experiments.manifest import MANIFEST_FILE
 from agents.experiments.plan import plan_jobs
-from agents.experiments.runner import failure_digest, run_experiment
+from agents.experiments.runner import absolute_store_url, failure_digest, run_experiment
 from server.store import StoreError, open_store
 from server.table.game_logs import load_game_log
 
@@ -214,6 +215,30 @@ def test_a_worker_that_dies_costs_an_attempt_not_the_run(
     assert again.outcomes == [] and len(experiment_games(store, "small")) == 2
 
 
+def test_a_killed_worker_process_loses_its_pool_not_the_run(tmp_path: Path) -> None:
+    # kill -9 one worker process mid-run: the pool breaks (the other worker is torn down too), a new
+    # pool plays on, the cut-off games are interrupted (not failed), every game finishes once
+    raw = bots_config(name="lost", instances={"set": "paper", "first": 2})  # 8 games
+    killed: list[int] = []
+
+    def kill_a_worker(outcome: JobOutcome) -> None:
+        workers = multiprocessing.active_children()
+        if not killed and workers:
+            killed.append(workers[0].pid or 0)
+            os.kill(workers[0].pid or 0, signal.SIGKILL)
+
+    report, store, _ = _run(raw, tmp_path, executor=LocalExecutor(2, processes=2), on_outcome=kill_a_worker)
+    assert killed and report.summary["finished"] == 8 and report.summary["failed"] == 0
+    errors = [o.error["code"] for o in report.outcomes if o.error]
+    assert set(errors) <= {INTERRUPTED}
+    assert all(len(found) == 1 for found in finished_by_job(store, "lost").values())
+    aborted = [g for g in experiment_games(store, "lost") if g["status"] != "finished"]
+    assert all(g["status"] == "aborted" and g["error"]["code"] == INTERRUPTED for g in aborted)
+    assert len(aborted) == len(errors)
+    _, clean, _ = _run(raw, tmp_path, "clean")
+    assert digests(store, "lost") == digests(clean, "lost")
+
+
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None:
     raw = bots_config()
 
@@ -305,3 +330,51 @@ def test_kill_9_mid_run_then_resume_repeats_no_finished_game(tmp_path: Path) -> 
     assert exported.exit_code == 0, exported.output
     logs = sorted((tmp_path / "logs").glob("*.jsonl"))
     assert len(logs) == 12 and json.loads(logs[0].read_text().splitlines()[0])["source"] == "experiment"
+
+
+def test_a_relative_sqlite_store_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert absolute_store_url("sqlite:///rel/x.db?synchronous=NORMAL") == (
+        f"sqlite:///{tmp_path / 'rel' / 'x.db'}?synchronous=NORMAL"
+    )
+    for unchanged in ("sqlite:///tmp/x.db", f"sqlite:///{tmp_path}/x.db", "mongodb://h:27017/db"):
+        assert absolute_store_url(unchanged) == unchanged  # /tmp exists: the store reads it as absolute
+    raw = bots_config(name="relative", swap_seats=False)
+    report = run_experiment(
+        validated(raw), raw, store_url="sqlite:///data/x.db", out=tmp_path / "out", progress=False,
+        executor=LocalExecutor(2, processes=0),
+    )  # fmt: skip
+    assert report.summary["finished"] == 2 and (tmp_path / "data" / "x.db").exists()
+    assert report.manifest["store"] == f"sqlite:///{tmp_path / 'data' / 'x.db'}"
+    monkeypatch.chdir(tmp_path / "out")  # status from elsewhere finds the same file through the manifest
+    status = CliRunner().invoke(experiment_group, ["status", str(tmp_path / "out"), "--json"])
+    assert status.exit_code == 0 and json.loads(status.output)["total"]["finished"] == 2
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc: Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_kill_9_of_the_runner_alone_ends_its_worker_processes(tmp_path: Path) -> None:
+    raw = bots_config(name="orphans", instances={"set": "paper", "first": 3}, concurrency=2)
+    proc, _, _ = _start_cli(tmp_path, raw)
+    workers = [pid for pid in _children(proc.pid) if "python" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert workers, "the run has worker processes"
+    os.kill(proc.pid, signal.SIGKILL)  # the runner only: its workers are orphaned
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert alive == []

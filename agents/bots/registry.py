@@ -134,6 +134,12 @@ class PolicyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    def chat_model(self) -> str | None:
+        """``<provider>:<model>`` of the chat model a policy with these options plays through, or None for
+        a policy that calls no model. An LLM policy's options say so here (experiments then treat its
+        seats as LLM seats: played in threads, held to the run's per-provider limits)."""
+        return None
+
 
 class NoOptions(PolicyOptions):
     """The options of a policy that takes none."""

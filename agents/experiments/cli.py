@@ -4,7 +4,8 @@
   run or resume (the same command again) an experiment. CONFIG may also name a shipped example
   (``tradecraft experiment examples``). Exit status 0 when every game finished, 1 when some failed for
   good, 130 when interrupted (run it again to resume).
-- ``status NAME|OUT [--store URL]``: games finished / failed / pending per condition, tokens and cost.
+- ``status NAME|OUT [--store URL]``: games finished / failed / pending per condition; tokens and cost of
+  every attempt (the money spent) and of the finished games.
 - ``list [--store URL]``: the experiments a store holds.
 - ``export NAME|OUT --out DIR [--store URL]``: every finished game's log as JSONL (one file per game).
 - ``examples``: the shipped example configs and where they are.
@@ -54,8 +55,9 @@ def _fail(err: Exception) -> click.ClickException:
 def _resolve(target: str, store_url: str | None) -> tuple[str, str, Path | None]:
     """``NAME|OUT`` -> (experiment name, store URL, OUT folder if known)."""
     from agents.experiments.manifest import MANIFEST_FILE, read_manifest_file
-    from agents.experiments.runner import default_out, default_store_url
+    from agents.experiments.runner import absolute_store_url, default_out, default_store_url
 
+    store_url = absolute_store_url(store_url) if store_url else None
     folder = Path(target)
     if not (folder / MANIFEST_FILE).exists() and (default_out(target) / MANIFEST_FILE).exists():
         folder = default_out(target)
@@ -174,12 +176,16 @@ def status_command(target: str, store_url: str | None, as_json: bool) -> None:
             f"  {label}: {counts['finished']} finished, {counts['failed']} failed, "
             f"{counts['pending']} pending"
         )
-    cost = "n/a" if total["cost_usd"] is None else f"${total['cost_usd']:.4f}"
-    tokens = total["tokens"]
     click.echo(
         f"total: {total['finished']}/{total['jobs']} finished, {total['failed']} failed, {total['pending']} "
-        f"pending; tokens in {tokens['input']} cached {tokens['cached']} out {tokens['output']}; cost {cost}"
+        f"pending; every attempt: {_usage(total)}; finished games: {_usage(total['finished_games'])}"
     )
+
+
+def _usage(spend: dict[str, Any]) -> str:
+    cost = "n/a" if spend["cost_usd"] is None else f"${spend['cost_usd']:.4f}"
+    tokens = spend["tokens"]
+    return f"tokens in {tokens['input']} cached {tokens['cached']} out {tokens['output']}, cost {cost}"
 
 
 @experiment_group.command("list")
@@ -187,10 +193,10 @@ def status_command(target: str, store_url: str | None, as_json: bool) -> None:
 def list_command(store_url: str | None) -> None:
     """The experiments a store holds (name, games planned, started)."""
     from agents.experiments.manifest import experiment_names, stored_manifest
-    from agents.experiments.runner import default_out
+    from agents.experiments.runner import absolute_store_url, default_out
     from server.store import open_store
 
-    urls = [store_url] if store_url else []
+    urls = [absolute_store_url(store_url)] if store_url else []
     if not urls:
         parent = default_out("x").parent
         urls = [
@@ -198,11 +204,21 @@ def list_command(store_url: str | None) -> None:
             for path in sorted(parent.glob("*"))
             if (path / "manifest.json").exists()
         ]
+    found = 0
     for url in dict.fromkeys(urls):
         store = open_store(url)
         for name in experiment_names(store):
             manifest = stored_manifest(store, name) or {}
             click.echo(f"{name}\t{manifest.get('jobs')} games\tstarted {manifest.get('created_at')}\t{url}")
+            found += 1
+    if not found:
+        where = store_url or f"{default_out('x').parent}/*/manifest.json (runs from this directory)"
+        click.echo(
+            f"no experiments in {where}; give the store a run used: `tradecraft experiment list --store "
+            "sqlite:///ABS/PATH/experiment.db` (its manifest.json says which), or run this where the "
+            "experiments/ folder is",
+            err=True,
+        )
 
 
 @experiment_group.command("export")

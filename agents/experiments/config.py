@@ -28,20 +28,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agents.bots.registry import (
     MODEL_SPEC_OPTION,
+    PolicyOptions,
     PolicySpec,
     PolicySpecError,
     load_factory,
+    option_names,
     options_model,
     parse_options,
     parse_policy_spec,
     policy_names,
 )
+from agents.experiments.limits import provider_of
 from agents.llm import prompts
 from craft_rules.errors import TradeCraftError
 from server.game import GameSettings
-
-LLM_POLICY = "llm"
-"""The policy name of LLM seats (``llm:<provider>:<model>``)."""
 
 SAME = "same"
 """The opponent agent that means: the focal seat's own bot or model."""
@@ -84,6 +84,15 @@ def _check_orders(orders: list[int]) -> list[int]:
     return sorted(orders)
 
 
+def _once(values: list[Any], what: str) -> None:
+    """Refuse a list that names one thing twice (it would plan the same games twice)."""
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} {value!r} is listed twice; list each once")
+        seen.append(value)
+
+
 def check_agent(spec: str) -> PolicySpec:
     """Parse a policy spec and check its options against its policy's options model (without building it,
     so no API key is needed); ValueError says what is wrong."""
@@ -96,14 +105,33 @@ def check_agent(spec: str) -> PolicySpec:
     except PolicySpecError as err:
         raise ValueError(err.message) from None
     set_here = sorted(set(parsed.options) & set(SEAT_OPTIONS))
-    if parsed.name == LLM_POLICY and set_here:
+    if is_llm(spec) and set_here:
         keys = ", ".join(f"{o} (use {SEAT_OPTIONS[o]})" for o in set_here)
         raise ValueError(f"{spec!r} sets {keys} in the spec; the config's own keys set them per seat")
     return parsed
 
 
+def seat_options(spec: str) -> PolicyOptions:
+    """The options a (valid) policy spec gives its policy."""
+    parsed = parse_policy_spec(spec)
+    model, _ = options_model(load_factory(parsed.name))
+    return parse_options(parsed, model, spec)
+
+
+def chat_model_of(spec: str) -> str | None:
+    """``<provider>:<model>`` of an LLM seat's spec (its policy's options say which,
+    :meth:`~agents.bots.registry.PolicyOptions.chat_model`), None for a bot."""
+    return seat_options(spec).chat_model()
+
+
 def is_llm(spec: str) -> bool:
-    return parse_policy_spec(spec).name == LLM_POLICY
+    """Whether the spec's policy plays through a chat model (``llm``, ``simulated_llm``, ...)."""
+    return chat_model_of(spec) is not None
+
+
+def takes_option(spec: str, option: str) -> bool:
+    """Whether the spec's policy has the option ``option`` (e.g. ``persona``)."""
+    return option in option_names(type(seat_options(spec)))
 
 
 class InstancesConfig(_Config):
@@ -118,6 +146,12 @@ class InstancesConfig(_Config):
         None, min_length=1, description="explicit instance ids, e.g. minecraft/1p_v_1p/paper.json#0"
     )
     ruleset: str = Field("minecraft", description="the rule set whose instance sets `set` names")
+
+    @field_validator("ids")
+    @classmethod
+    def _ids(cls, value: list[str] | None) -> list[str] | None:
+        _once(value or [], "the instance")
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> InstancesConfig:
@@ -159,14 +193,15 @@ class FocalConfig(_Config):
     def _agents(cls, value: list[str]) -> list[str]:
         for spec in value:
             check_agent(spec)
-        if len(set(value)) != len(value):
-            raise ValueError("an agent is listed twice")
+        _once(value, "the agent")
         return value
 
     @field_validator("tom_orders")
     @classmethod
     def _orders(cls, value: list[list[int]]) -> list[list[int]]:
-        return [_check_orders(orders) for orders in value]
+        orders = [_check_orders(orders) for orders in value]
+        _once(orders, "the ToM orders")
+        return orders
 
     @field_validator("personas")
     @classmethod
@@ -174,6 +209,13 @@ class FocalConfig(_Config):
         for persona in value or []:
             if persona not in prompts.PERSONAS:
                 raise ValueError(f"persona {persona!r} is not one of {', '.join(prompts.PERSONAS)}")
+        _once(value or [], "the persona")
+        return value
+
+    @field_validator("reasoning")
+    @classmethod
+    def _reasoning(cls, value: list[str] | None) -> list[str] | None:
+        _once(value or [], "the reasoning mode")
         return value
 
 
@@ -217,6 +259,14 @@ class ProviderLimit(_Config):
         None, ge=1, description="tokens (input + output) per minute; unset: no limit"
     )
 
+    @model_validator(mode="after")
+    def _some_limit(self) -> ProviderLimit:
+        if self.requests_per_minute is None and self.tokens_per_minute is None:
+            raise ValueError(
+                "set requests_per_minute, tokens_per_minute or both (an empty entry limits nothing)"
+            )
+        return self
+
 
 class ExperimentConfig(_Config):
     """One experiment: who plays whom, on which instances, how often, with which seeds."""
@@ -251,8 +301,15 @@ class ExperimentConfig(_Config):
     concurrency: int = Field(4, ge=1, le=1024, description="games played at once (--concurrency overrides)")
     limits: dict[str, ProviderLimit] = Field(
         default_factory=dict,
-        description="per provider (openai, anthropic, ...): requests and tokens per minute over all games",
+        description="per provider of the LLM seats (openai, anthropic, ...: the <provider> of "
+        "llm:<provider>:<model>): requests and tokens per minute over all games",
     )
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        _once(value, "the seed")
+        return value
 
     @field_validator("game")
     @classmethod
@@ -283,7 +340,37 @@ class ExperimentConfig(_Config):
         )
         if opponent_bot and (self.opponent.persona or self.opponent.reasoning):
             raise ValueError("opponent.persona and opponent.reasoning apply to LLM opponents only; drop them")
+        opponents = self.focal.agents if self.opponent.agent == SAME else [self.opponent.agent]
+        for where, agents, persona, reasoning in (
+            ("focal.personas", self.focal.agents, self.focal.personas, None),
+            ("focal.reasoning", self.focal.agents, None, self.focal.reasoning),
+            ("opponent.persona", opponents, self.opponent.persona, None),
+            ("opponent.reasoning", opponents, None, self.opponent.reasoning),
+        ):
+            option = "persona" if persona else "cot" if reasoning else None
+            unable = [a for a in agents if option and is_llm(a) and not takes_option(a, option)]
+            if unable:
+                raise ValueError(
+                    f"{where} is set, but {unable} take no {option!r} option (see `tradecraft bots`): "
+                    "drop the key or put those agents in another experiment"
+                )
         return self
+
+    @model_validator(mode="after")
+    def _limited_providers(self) -> ExperimentConfig:
+        unknown = sorted(set(self.limits) - set(self.providers()))
+        if unknown:
+            used = ", ".join(self.providers()) or "none (every seat is a bot)"
+            raise ValueError(
+                f"limits: {', '.join(unknown)} is not the provider of any LLM seat here, so it would limit "
+                f"nothing; the seats' providers: {used}"
+            )
+        return self
+
+    def providers(self) -> list[str]:
+        """The providers of the config's LLM seats (``openai`` of ``llm:openai:gpt-4o``), sorted."""
+        agents = [*self.focal.agents, *([] if self.opponent.agent == SAME else [self.opponent.agent])]
+        return sorted({provider_of(model) for agent in agents if (model := chat_model_of(agent)) is not None})
 
     def game_settings(self) -> dict[str, Any]:
         """The settings every game shares (the seats' tom_orders are filled in per game)."""

@@ -10,6 +10,11 @@ in threads (they wait on the network), bot-only games in spawned processes (they
 GIL would serialise them). Ctrl-C asks running games, in threads and processes alike, to stop after their
 current move (they are stored ``aborted``, error ``interrupted``), drops the games not yet started, waits
 for the running ones to be stored and raises ``KeyboardInterrupt``.
+
+A worker process that dies (killed, out of memory) breaks its whole pool (``BrokenProcessPool``): the pool
+is replaced, the games that were running in it are stored ``aborted``, ``interrupted`` and reported so (the
+runner replays them without counting a failure), and the games that had not started are played in the new
+pool; the run goes on. After :data:`MAX_POOL_LOSSES` lost pools in one round, a lost game counts as failed.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterator, Sequence
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from typing import Protocol
 
@@ -27,10 +36,15 @@ from agents.experiments.jobs import (
     JobOutcome,
     RateLimiter,
     StopFlag,
+    lost_outcome,
     play_job,
     request_stop,
     share_stop,
 )
+
+MAX_POOL_LOSSES = 5
+"""How often one ``run`` replaces a lost process pool; after that a lost worker's game counts as a failed
+attempt (``worker_failed``), so a game that kills its worker every time cannot loop for ever."""
 
 
 class Executor(Protocol):
@@ -62,38 +76,69 @@ class LocalExecutor:
             return
         with ExitStack() as stack:
             threads = stack.enter_context(ThreadPoolExecutor(self.concurrency, "tradecraft-game"))
-            procs: ProcessPoolExecutor | None = None
-            stop: StopFlag | None = None
-            if self.processes > 0 and any(not job.has_llm for job in jobs):
-                context = multiprocessing.get_context("spawn")
-                stop = context.Event()
+            use_procs = self.processes > 0 and any(not job.has_llm for job in jobs)
+            stop: StopFlag | None = multiprocessing.get_context("spawn").Event() if use_procs else None
+            pool: list[ProcessPoolExecutor] = []  # the current process pool (a lost one is replaced)
+            losses = [0]
+
+            def new_pool() -> ProcessPoolExecutor:
                 procs = ProcessPoolExecutor(
-                    self.processes, mp_context=context, initializer=_worker_setup, initargs=(stop,)
+                    self.processes,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_setup,
+                    initargs=(stop,),
                 )
                 stack.callback(procs.shutdown, wait=True, cancel_futures=True)
+                pool[:] = [procs]
+                return procs
 
-            def submit(job: GameJob) -> Future[JobOutcome]:
-                if procs is not None and not job.has_llm:
-                    return procs.submit(play_job, job)
-                return threads.submit(play_job, job, self.limiter)
-
-            pending: Iterator[GameJob] = iter(jobs)
+            if use_procs:
+                new_pool()
+            queue: deque[GameJob] = deque(jobs)
             running: set[Future[JobOutcome]] = set()
             job_of: dict[Future[JobOutcome], GameJob] = {}
+            pool_of: dict[Future[JobOutcome], ProcessPoolExecutor] = {}
+
+            def submit(job: GameJob) -> None:
+                if pool and not job.has_llm:
+                    try:
+                        future = pool[0].submit(play_job, job)
+                    except BrokenProcessPool:  # lost before its futures told us: replace it, submit again
+                        lose_pool(pool[0])
+                        future = pool[0].submit(play_job, job)
+                    pool_of[future] = pool[0]
+                else:
+                    future = threads.submit(play_job, job, self.limiter)
+                job_of[future] = job
+                running.add(future)
+
+            def lose_pool(broken: ProcessPoolExecutor) -> None:
+                if pool and pool[0] is broken:
+                    losses[0] += 1
+                    new_pool()
+
+            def finish(future: Future[JobOutcome]) -> None:
+                job = job_of.pop(future)
+                broken = pool_of.pop(future, None)
+                pool_lost = broken is not None and isinstance(future.exception(), BrokenProcessPool)
+                stopping = stop is not None and stop.is_set()
+                if pool_lost and broken is not None and losses[0] < MAX_POOL_LOSSES and not stopping:
+                    lose_pool(broken)
+                    lost = lost_outcome(job)
+                    if lost is None:  # it never started: play the same attempt in the new pool
+                        queue.appendleft(job)
+                        return
+                    on_done(lost)
+                    return
+                on_done(outcome_of(future, job))
+
             try:
-                for job in pending:
-                    future = submit(job)
-                    job_of[future] = job
-                    running.add(future)
-                    if len(running) < self.concurrency:
-                        continue
+                while queue or running:
+                    while queue and len(running) < self.concurrency:
+                        submit(queue.popleft())
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in done:
-                        on_done(outcome_of(future, job_of.pop(future)))
-                while running:
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        on_done(outcome_of(future, job_of.pop(future)))
+                        finish(future)
             except KeyboardInterrupt:
                 request_stop()  # threads and worker processes stop after their current move
                 if stop is not None:
@@ -119,6 +164,16 @@ def outcome_of(future: Future[JobOutcome], job: GameJob) -> JobOutcome:
 def _worker_setup(stop: StopFlag) -> None:
     """A worker process ignores Ctrl-C (the terminal sends it to the whole process group) and stops its
     game when the parent sets ``stop``: so the game is stored ``aborted``, ``interrupted``, never cut off
-    half-written and the pool stays usable."""
+    half-written and the pool stays usable. It exits when its parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     share_stop(stop)
+    parent = os.getppid()
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True, name="orphan-watch").start()
+
+
+def _exit_when_orphaned(parent: int, every: float = 1.0) -> None:
+    """Exit this worker once its runner is gone (``kill -9`` of the runner alone): else a spawned worker
+    waits for work for ever. Its game, if any, stays ``running``; the next run marks it interrupted."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)

@@ -293,6 +293,23 @@ def usage_of(traces: list[dict[str, Any]], prices: Mapping[str, ModelPrice]) -> 
     }
 
 
+def usage_fields(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The usage an attempt stores with its game, finished or aborted (money spent either way):
+    ``tokens`` (input / cached / output), ``cost_usd`` (None if a model is not priced), ``llm_calls``."""
+    tokens: Tokens = usage["tokens"]
+    return {
+        "tokens": {"input": tokens.input, "cached": tokens.cached, "output": tokens.output},
+        "cost_usd": usage["cost_usd"],
+        "llm_calls": usage["llm_calls"],
+    }
+
+
+def stored_usage(store: Store, game_id: str) -> dict[str, Any]:
+    """:func:`usage_fields` of a game from its stored traces: for a game cut off with no one to count
+    (its runner or worker was killed)."""
+    return usage_fields(usage_of(store.load_traces(game_id), _prices()))
+
+
 def job_metadata(job: GameJob) -> dict[str, Any]:
     """The metadata a job's game is created with (``status: running``)."""
     return {
@@ -312,6 +329,39 @@ def job_metadata(job: GameJob) -> dict[str, Any]:
         "seeds": {f"seat{s.seat}": policy_seed(job.seed, s.seat, s.spec) for s in job.seats},
         "seats": [seat.metadata() for seat in job.seats],
     }
+
+
+def lost_outcome(job: GameJob) -> JobOutcome | None:
+    """What became of ``job`` when the worker process playing it was lost (killed, or torn down with a
+    broken pool): None if its game was never stored (it never started: replay the same attempt); a game
+    still ``running`` is stored ``aborted``, ``interrupted`` (with the usage its traces show) and reported
+    so, and the runner replays it without counting a failure; a game that ended before the worker went is
+    reported as it was stored."""
+    store = _store(job.store_url)
+    record = store.get_game(job.game_id)
+    if record is None:
+        return None
+    stored: dict[str, Any] = dict(record)
+    if stored.get("status") == "running":
+        error = {"code": INTERRUPTED, "message": "the worker process playing this game was lost"}
+        spent = stored_usage(store, job.game_id)
+        store.update_game(job.game_id, status="aborted", finished_at=time.time(), error=error, **spent)
+        stored.update(status="aborted", error=error, **spent)
+    tokens = stored.get("tokens") or {}
+    finished = stored.get("status") == "finished"
+    return JobOutcome(
+        key=job.key,
+        attempt=job.attempt,
+        game_id=job.game_id,
+        status="finished" if finished else "error",
+        error=None if finished else stored.get("error") or {"code": INTERRUPTED, "message": "worker lost"},
+        log_sha256=stored.get("log_sha256"),
+        turns=stored.get("turns"),
+        winners=tuple(stored.get("winners") or ()),
+        tokens=Tokens(*(int(tokens.get(part, 0)) for part in ("input", "cached", "output"))),
+        cost_usd=stored.get("cost_usd"),
+        llm_calls=int(stored.get("llm_calls") or 0),
+    )
 
 
 def _error(err: BaseException) -> dict[str, Any]:
@@ -367,9 +417,7 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
             winners=sorted(result.winners),
             end_reason=result.end_reason,
             refusals=result.refusals,
-            tokens={"input": tokens.input, "cached": tokens.cached, "output": tokens.output},
-            cost_usd=usage["cost_usd"],
-            llm_calls=usage["llm_calls"],
+            **usage_fields(usage),
             models=list(usage["models"]),
             prompts=[prompt["sha256"] for prompt in usage["prompts"]],
             seconds=seconds,
@@ -396,7 +444,9 @@ def play_job(job: GameJob, limiter: RateLimiter | None = None) -> JobOutcome:
         if created:
             # if the store itself failed, resume finds the game still running and reruns it
             with contextlib.suppress(Exception):
-                store.update_game(game_id, status="aborted", finished_at=time.time(), error=error)
+                store.update_game(
+                    game_id, status="aborted", finished_at=time.time(), error=error, **usage_fields(usage)
+                )
         return JobOutcome(
             key=job.key,
             attempt=job.attempt,

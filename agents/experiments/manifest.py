@@ -3,13 +3,16 @@
 Kept in two places: in the store (the value ``experiment:<name>:manifest``, written once, with the names of
 the models the provider reported and the system prompts the LLM seats used appended as
 ``experiment:<name>:model:<i>`` and ``experiment:<name>:prompt:<i>`` as games finish; every
-experiment's name under ``experiments:<i>``) and as ``OUT/manifest.json``, rewritten as games finish, which
-``tradecraft analyze OUT`` and ``tradecraft experiment status OUT`` read.
+experiment's name under ``experiments:<i>``; each run under ``experiment:<name>:run:<i>``) and as
+``OUT/manifest.json``, rewritten as games finish, which ``tradecraft analyze OUT`` and
+``tradecraft experiment status OUT`` read.
 
 ``OUT/manifest.json`` keys: ``experiment`` (name), ``store`` (the store URL as given), ``created_at``
 (ISO time), ``code`` (``versions`` of the packages, ``git`` commit and whether the work tree was dirty),
 ``config`` (``given``: the file as written; ``validated``: with every default filled in),
-``config_sha256``, ``settings`` (the game settings every game shares, before the seats' ToM orders),
+``config_sha256`` (of the keys that decide the games: all but :data:`OPERATIONAL_KEYS`), ``runs`` (every
+run: ``at``, ``code``, ``prompts_version``, ``config``: its operational keys), ``settings`` (the game
+settings every game shares, before the seats' ToM orders),
 ``prompts`` (``version``: a digest of every prompt text; ``module_sha256`` of agents/llm/prompts.py;
 ``personas`` and ``reasoning_modes``: text and sha256 of each; ``system_prompts``: each LLM seat's system
 prompt as its games reported it, ``sha256``, ``model``, ``settings``, ``system``), ``models`` (model
@@ -42,6 +45,10 @@ INDEX_KEY = "experiments:{}"
 MANIFEST_KEY = "experiment:{}:manifest"
 MODEL_KEY = "experiment:{}:model:{}"
 PROMPT_KEY = "experiment:{}:prompt:{}"
+RUN_KEY = "experiment:{}:run:{}"
+
+OPERATIONAL_KEYS = ("description", "concurrency", "max_attempts", "limits")
+"""Config keys that change how a run goes, not which games it plays: a resume may change them."""
 
 
 def _sha(text: str) -> str:
@@ -83,8 +90,43 @@ def prompt_versions() -> dict[str, Any]:
     }
 
 
+def plan_keys(validated: dict[str, Any]) -> dict[str, Any]:
+    """The config keys that decide which games are played (all but :data:`OPERATIONAL_KEYS`)."""
+    return {key: value for key, value in validated.items() if key not in OPERATIONAL_KEYS}
+
+
 def config_digest(validated: dict[str, Any]) -> str:
-    return _sha(json_dumps(validated))
+    """The digest a resumed run's config must match: of :func:`plan_keys` only."""
+    return _sha(json_dumps(plan_keys(validated)))
+
+
+def run_record(manifest: dict[str, Any]) -> dict[str, Any]:
+    """One run's entry in the run history: when, which code and prompts, its operational keys."""
+    validated = manifest["config"]["validated"]
+    return {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code": manifest["code"],
+        "prompts_version": manifest["prompts"]["version"],
+        "config": {key: validated.get(key) for key in OPERATIONAL_KEYS},
+    }
+
+
+def code_differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two runs' code and prompts (git commit, uncommitted changes, package
+    versions, prompt version), as readable phrases; empty when they ran the same code."""
+    found = []
+    old_git, new_git = before["code"].get("git") or {}, after["code"].get("git") or {}
+    if old_git.get("commit") != new_git.get("commit"):
+        found.append(f"git commit {old_git.get('commit')} -> {new_git.get('commit')}")
+    elif new_git.get("dirty"):
+        found.append("uncommitted changes in the work tree")
+    old_versions, new_versions = before["code"].get("versions") or {}, after["code"].get("versions") or {}
+    for package in sorted(set(old_versions) | set(new_versions)):
+        if old_versions.get(package) != new_versions.get(package):
+            found.append(f"{package} {old_versions.get(package)} -> {new_versions.get(package)}")
+    if before["prompts_version"] != after["prompts_version"]:
+        found.append(f"prompt version {before['prompts_version']} -> {after['prompts_version']}")
+    return found
 
 
 def build_manifest(
@@ -128,25 +170,32 @@ def differences(old: Any, new: Any, path: str = "") -> list[str]:
 
 
 def stored_manifest(store: Store, name: str) -> dict[str, Any] | None:
-    """The manifest an experiment was started with (models reported so far filled in), or None."""
+    """The manifest an experiment was started with (models reported so far and its run history filled
+    in), or None."""
     text = store.get_value(MANIFEST_KEY.format(name))
     if text is None:
         return None
     manifest = json.loads(text)
     manifest["models"]["reported"] = reported_models(store, name)
     manifest["prompts"]["system_prompts"] = reported_prompts(store, name)
+    manifest["runs"] = run_history(store, name)
     return manifest
 
 
-def register(store: Store, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Store a new experiment's manifest, or check a resumed one's config is unchanged; the stored manifest.
+def register(store: Store, manifest: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Store a new experiment's manifest, or check a resumed one plays the same games; append this run to
+    the run history. Returns the stored manifest and what differs between the code and prompts of this
+    run and the previous one (empty for a first run or the same code: the caller warns).
 
-    Raises :class:`ExperimentError` ``config_changed`` naming the keys that differ."""
+    Only :func:`plan_keys` must match (``concurrency``, ``max_attempts``, ``limits`` and
+    ``description`` may change between runs); else :class:`ExperimentError` ``config_changed`` names the
+    keys that differ."""
     name = manifest["experiment"]
     stored_text = store.set_value_if_absent(MANIFEST_KEY.format(name), json_dumps(manifest))
     stored = json.loads(stored_text)
-    if stored["config_sha256"] != manifest["config_sha256"]:
-        keys = differences(stored["config"]["validated"], manifest["config"]["validated"])
+    old, new = plan_keys(stored["config"]["validated"]), plan_keys(manifest["config"]["validated"])
+    if config_digest(old) != config_digest(new):
+        keys = differences(old, new)
         raise ExperimentError(
             "config_changed",
             f"experiment {name!r} was started with another config (keys that differ: {', '.join(keys)}); "
@@ -155,9 +204,15 @@ def register(store: Store, manifest: dict[str, Any]) -> dict[str, Any]:
         )
     if stored_text == json_dumps(manifest):  # new: list it
         _append(store, INDEX_KEY, name)
+    history = run_history(store, name)
+    previous = history[-1] if history else {**stored, "prompts_version": stored["prompts"]["version"]}
+    this_run = run_record(manifest)
+    _append(store, RUN_KEY, json_dumps(this_run), name)
     stored["models"]["reported"] = reported_models(store, name)
     stored["prompts"]["system_prompts"] = reported_prompts(store, name)
-    return stored
+    stored["runs"] = [*history, this_run]
+    changed = code_differences(previous, this_run) if stored_text != json_dumps(manifest) else []
+    return stored, changed
 
 
 def _append(store: Store, pattern: str, value: str, *prefix: str) -> None:
@@ -176,6 +231,11 @@ def _read_list(store: Store, pattern: str, *prefix: str) -> list[str]:
         values.append(value)
         index += 1
     return values
+
+
+def run_history(store: Store, name: str) -> list[dict[str, Any]]:
+    """Every run of the experiment (:func:`run_record`), first to last."""
+    return [json.loads(text) for text in _read_list(store, RUN_KEY, name)]
 
 
 def reported_models(store: Store, name: str) -> list[str]:

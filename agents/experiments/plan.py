@@ -15,16 +15,20 @@ with seating ``focal0`` (focal seat at seat 0) or ``focal1``.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agents.bots.registry import MODEL_SPEC_OPTION
 from agents.experiments.config import (
     SAME,
     ExperimentConfig,
     ExperimentError,
-    is_llm,
+    chat_model_of,
     orders_label,
     parse_policy_spec,
     spec_with,
+    takes_option,
 )
 from agents.experiments.jobs import GameJob, SeatPlan
 from agents.local import derive_seed
@@ -43,15 +47,20 @@ class SeatChoice:
     persona: str | None
     reasoning: str | None
     focal: bool
+    name: str | None = None
+    """How labels name the agent (:func:`agent_names`); unset: its short name."""
 
     def plan(self, seat: int) -> SeatPlan:
-        llm = is_llm(self.agent)
-        if llm:
-            options = {"tom": ",".join(map(str, self.tom_orders)), "persona": self.persona or "none"}
+        chat_model = chat_model_of(self.agent)
+        llm = chat_model is not None
+        if chat_model is not None:
+            options = {"tom": ",".join(map(str, self.tom_orders))}
+            if takes_option(self.agent, "persona"):  # a policy without personas was refused one (config)
+                options["persona"] = self.persona or "none"
             if (self.reasoning or "direct") == "cot":
                 options["cot"] = "1"
             spec = spec_with(self.agent, **options)
-            name = parse_policy_spec(self.agent).options["model_spec"]
+            name = chat_model
         else:
             spec, name = self.agent, parse_policy_spec(self.agent).name
         return SeatPlan(
@@ -80,13 +89,7 @@ class SeatChoice:
 
     @property
     def _who(self) -> str:
-        parsed = parse_policy_spec(self.agent)
-        if parsed.name != "llm":
-            return self.agent
-        # the model without its provider, and any options of the spec
-        options = {k: v for k, v in parsed.options.items() if k != "model_spec"}
-        who = parsed.options["model_spec"].split(":", 1)[-1]
-        return who + ("?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else "")
+        return self.name or agent_names([self.agent])[self.agent]
 
     @property
     def _extras(self) -> list[str]:
@@ -105,16 +108,42 @@ class Condition:
         return f"{self.focal.label} vs {self.opponent.label}"
 
 
+def agent_names(agents: Sequence[str]) -> dict[str, str]:
+    """How labels name each agent: a bot by its spec (``tom1``, ``random?accept_probability=0.9``), a model
+    without its provider (``gpt-4o``, ``gpt-4o?temperature=0``), unless two of ``agents`` would then share
+    a name (``llm:openai:gpt-4o`` and ``llm:vllm:gpt-4o``): those keep it (``openai:gpt-4o``)."""
+    names: dict[str, tuple[str, str]] = {}
+    for agent in agents:
+        parsed = parse_policy_spec(agent)
+        model = parsed.options.get(MODEL_SPEC_OPTION)
+        if model is None:
+            names[agent] = (agent, agent)
+            continue
+        options = {k: v for k, v in parsed.options.items() if k != MODEL_SPEC_OPTION}
+        tail = "?" + "&".join(f"{k}={v}" for k, v in options.items()) if options else ""
+        names[agent] = (model.split(":", 1)[-1] + tail, model + tail)
+    short = Counter(name for name, _ in names.values())
+    return {agent: name if short[name] == 1 else full for agent, (name, full) in names.items()}
+
+
 def conditions(config: ExperimentConfig) -> list[Condition]:
     """The focal grid (agents x tom_orders x personas x reasoning), each with its opponent."""
     focal, opp = config.focal, config.opponent
+    names = agent_names(list(dict.fromkeys([*focal.agents, *([] if opp.agent == SAME else [opp.agent])])))
     cells = []
     for agent, orders, persona, reasoning in itertools.product(
         focal.agents, focal.tom_orders, focal.personas or [None], focal.reasoning or [None]
     ):
-        studied = SeatChoice(agent, tuple(orders), persona, reasoning, focal=True)
+        studied = SeatChoice(agent, tuple(orders), persona, reasoning, focal=True, name=names[agent])
         opponent_agent = agent if opp.agent == SAME else opp.agent
-        opponent = SeatChoice(opponent_agent, tuple(opp.tom_orders), opp.persona, opp.reasoning, focal=False)
+        opponent = SeatChoice(
+            opponent_agent,
+            tuple(opp.tom_orders),
+            opp.persona,
+            opp.reasoning,
+            focal=False,
+            name=names[opponent_agent],
+        )
         cells.append(Condition(studied, opponent))
     return cells
 
@@ -194,8 +223,11 @@ def plan_jobs(config: ExperimentConfig, store_url: str) -> list[GameJob]:
                                 },
                             )
                         )
-    if len({job.key for job in jobs}) != len(jobs):  # two grid cells that would play the same games
+    repeated = [key for key, count in Counter(job.key for job in jobs).items() if count > 1]
+    if repeated:  # the config's own checks refuse repeated entries; this is the last guard
         raise ExperimentError(
-            "invalid_config", "focal: two conditions come out the same; list each agent once"
+            "invalid_config",
+            f"two games of the plan come out the same ({repeated[0]}): each condition, instance and seed "
+            "must be listed once",
         )
     return jobs

@@ -11,15 +11,22 @@ store is the only state. Each job's attempts are stored games with ids that foll
   killed; it is marked ``aborted``, ``interrupted`` now): rerun, not counted as a failure.
 
 One runner per experiment at a time: a second one would take the first one's running games for
-interrupted ones. A changed config is refused (:func:`agents.experiments.manifest.register`).
+interrupted ones. A config that plays other games is refused (:func:`agents.experiments.manifest.register`);
+``concurrency``, ``max_attempts``, ``limits`` and ``description`` may change. Each run is recorded in the
+manifest's ``runs`` (code version, git commit, prompt version); a resume with other code than the last run
+warns on stderr.
 
 The progress bar shows games done / failed / running, tokens in / cached / out and the cost so far (from
-the price table of the settings; ``n/a`` when a model is not in it).
+the price table of the settings; ``n/a`` when a model is not in it). Tokens and cost count every attempt,
+failed and interrupted ones too (their calls were paid for; each stored game keeps its usage), so a run's
+totals are the same whether or not it was resumed; the summary's ``finished_games`` is the finished
+games' part.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +38,14 @@ from tqdm import tqdm
 from agents.bots.registry import make_policy
 from agents.experiments.config import ExperimentConfig, ExperimentError
 from agents.experiments.executors import Executor, LocalExecutor
-from agents.experiments.jobs import INTERRUPTED, GameJob, JobOutcome, clear_stop, game_id_for
+from agents.experiments.jobs import (
+    INTERRUPTED,
+    GameJob,
+    JobOutcome,
+    clear_stop,
+    game_id_for,
+    stored_usage,
+)
 from agents.experiments.limits import limiter_from_config
 from agents.experiments.manifest import add_reported, build_manifest, register, write_manifest
 from agents.experiments.plan import plan_jobs
@@ -46,6 +60,21 @@ def default_out(name: str) -> Path:
 
 def default_store_url(out: Path) -> str:
     return f"sqlite:///{(out / 'experiment.db').resolve()}"
+
+
+def absolute_store_url(url: str) -> str:
+    """``url`` with a SQLite file's path made absolute, so every worker, a resume from another directory
+    and ``experiment status`` open the same file. ``sqlite:///rel/path.db`` names ``rel/path.db`` in the
+    working directory (SQLAlchemy's reading), unless ``/rel`` exists: the store reads ``sqlite:///abs/path``
+    as absolute too (``sqlite:///tmp/x.db`` is ``/tmp/x.db``). Other URLs are returned unchanged."""
+    scheme, sep, rest = url.partition(":///")
+    if scheme.lower() != "sqlite" or not sep or rest.startswith("/") or rest.startswith(":memory:"):
+        return url
+    path, query_sep, query = rest.partition("?")
+    first = path.split("/", 1)[0]
+    if first and Path("/", first).exists():
+        return url
+    return f"sqlite:///{Path(path).resolve()}{query_sep}{query}"
 
 
 @dataclass
@@ -80,8 +109,9 @@ def scan(store: Store, jobs: list[GameJob], *, mark_interrupted: bool = False) -
         ) is not None:
             if record.get("status") == "running" and mark_interrupted:
                 error = {"code": INTERRUPTED, "message": "the runner stopped while this game was played"}
-                store.update_game(record["game_id"], status="aborted", error=error)
-                record = {**record, "status": "aborted", "error": error}  # type: ignore[typeddict-unknown-key]
+                spent = stored_usage(store, record["game_id"])  # its calls were paid for all the same
+                store.update_game(record["game_id"], status="aborted", error=error, **spent)
+                record = {**record, "status": "aborted", "error": error, **spent}  # type: ignore[typeddict-unknown-key]
             state.attempts.append(record)
             if record.get("status") == "finished":
                 state.finished = record
@@ -97,8 +127,39 @@ def tokens_of(record: GameRecord | dict[str, Any]) -> Tokens:
 
 
 @dataclass
+class Spend:
+    """Tokens, model calls and cost summed over games (``cost_known`` is False once a game with model
+    calls had no price: its cost is then a lower bound)."""
+
+    tokens: Tokens = field(default_factory=Tokens)
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    llm_calls: int = 0
+
+    def add(self, tokens: Tokens, cost: float | None, calls: int) -> None:
+        self.tokens += tokens
+        self.llm_calls += calls
+        if cost is None and calls:
+            self.cost_known = False
+        self.cost_usd += cost or 0.0
+
+    def add_record(self, record: GameRecord | dict[str, Any]) -> None:
+        """A stored attempt's usage (games stored before usage was kept on aborted ones count 0)."""
+        stored: dict[str, Any] = dict(record)
+        self.add(tokens_of(stored), stored.get("cost_usd"), int(stored.get("llm_calls") or 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": dataclasses.asdict(self.tokens),
+            "llm_calls": self.llm_calls,
+            "cost_usd": round(self.cost_usd, 6) if self.cost_known else None,
+        }
+
+
+@dataclass
 class Tally:
-    """Running totals for the progress bar and the summary."""
+    """Running totals for the progress bar and the summary: ``spent`` sums every attempt (finished,
+    failed, interrupted: the money spent), ``finished_part`` the finished games' share of it."""
 
     jobs: int
     finished: int = 0
@@ -106,21 +167,13 @@ class Tally:
     running: int = 0
     played: int = 0
     """Games this run played to the end."""
-    tokens: Tokens = field(default_factory=Tokens)
-    cost_usd: float = 0.0
-    cost_known: bool = True
-    llm_calls: int = 0
-
-    def add_usage(self, tokens: Tokens, cost: float | None, calls: int) -> None:
-        self.tokens += tokens
-        self.llm_calls += calls
-        if cost is None and calls:
-            self.cost_known = False
-        self.cost_usd += cost or 0.0
+    spent: Spend = field(default_factory=Spend)
+    finished_part: Spend = field(default_factory=Spend)
 
     def postfix(self) -> str:
-        cost = f"${self.cost_usd:.4f}" if self.cost_known else f"${self.cost_usd:.4f}+n/a"
-        t = self.tokens
+        spent = self.spent
+        cost = f"${spent.cost_usd:.4f}" if spent.cost_known else f"${spent.cost_usd:.4f}+n/a"
+        t = spent.tokens
         return (
             f"failed {self.failed} running {self.running} | tokens in {t.input} cached {t.cached} "
             f"out {t.output} | cost {cost}"
@@ -132,9 +185,8 @@ class Tally:
             "finished": self.finished,
             "failed": self.failed,
             "pending": self.jobs - self.finished - self.failed,
-            "tokens": dataclasses.asdict(self.tokens),
-            "llm_calls": self.llm_calls,
-            "cost_usd": round(self.cost_usd, 6) if self.cost_known else None,
+            **self.spent.as_dict(),
+            "finished_games": self.finished_part.as_dict(),
         }
 
 
@@ -166,12 +218,13 @@ def run_experiment(
     """Run (or resume) ``config``'s experiment; see the module docstring.
 
     ``raw`` is the config as written (kept in the manifest). ``store_url`` defaults to a SQLite file in
-    ``out`` (default ``experiments/<name>``); ``executor`` to a :class:`LocalExecutor` with ``concurrency``
+    ``out`` (default ``experiments/<name>``); a relative SQLite path is made absolute
+    (:func:`absolute_store_url`); ``executor`` to a :class:`LocalExecutor` with ``concurrency``
     (default: the config's). Ctrl-C stops cleanly: running games are stored ``aborted`` (``interrupted``),
     the manifest is written, and ``KeyboardInterrupt`` is raised again for the caller.
     """
     out = out or default_out(config.name)
-    store_url = store_url or default_store_url(out)
+    store_url = absolute_store_url(store_url) if store_url else default_store_url(out)
     if store_url.startswith("memory:") or ":memory:" in store_url:
         raise ExperimentError(
             "invalid_store",
@@ -182,18 +235,23 @@ def run_experiment(
     check_seats(jobs)
     out.mkdir(parents=True, exist_ok=True)
     store = open_store(store_url)
-    manifest = register(store, build_manifest(raw, config, store_url, jobs))
+    manifest, code_changes = register(store, build_manifest(raw, config, store_url, jobs))
+    if code_changes:
+        print(
+            f"warning: experiment {config.name!r} resumes with other code than its last run "
+            f"({'; '.join(code_changes)}): games of both runs go into one data set; the manifest's `runs` "
+            "records each run's code",
+            file=sys.stderr,
+        )
     manifest["store"] = store_url
     states = {state.job.key: state for state in scan(store, jobs, mark_interrupted=True)}
     tally = Tally(len(jobs))
     for state in states.values():
+        for record in state.attempts:
+            tally.spent.add_record(record)
         if state.finished is not None:
             tally.finished += 1
-            tally.add_usage(
-                tokens_of(state.finished),
-                state.finished.get("cost_usd"),  # type: ignore[arg-type]
-                int(state.finished.get("llm_calls") or 0),  # type: ignore[call-overload]
-            )
+            tally.finished_part.add_record(state.finished)
             add_reported(store, manifest, state.finished.get("models") or [])  # type: ignore[arg-type]
         elif state.failures >= config.max_attempts:
             tally.failed += 1
@@ -210,7 +268,7 @@ def run_experiment(
         state = states[outcome.key]
         round_left[0] -= 1
         tally.running = min(round_left[0], slots)
-        tally.add_usage(outcome.tokens, outcome.cost_usd, outcome.llm_calls)
+        tally.spent.add(outcome.tokens, outcome.cost_usd, outcome.llm_calls)
         record = store.get_game(outcome.game_id)
         if record is not None:
             state.attempts.append(record)
@@ -218,6 +276,7 @@ def run_experiment(
             state.finished = record or {"game_id": outcome.game_id, "status": "finished"}
             tally.finished += 1
             tally.played += 1
+            tally.finished_part.add(outcome.tokens, outcome.cost_usd, outcome.llm_calls)
             bar.update(1)
             if add_reported(store, manifest, outcome.models, outcome.prompts):
                 write_manifest(out, {**manifest, "summary": tally.summary()})
@@ -315,4 +374,5 @@ def _abort_running(store: Store, states: dict[str, JobState]) -> None:
                 game_id,
                 status="aborted",
                 error={"code": INTERRUPTED, "message": "interrupted; the next run replays it"},
+                **stored_usage(store, game_id),
             )

@@ -2,14 +2,14 @@
 
 :func:`experiment_status` returns ``{"experiment", "store", "conditions": {label: counts}, "total":
 counts}`` where counts are ``jobs``, ``finished``, ``failed`` (attempts used up), ``pending`` (not yet
-finished, attempts left), ``attempts`` (games stored, every attempt), ``tokens`` (input / cached / output
-of the finished games), ``cost_usd`` (None when a model is not priced). :func:`export_logs` writes each
-finished game's researcher log (:func:`server.table.game_logs.load_game_log`).
+finished, attempts left), ``attempts`` (games stored, every attempt), ``tokens`` (input / cached / output),
+``llm_calls`` and ``cost_usd`` (None when a model is not priced) of every attempt, failed and interrupted
+ones too (the money spent), and ``finished_games``: the same three for the finished games only.
+:func:`export_logs` writes each finished game's researcher log (:func:`server.table.game_logs.load_game_log`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,9 @@ from agents.experiments.config import ExperimentError, parse_config
 from agents.experiments.jobs import GameJob
 from agents.experiments.manifest import stored_manifest
 from agents.experiments.plan import plan_jobs
-from agents.experiments.runner import JobState, scan, tokens_of
+from agents.experiments.runner import JobState, Spend, scan
 from server.game.gamelog import encode_log
 from server.store import GameRecord, Store, open_store
-from server.table.costs import Tokens
 from server.table.game_logs import load_game_log
 
 
@@ -42,16 +41,20 @@ def experiment_jobs(store: Store, name: str, store_url: str) -> tuple[dict[str, 
 def _counts(states: list[JobState], max_attempts: int) -> dict[str, Any]:
     finished = [s.finished for s in states if s.finished is not None]
     failed = sum(1 for s in states if s.finished is None and s.failures >= max_attempts)
-    tokens = sum((tokens_of(record) for record in finished), Tokens())
-    costs = [record.get("cost_usd") for record in finished if record.get("llm_calls")]
+    spent, finished_part = Spend(), Spend()
+    for state in states:
+        for record in state.attempts:
+            spent.add_record(record)
+    for record in finished:
+        finished_part.add_record(record)
     return {
         "jobs": len(states),
         "finished": len(finished),
         "failed": failed,
         "pending": len(states) - len(finished) - failed,
         "attempts": sum(len(s.attempts) for s in states),
-        "tokens": dataclasses.asdict(tokens),
-        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),  # type: ignore[arg-type]
+        **spent.as_dict(),
+        "finished_games": finished_part.as_dict(),
     }
 
 
@@ -59,7 +62,8 @@ def experiment_status(name: str, store_url: str) -> dict[str, Any]:
     """Counts per condition and in total (see the module docstring)."""
     store = open_store(store_url)
     manifest, jobs = experiment_jobs(store, name, store_url)
-    max_attempts = int(manifest["config"]["validated"]["max_attempts"])
+    latest = (manifest.get("runs") or [{}])[-1].get("config") or manifest["config"]["validated"]
+    max_attempts = int(latest["max_attempts"])  # the last run's: a resume may change it
     states = scan(store, jobs)
     by_condition: dict[str, list[JobState]] = {}
     for state in states:

@@ -108,6 +108,9 @@ class LLMOptions(PolicyOptions):
         300.0, ge=0.1, le=86_400, description="no model call or retry starts later than this into a move"
     )
 
+    def chat_model(self) -> str:
+        return self.model_spec
+
 
 def llm_policy(seed: int, options: LLMOptions) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].

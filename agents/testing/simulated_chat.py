@@ -133,10 +133,13 @@ class SimulatedLLMOptions(PolicyOptions):
         None, description="the ToM orders it reports when playing alone (V0, V0+V1, V0+V1+V2)"
     )
 
+    def chat_model(self) -> str:
+        return f"simulated:{SIMULATED_MODEL}"
+
 
 def simulated_llm_policy(seed: int, options: SimulatedLLMOptions) -> LLMAgent:
     """An LLM seat played by :class:`SimulatedChatModel`: simulated_llm[?latency=0.5&tom=0,1]. Its
     ``model_name`` is ``simulated:<model>``, so per-provider limits know it as the provider ``simulated``."""
     settings = AgentSettings(tom_orders=TOM_ORDER_SETS[options.tom] if options.tom is not None else None)
     chat = SimulatedChatModel(latency=options.latency)
-    return LLMAgent(chat, model_name=f"simulated:{SIMULATED_MODEL}", settings=settings, seed=seed)
+    return LLMAgent(chat, model_name=options.chat_model(), settings=settings, seed=seed)
