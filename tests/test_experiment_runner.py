@@ -30,7 +30,7 @@ from agents.experiments.executors import LocalExecutor
 from agents.experiments.jobs import INTERRUPTED, JobOutcome
 from agents.experiments.manifest import MANIFEST_FILE
 from agents.experiments.plan import plan_jobs
-from agents.experiments.runner import absolute_store_url, failure_digest, run_experiment
+from agents.experiments.runner import failure_digest, run_experiment
 from server.store import StoreError, open_store
 from server.table.game_logs import load_game_log
 
@@ -330,25 +330,6 @@ def test_kill_9_mid_run_then_resume_repeats_no_finished_game(tmp_path: Path) -> 
     assert exported.exit_code == 0, exported.output
     logs = sorted((tmp_path / "logs").glob("*.jsonl"))
     assert len(logs) == 12 and json.loads(logs[0].read_text().splitlines()[0])["source"] == "experiment"
-
-
-def test_a_relative_sqlite_store_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert absolute_store_url("sqlite:///rel/x.db?synchronous=NORMAL") == (
-        f"sqlite:///{tmp_path / 'rel' / 'x.db'}?synchronous=NORMAL"
-    )
-    for unchanged in ("sqlite:///tmp/x.db", f"sqlite:///{tmp_path}/x.db", "mongodb://h:27017/db"):
-        assert absolute_store_url(unchanged) == unchanged  # /tmp exists: the store reads it as absolute
-    raw = bots_config(name="relative", swap_seats=False)
-    report = run_experiment(
-        validated(raw), raw, store_url="sqlite:///data/x.db", out=tmp_path / "out", progress=False,
-        executor=LocalExecutor(2, processes=0),
-    )  # fmt: skip
-    assert report.summary["finished"] == 2 and (tmp_path / "data" / "x.db").exists()
-    assert report.manifest["store"] == f"sqlite:///{tmp_path / 'data' / 'x.db'}"
-    monkeypatch.chdir(tmp_path / "out")  # status from elsewhere finds the same file through the manifest
-    status = CliRunner().invoke(experiment_group, ["status", str(tmp_path / "out"), "--json"])
-    assert status.exit_code == 0 and json.loads(status.output)["total"]["finished"] == 2
 
 
 def _children(pid: int) -> list[int]:

@@ -55,9 +55,8 @@ def _fail(err: Exception) -> click.ClickException:
 def _resolve(target: str, store_url: str | None) -> tuple[str, str, Path | None]:
     """``NAME|OUT`` -> (experiment name, store URL, OUT folder if known)."""
     from agents.experiments.manifest import MANIFEST_FILE, read_manifest_file
-    from agents.experiments.runner import absolute_store_url, default_out, default_store_url
+    from agents.experiments.runner import default_out, default_store_url
 
-    store_url = absolute_store_url(store_url) if store_url else None
     folder = Path(target)
     if not (folder / MANIFEST_FILE).exists() and (default_out(target) / MANIFEST_FILE).exists():
         folder = default_out(target)
@@ -193,10 +192,10 @@ def _usage(spend: dict[str, Any]) -> str:
 def list_command(store_url: str | None) -> None:
     """The experiments a store holds (name, games planned, started)."""
     from agents.experiments.manifest import experiment_names, stored_manifest
-    from agents.experiments.runner import absolute_store_url, default_out
+    from agents.experiments.runner import default_out
     from server.store import open_store
 
-    urls = [absolute_store_url(store_url)] if store_url else []
+    urls = [store_url] if store_url else []
     if not urls:
         parent = default_out("x").parent
         urls = [

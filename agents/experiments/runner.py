@@ -62,21 +62,6 @@ def default_store_url(out: Path) -> str:
     return f"sqlite:///{(out / 'experiment.db').resolve()}"
 
 
-def absolute_store_url(url: str) -> str:
-    """``url`` with a SQLite file's path made absolute, so every worker, a resume from another directory
-    and ``experiment status`` open the same file. ``sqlite:///rel/path.db`` names ``rel/path.db`` in the
-    working directory (SQLAlchemy's reading), unless ``/rel`` exists: the store reads ``sqlite:///abs/path``
-    as absolute too (``sqlite:///tmp/x.db`` is ``/tmp/x.db``). Other URLs are returned unchanged."""
-    scheme, sep, rest = url.partition(":///")
-    if scheme.lower() != "sqlite" or not sep or rest.startswith("/") or rest.startswith(":memory:"):
-        return url
-    path, query_sep, query = rest.partition("?")
-    first = path.split("/", 1)[0]
-    if first and Path("/", first).exists():
-        return url
-    return f"sqlite:///{Path(path).resolve()}{query_sep}{query}"
-
-
 @dataclass
 class JobState:
     """What the store says about one job: its attempts so far and what to do next."""
@@ -218,13 +203,12 @@ def run_experiment(
     """Run (or resume) ``config``'s experiment; see the module docstring.
 
     ``raw`` is the config as written (kept in the manifest). ``store_url`` defaults to a SQLite file in
-    ``out`` (default ``experiments/<name>``); a relative SQLite path is made absolute
-    (:func:`absolute_store_url`); ``executor`` to a :class:`LocalExecutor` with ``concurrency``
+    ``out`` (default ``experiments/<name>``); ``executor`` to a :class:`LocalExecutor` with ``concurrency``
     (default: the config's). Ctrl-C stops cleanly: running games are stored ``aborted`` (``interrupted``),
     the manifest is written, and ``KeyboardInterrupt`` is raised again for the caller.
     """
     out = out or default_out(config.name)
-    store_url = absolute_store_url(store_url) if store_url else default_store_url(out)
+    store_url = store_url or default_store_url(out)
     if store_url.startswith("memory:") or ":memory:" in store_url:
         raise ExperimentError(
             "invalid_store",
