@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from agents.experiments.config import ExperimentConfig, parse_config
+from agents.experiments.limits import RateLimiter, limiter_from_config
+from agents.testing.openai_server import OpenAITestServer, Policy
 from server.store import Store
 
 
@@ -52,3 +57,31 @@ def finished_by_job(store: Store, experiment: str) -> dict[str, list[dict[str, A
 def digests(store: Store, experiment: str) -> dict[str, str]:
     """Job key -> log sha256 of its finished game."""
     return {key: games[0]["log_sha256"] for key, games in finished_by_job(store, experiment).items()}
+
+
+@contextmanager
+def scripted_provider(
+    monkeypatch: pytest.MonkeyPatch, policy: Policy, model: str = "test-model"
+) -> Iterator[OpenAITestServer]:
+    """The project's OpenAI-compatible test server answering with ``policy``, and the environment pointing
+    every OpenAI seat at it (a placeholder key: the server checks none)."""
+    with OpenAITestServer(policy=policy, model=model) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        yield server
+
+
+def capture_limiters(monkeypatch: pytest.MonkeyPatch) -> list[RateLimiter]:
+    """The limiters the runner builds from configs' ``limits`` from now on, in the order it builds them."""
+    import agents.experiments.runner as runner_module
+
+    built: list[RateLimiter] = []
+
+    def capturing(limits: Any) -> RateLimiter | None:
+        limiter = limiter_from_config(limits)
+        assert limiter is not None
+        built.append(limiter)
+        return limiter
+
+    monkeypatch.setattr(runner_module, "limiter_from_config", capturing)
+    return built

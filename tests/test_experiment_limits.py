@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from experiment_support import bots_config, experiment_games, validated
+from experiment_support import bots_config, capture_limiters, experiment_games, scripted_provider, validated
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
@@ -246,15 +246,7 @@ def test_an_experiment_config_s_limits_hold_every_llm_call_of_the_run(
     acquires from it: the window ends up holding exactly the requests the server saw, with their usage."""
     import agents.experiments.runner as runner_module
 
-    built: list[RateLimiter] = []
-
-    def capturing(limits: Any) -> RateLimiter | None:
-        limiter = limiter_from_config(limits)
-        assert limiter is not None
-        built.append(limiter)
-        return limiter
-
-    monkeypatch.setattr(runner_module, "limiter_from_config", capturing)
+    built = capture_limiters(monkeypatch)
     usage: list[int] = []
 
     def answer(request: dict[str, Any]) -> Reply:
@@ -271,9 +263,7 @@ def test_an_experiment_config_s_limits_hold_every_llm_call_of_the_run(
         game={"max_turns": 1},
         limits={"openai": {"requests_per_minute": 10_000, "tokens_per_minute": 10_000_000}},
     )
-    with OpenAITestServer(policy=answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with scripted_provider(monkeypatch, answer) as server:
         report = runner_module.run_experiment(
             validated(raw), raw, store_url=f"sqlite:///{tmp_path / 's.db'}", out=tmp_path, progress=False
         )
@@ -290,15 +280,7 @@ def test_simulated_llm_seats_are_llm_seats_held_to_their_provider_s_limits(
     threads, every call acquires from the ``simulated`` provider's limits, its seat record is an agent's."""
     import agents.experiments.runner as runner_module
 
-    built: list[RateLimiter] = []
-
-    def capturing(limits: Any) -> RateLimiter | None:
-        limiter = limiter_from_config(limits)
-        assert limiter is not None
-        built.append(limiter)
-        return limiter
-
-    monkeypatch.setattr(runner_module, "limiter_from_config", capturing)
+    built = capture_limiters(monkeypatch)
     raw = bots_config(
         name="simulated-limited",
         focal={"agents": ["simulated_llm?latency=0"], "tom_orders": [[0, 1]]},

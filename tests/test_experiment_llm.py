@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from experiment_support import bots_config, experiment_games, validated
+from experiment_support import bots_config, experiment_games, scripted_provider, validated
 
 from agents.experiments import jobs as jobs_module
 from agents.experiments.executors import LocalExecutor
 from agents.experiments.manifest import MANIFEST_FILE
 from agents.experiments.runner import run_experiment
 from agents.experiments.status import experiment_status
-from agents.testing.openai_server import OpenAITestServer, Reply
+from agents.testing.openai_server import Reply
 from agents.testing.scripted_player import ScriptedPlayer
 from server.store import StoreError, open_store
 from server.table.config import load_settings
@@ -49,9 +49,7 @@ def test_an_llm_experiment_runs_against_the_scripted_server(
     )
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'store.db'}"
-    with OpenAITestServer(policy=CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with scripted_provider(monkeypatch, CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
         report = run_experiment(
             validated(raw), raw, store_url=url, out=out, executor=LocalExecutor(2), progress=False
         )
@@ -114,9 +112,7 @@ def test_failed_attempts_keep_their_usage_and_count_in_every_total(
     )
     out = tmp_path / "out"
     url = f"sqlite:///{out / 'store.db'}"
-    with OpenAITestServer(policy=CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with scripted_provider(monkeypatch, CountedPlayer(accept_every=1), model=PROVIDER_MODEL) as server:
         report = run_experiment(validated(raw), raw, store_url=url, out=out, progress=False)
         requests = len(server.requests)
     store = open_store(url)

@@ -21,8 +21,9 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
+from experiment_support import scripted_provider
 
-from agents.testing.openai_server import OpenAITestServer, Reply
+from agents.testing.openai_server import Reply
 from agents.testing.scripted_player import ScriptedPlayer
 from analysis.cli import FIGURES
 from tradecraft.cli import main
@@ -89,9 +90,9 @@ def test_an_llm_config_runs_against_the_scripted_server_and_its_report_counts_to
     out, report_dir = tmp_path / "run", tmp_path / "report"
     store = f"sqlite:///{tmp_path / 'experiments.db'}"
     run = ("experiment", "run", str(path), "--store", store, "--out", str(out), "--no-progress")
-    with OpenAITestServer(policy=CountedPlayer(accept_every=1), model="gpt-4o-mini-2024-07-18") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    with scripted_provider(
+        monkeypatch, CountedPlayer(accept_every=1), model="gpt-4o-mini-2024-07-18"
+    ) as server:
         said = tradecraft(*run)
         requests = len(server.requests)
     assert "4/4 games finished, 0 failed" in said
