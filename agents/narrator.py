@@ -167,7 +167,9 @@ def _reason(reason: str | None) -> str:
 # =================================================================================================
 # 1. the fixed rules preamble
 # =================================================================================================
-def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
+def rules_preamble(
+    rules: RuleSet, settings: GameSettings, seat: int, *, action_formats: bool = True, compact: bool = False
+) -> str:
     """The rules of play as they apply to ``seat`` in a game with ``settings``: the same text every turn.
 
     Only facts every player may know appear here, plus the seat's own ToM duty at the very end, so the
@@ -267,8 +269,9 @@ def rules_preamble(rules: RuleSet, settings: GameSettings, seat: int) -> str:
         "Items are written by name. In actions, name an item by its id: the name in lower case with "
         "underscores for spaces (Name Of Item -> name_of_item), or the id in [brackets] where one is shown."
     )
-    lines += ["", "# Actions (JSON)"]
-    lines += _action_formats(settings)
+    if action_formats:  # an LLM agent's tools (or its tool catalogue) declare the actions instead
+        lines += ["", "# Actions (JSON)"]
+        lines += _action_formats(settings)
     if orders:
         lines += ["", "# Your value reports"]
         lines.append(
@@ -721,9 +724,17 @@ def _phase_started(p: Mapping[str, Any], me: int | None) -> str:
 # =================================================================================================
 # the whole observation
 # =================================================================================================
-def stable_prefix(view: Mapping[str, Any], rules: RuleSet) -> str:
-    """The part of every observation of this seat that never changes: preamble and fixed facts."""
-    return rules_preamble(rules, settings_from_view(view), view["seat"]) + "\n\n" + player_facts(view, rules)
+def stable_prefix(
+    view: Mapping[str, Any], rules: RuleSet, *, action_formats: bool = True, compact: bool = False
+) -> str:
+    """The part of every observation of this seat that never changes: preamble and fixed facts.
+
+    ``action_formats``: include the raw action JSON section (not for an LLM agent, whose tools declare the
+    actions). ``compact``: the short variant for small context windows."""
+    preamble = rules_preamble(
+        rules, settings_from_view(view), view["seat"], action_formats=action_formats, compact=compact
+    )
+    return preamble + "\n\n" + player_facts(view, rules)
 
 
 def observation(

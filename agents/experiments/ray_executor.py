@@ -17,9 +17,10 @@ same games as a local one (bots: the same ``log_sha256``).
   provider.
 - **Retries**: Ray never retries a game itself (``max_retries=0``): a game that fails, or whose worker
   dies, comes back as an ``error`` outcome and the runner reruns it as a new attempt.
-- **Ctrl-C**: running tasks are cancelled (Ray raises ``KeyboardInterrupt`` in them, so ``play_job``
-  stores the game ``aborted``/``interrupted``), their outcomes are handed on, then ``KeyboardInterrupt``
-  is raised.
+- **Ctrl-C**: games that end within ``INTERRUPT_GRACE_S`` are handed on (a local instance's workers get
+  the terminal's SIGINT too, so ``play_job`` stores theirs ``aborted``/``interrupted``), then
+  ``KeyboardInterrupt`` is raised; disconnecting ends the job's other tasks and the runner stores their
+  games interrupted. Tasks are never ``ray.cancel``-ed: that races inside Ray (see ``_run``).
 - **Connecting**: with ``address`` (``auto``, ``ray://HEAD:10001`` or ``HEAD:6379``) it joins that
   cluster; without, it joins the cluster ``RAY_ADDRESS`` names or starts a local instance. It shuts down
   only a connection it opened itself. ``runtime_env`` is passed to ``ray.init`` (e.g. ``{"working_dir":
@@ -38,6 +39,9 @@ from typing import TYPE_CHECKING, Any
 from agents.experiments.jobs import INTERRUPTED, GameJob, JobOutcome, play_job
 from agents.experiments.limits import ProviderLimit, RateLimiter, Ticket, attach_limiter
 from craft_rules.errors import TradeCraftError
+
+INTERRUPT_GRACE_S = 5.0
+"""After Ctrl-C, how long games that are ending anyway get to hand their outcomes on."""
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -212,9 +216,12 @@ class RayExecutor:
                 done, _ = ray.wait(list(running), num_returns=1)
                 finish(done[0])
         except KeyboardInterrupt:
-            for ref in running:
-                ray.cancel(ref)  # KeyboardInterrupt inside the task: play_job stores it interrupted
-            for ref in list(running):
+            # No ray.cancel: a cancel racing with the task's own completion aborts the driver inside Ray
+            # (RAY_CHECK "it != submissible_tasks_.end()", ray-project/ray#54527). Games already over are
+            # handed on; the rest stop with the driver's ray.shutdown (Ray ends a job's tasks with it, and
+            # local workers got the terminal's SIGINT too), and the runner stores them interrupted.
+            done, _ = ray.wait(list(running), num_returns=len(running), timeout=INTERRUPT_GRACE_S)
+            for ref in done:
                 finish(ref)
             raise
         finally:

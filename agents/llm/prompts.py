@@ -10,7 +10,10 @@ Nothing here mentions how to use the ToM reports: the narrator's preamble asks f
 
 from __future__ import annotations
 
-from agents.llm.tools import QUERY_TOOLS
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents.llm.tools import QUERY_TOOLS, ToolSpec
 
 PERSONAS: dict[str, str] = {
     "none": "",
@@ -77,3 +80,39 @@ NOT_A_TOOL_CALL = (
     "Your answer was not a tool call. Answer with exactly one call of one of the action tools the last "
     "game message allows."
 )
+
+
+# --- per tool mode (agents/llm/modes.py) -----------------------------------------------------------------
+TOOL_MODES = ("native", "json_schema", "prompted")
+"""How the model answers: the API's tool calls; one JSON object constrained by ``response_format``; one
+JSON object written in the reply text (the schemas are in the prompt)."""
+
+
+def mode_instructions(
+    mode: str, *, persona: str, reasoning: str, max_queries: int, strict: bool = False, compact: bool = False
+) -> str:
+    """The agent's fixed instructions for ``mode`` (replaces :func:`instructions`; part of the cached
+    prefix): how to answer in this mode and nothing that teaches another format."""
+    raise NotImplementedError("filled in by the prompts work")
+
+
+def tool_catalogue(specs: Sequence[ToolSpec], *, strict: bool = False, compact: bool = False) -> str:
+    """The tools as text for the prompted and JSON-schema modes: each tool's name, what it does (not when
+    ``compact``) and its arguments' schema."""
+    raise NotImplementedError("filled in by the prompts work")
+
+
+def call_text(name: str, args: Mapping[str, Any]) -> str:
+    """A call in the canonical text form ``{"tool": name, "arguments": args}`` (one line of JSON)."""
+    raise NotImplementedError("filled in by the prompts work")
+
+
+def result_text(name: str, answer: Mapping[str, Any]) -> str:
+    """A tool's answer as the message the JSON modes send back: ``Result of <name>: <json>``."""
+    raise NotImplementedError("filled in by the prompts work")
+
+
+def retry_message(mode: str, error: Mapping[str, Any] | None, allowed: Sequence[str]) -> str:
+    """What the model is told after an answer that did not count: the error (None: no call was found)
+    and exactly how to answer in ``mode``, with an example call of one of the ``allowed`` tools."""
+    raise NotImplementedError("filled in by the prompts work")
