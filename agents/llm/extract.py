@@ -53,7 +53,13 @@ class ExtractedCall:
 class Extraction:
     """What :func:`extract_calls` read: the ``calls`` in order of appearance (duplicates dropped) and
     ``problems``: short codes with details for call-like text that could not be used (``json_error``,
-    ``unknown_tool:<name>``, ``too_long``, ...)."""
+    ``unknown_tool:<name>``, ``too_long``, ...).
+
+    Codes: ``too_long`` (text cut at MAX_TEXT_CHARS), ``json_error`` (call-like JSON that no repair
+    parses), ``unknown_tool:<name>`` (a call-shaped object naming no tool offered; the name cut to
+    MAX_NAME_CHARS), ``invalid_arguments:<tool>`` (arguments that are no object), ``imitated_result``
+    (a tool result the model wrote itself: never read), ``too_deep``, ``too_many_candidates`` (the
+    bounds), ``not_text``."""
 
     calls: list[ExtractedCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -76,8 +82,8 @@ _CALL_OPEN_TAG = re.compile(
     re.IGNORECASE,
 )
 _CALL_CLOSE_TAG = re.compile(
-    r"</\|?(?:tool_calls?|function_calls?|functioncall|function)\|?>|<\|?(?:tool_call_end|eom_id|eot_id|call)\|?>"
-    r"|\[/TOOL_CALLS\]",
+    r"<(?:/\|?|\|/)(?:tool_calls?|function_calls?|functioncall|function)\|?>"
+    r"|<\|?(?:tool_call_end|eom_id|eot_id|call)\|?>|\[/TOOL_CALLS\]",
     re.IGNORECASE,
 )
 # The name written outside the JSON: Llama 3.x ``<function=NAME>{args}</function>``, Mistral's
@@ -404,6 +410,8 @@ def extract_calls(
     if results:
         reader.problem("imitated_result")
         text = _blank(text, results)
+    result_labels = list(_RESULT_LABEL.finditer(text))
+    result_starts = sorted([start for start, _ in results] + [label.start() for label in result_labels])
 
     def next_word(position: int) -> int:
         return _SPACE.match(text, position).end()  # type: ignore[union-attr]
@@ -414,7 +422,7 @@ def extract_calls(
         next_word(match.end()): next(name for name in match.groups() if name)
         for match in _NAMED_ARGS_TAG.finditer(text)
     }
-    after_result_label = {next_word(match.end()) for match in _RESULT_LABEL.finditer(text)}
+    after_result_label = {next_word(label.end()) for label in result_labels}
     fences = [match.start() for match in _FENCE.finditer(text)]
 
     def source_of(start: int, end: int) -> str:
@@ -441,7 +449,15 @@ def extract_calls(
     seen: set[tuple[str, str]] = set()
     budget = MAX_CANDIDATES
     read_until = 0  # spans inside one already read (or skipped as a result) are part of it
-    for number, (start, end) in enumerate(spans):
+    broken_until, calls_before_broken = 0, 0  # a call-like span that did not parse, and what came of it
+    continuation_at = len(text)  # after a call, an imitated result starts the model's imagined sequel
+    for start, end in spans:
+        if start >= broken_until > 0:
+            if len(calls) == calls_before_broken:
+                reader.problem("json_error")
+            broken_until = 0
+        if start >= continuation_at:
+            break
         if start < read_until:
             continue
         if budget == 0:
@@ -455,9 +471,8 @@ def extract_calls(
         body = text[start:end]
         parsed, value = reader.parse(body)
         if not parsed:  # the spans inside are read next, one by one
-            has_inner = number + 1 < len(spans) and spans[number + 1][0] < end
-            if not has_inner and _looks_like_call(body, reader.tool_names):
-                reader.problem("json_error")
+            if broken_until == 0 and _looks_like_call(body, reader.tool_names):
+                broken_until, calls_before_broken = end, len(calls)
             continue
         read_until = end
         source = source_of(start, end)
@@ -468,4 +483,8 @@ def extract_calls(
             if key not in seen:
                 seen.add(key)
                 calls.append(call)
+        if calls and continuation_at == len(text):
+            continuation_at = next((at for at in result_starts if at >= end), len(text))
+    if broken_until > 0 and len(calls) == calls_before_broken:
+        reader.problem("json_error")
     return Extraction(calls=calls, problems=reader.problems)
