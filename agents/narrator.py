@@ -302,51 +302,45 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
     description, and only the rules its settings and rule set use (the same text for every seat up to
     its ToM duty, like the full one)."""
     lines = [
-        "You play TradeCraft, a turn-based game of trading and crafting.",
+        "You play TradeCraft, a turn-based trading and crafting game.",
         "# Rules",
-        "- Each player has a public hand of items and a private target (items to hold). Players are Player "
-        "0, Player 1, ... by seat. Each turn: a trade phase, then a craft phase.",
+        "- Hands of items are public; each player's target (items to hold) is private. Players: Player 0, "
+        "1, ... by seat. Each turn: trade phase, then craft phase.",
     ]
-    trade = (
-        "- Trade: the proposer (rotating by seat) offers items from its hand to one player for items "
-        "from theirs"
-    )
+    trade = "- Trade: the proposer (rotating) offers items from its hand to one player for items from theirs"
     trade += (
         f", with a message (max {settings.message_max_chars} chars)" if settings.message_max_chars else ""
     )
     trade += "; or passes." if settings.allow_pass else "; no passing."
     lines.append(trade)
-    parties = ", its messages only the two" if settings.trade_messages == "parties" else ""
+    parties = ", its messages by the two only" if settings.trade_messages == "parties" else ""
     lines.append(
-        f"- The receiver accepts (the trade happens at once; all see it{parties}) or rejects (only the two "
-        "see it), optionally replying."
+        f"- The receiver accepts (the trade happens at once, seen by all{parties}) or rejects (seen by the "
+        "two only), optionally replying."
     )
     if settings.whole_runs:
-        runs = "whole numbers of runs: '1 A + 1 B -> 4 C' run once uses 1 A, 1 B, makes 4 C"
+        runs = "runs are whole numbers: '1 A + 1 B -> 4 C' once uses 1 A, 1 B, makes 4 C"
     else:
-        runs = (
-            "any positive rational number of runs: '1 A + 1 B -> 4 C' run 1/4 times uses 1/4 A, 1/4 B, "
-            "makes 1 C"
-        )
-    lines.append(f"- Craft: everyone crafts privately, any number of crafts, then finishes; {runs}.")
+        runs = "runs may be fractions: '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A, 1/4 B, makes 1 C"
+    lines.append(f"- Craft: all craft privately, any number of times, then finish; {runs}.")
     if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
         fuels = rules.fuels
         example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
         lines.append(
-            f"- Smelting/blasting/smoking burn fuel, {fuels.smelt_ticks} ticks per run "
-            f"({item_label(rules, example)}: {fuels.burn_ticks[example]} ticks, "
+            f"- Smelting/blasting/smoking burn {fuels.smelt_ticks} fuel ticks per run "
+            f"({item_label(rules, example)} {fuels.burn_ticks[example]} = "
             f"{_qty(fuels.units_per_run(example))} per run); by default the held fuel with the shortest burn "
-            "time covering the craft."
+            "covering the craft."
         )
     if any(ing.is_choice for r in rules.recipes.values() for ing in r.ingredients):
-        lines.append("- An ingredient with several options uses held items in id order unless you choose.")
-    lines.append("- Crafting stays hidden until all finish; then quantities round down and hands are shown.")
+        lines.append("- Where an ingredient has options, held ones are used in id order unless you choose.")
+    lines.append("- Crafts stay hidden until all finish; then quantities round down, hands are shown.")
     ending = (
         "the game ends" if settings.end_condition == "first_win" else "the game goes on until all have won"
     )
     lines.append(
-        f"- After a craft phase, whoever holds their target wins and {ending}. After turn "
-        f"{settings.max_turns} the game ends; nobody wins then. Targets are revealed at the end."
+        f"- After a craft phase, holders of their target win and {ending}. Max {settings.max_turns} turns "
+        "(then nobody wins). Targets are revealed at the end."
     )
     scoring = settings.scoring
     lines.append(
@@ -368,8 +362,8 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
         parts = [f"{_DUTY_NAMES[p]} {_seconds(s)} (then {policy[p]})" for p, s in deadlines.items()]
         lines.append("- Time limits: " + "; ".join(parts) + ".")
     lines.append(
-        f"Rule set: {rules.name}. Items are written by name; in actions use the id: name_of_item, or the "
-        "[id] shown."
+        f"Rule set: {rules.name}. Items appear by name; in actions use ids (Name Of Item -> name_of_item, "
+        "or the [id] shown)."
     )
     if action_formats:
         lines += ["# Actions (JSON)", *_action_formats(settings)]
@@ -472,9 +466,10 @@ def player_facts(view: Mapping[str, Any], rules: RuleSet, *, compact: bool = Fal
     seat, n = view["seat"], view["players"]
     others = _players([s for s in range(n) if s != seat], None)
     if compact:
+        plural = "" if n == 2 else "s"
         return (
-            f"# You\nPlayer {seat} (other{'' if n == 2 else 's'}: {others}). Your secret target: {bundle(rules, view['target'])}; "
-            "hold it after a craft phase to win."
+            f"# You\nPlayer {seat} (other{plural}: {others}). Your secret target: "
+            f"{bundle(rules, view['target'])}; hold it after a craft phase to win."
         )
     return "\n".join(
         [
