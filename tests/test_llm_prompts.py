@@ -87,6 +87,11 @@ def test_no_mode_teaches_the_raw_action_format(
         assert ENVELOPE in text
         assert text.count("# Tools") == 1
         assert ("- item_info" in text) == (max_queries > 0)
+        example = json.loads(
+            next(line for line in text.splitlines() if "xample: {" in line).split(": ", 1)[1]
+        )
+        spec = next(spec for spec in tool_specs() if spec.name == example["tool"])
+        assert parse_action(spec.request(example["arguments"], strict)).type == spec.type  # type: ignore[union-attr]
 
 
 def test_reasoning_is_worded_per_mode() -> None:

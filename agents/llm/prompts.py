@@ -145,7 +145,7 @@ def mode_instructions(
     if mode == "native":
         how = _native_rules(queries, max_queries, compact)
     else:
-        how = _json_rules(mode, queries, max_queries, compact)
+        how = _json_rules(mode, queries, max_queries, compact, strict)
     if strict:
         how.append(_STRICT_NOTE)
     heading = "# How to play" if compact else "# How you play"
@@ -184,8 +184,9 @@ def _native_rules(queries: bool, max_queries: int, compact: bool) -> list[str]:
     return lines
 
 
-def _json_rules(mode: str, queries: bool, max_queries: int, compact: bool) -> list[str]:
-    example = call_text("decide", _EXAMPLES["decide"])
+def _json_rules(mode: str, queries: bool, max_queries: int, compact: bool, strict: bool) -> list[str]:
+    # a template-like example (placeholders, no yes/no to copy): small models imitate an example's choice
+    example = call_text("craft", _example_args(_SPECS["craft"], strict))
     if compact:
         answer = (
             f"Answer with one JSON object only: {_ENVELOPE}."
