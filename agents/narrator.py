@@ -175,7 +175,13 @@ def rules_preamble(
     Only facts every player may know appear here, plus the seat's own ToM duty at the very end, so the
     text never changes during a game and is the same for every seat up to that duty (one cached prefix
     serves all seats of a self-play game).
+
+    ``action_formats``: include the raw action JSON (the section and the report format; not for an LLM
+    agent, whose tools declare the actions). ``compact``: the same facts in fewer tokens, for small
+    context windows (:func:`_compact_preamble`).
     """
+    if compact:
+        return _compact_preamble(rules, settings, seat, action_formats=action_formats)
     orders = settings.orders_for(seat)
     lines = [
         "You are a player in a game of TradeCraft, a turn-based game of trading and crafting.",
@@ -283,8 +289,99 @@ def rules_preamble(
             lines.append("- v1: for each other player, your estimate of that player's v0;")
         if 2 in orders:
             lines.append("- v2: for each other player, your estimate of what that player thinks your v0 is.")
-        lines.append("Your reports are private. Send them as:")
-        lines.append(_report_format(orders))
+        if action_formats:
+            lines.append("Your reports are private. Send them as:")
+            lines.append(_report_format(orders))
+        else:
+            lines.append("Your reports are private. Send them with report_tom.")
+    return "\n".join(lines)
+
+
+def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, action_formats: bool) -> str:
+    """:func:`rules_preamble` in fewer words: the same rules of this game, terse, without the rule set's
+    description, and only the rules its settings and rule set use (the same text for every seat up to
+    its ToM duty, like the full one)."""
+    lines = [
+        "You play TradeCraft, a turn-based trading and crafting game.",
+        "# Rules",
+        "- Hands of items are public; each player's target (items to hold) is private. Players: Player 0, "
+        "1, ... by seat. Each turn: trade phase, then craft phase.",
+    ]
+    trade = "- Trade: the proposer (rotating) offers items from its hand to one player for items from theirs"
+    trade += (
+        f", with a message (max {settings.message_max_chars} chars)" if settings.message_max_chars else ""
+    )
+    trade += "; or passes." if settings.allow_pass else "; no passing."
+    lines.append(trade)
+    parties = ", its messages by the two only" if settings.trade_messages == "parties" else ""
+    lines.append(
+        f"- The receiver accepts (the trade happens at once, seen by all{parties}) or rejects (seen by the "
+        "two only), optionally replying."
+    )
+    if settings.whole_runs:
+        runs = "runs are whole numbers: '1 A + 1 B -> 4 C' once uses 1 A, 1 B, makes 4 C"
+    else:
+        runs = "runs may be fractions: '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A, 1/4 B, makes 1 C"
+    lines.append(f"- Craft: all craft privately, any number of times, then finish; {runs}.")
+    if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
+        fuels = rules.fuels
+        example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
+        lines.append(
+            f"- Smelting/blasting/smoking burn {fuels.smelt_ticks} fuel ticks per run "
+            f"({item_label(rules, example)} {fuels.burn_ticks[example]} = "
+            f"{_qty(fuels.units_per_run(example))} per run); by default the held fuel with the shortest burn "
+            "covering the craft."
+        )
+    if any(ing.is_choice for r in rules.recipes.values() for ing in r.ingredients):
+        lines.append("- Where an ingredient has options, held ones are used in id order unless you choose.")
+    lines.append("- Crafts stay hidden until all finish; then quantities round down, hands are shown.")
+    ending = (
+        "the game ends" if settings.end_condition == "first_win" else "the game goes on until all have won"
+    )
+    lines.append(
+        f"- After a craft phase, holders of their target win and {ending}. Max {settings.max_turns} turns "
+        "(then nobody wins). Targets are revealed at the end."
+    )
+    scoring = settings.scoring
+    lines.append(
+        f"- Points: {scoring.sole_win} for winning alone, {scoring.shared_win} each when several win at "
+        f"once, else {scoring.no_win}."
+    )
+    deadlines = {
+        phase: seconds
+        for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
+        if (seconds := settings.deadlines.for_phase(phase)) is not None
+    }
+    if deadlines:
+        policy = {
+            "tom_report": "no report",
+            "trade_propose": "pass",
+            "trade_decide": settings.timeout_policies.trade_decide,
+            "craft": "done",
+        }
+        parts = [f"{_DUTY_NAMES[p]} {_seconds(s)} (then {policy[p]})" for p, s in deadlines.items()]
+        lines.append("- Time limits: " + "; ".join(parts) + ".")
+    lines.append(
+        f"Rule set: {rules.name}. Items appear by name; in actions use ids (Name Of Item -> name_of_item, "
+        "or the [id] shown)."
+    )
+    if action_formats:
+        lines += ["# Actions (JSON)", *_action_formats(settings)]
+    orders = settings.orders_for(seat)
+    if orders:
+        names = {
+            0: "- v0: for your own target",
+            1: "- v1: per other player, your guess of their v0",
+            2: "- v2: per other player, your guess of their guess of your v0",
+        }
+        lines += [
+            "# Your value reports",
+            "Each turn before trading, privately rate every item in the public hands from 0 (useless) to 10 "
+            "(critical):",
+            *(names[o] for o in sorted(orders) if o in names),
+        ]
+        if action_formats:
+            lines.append(_report_format(orders))
     return "\n".join(lines)
 
 
@@ -364,10 +461,16 @@ def settings_from_view(view: Mapping[str, Any]) -> GameSettings:
 # =================================================================================================
 # 2. the player's fixed facts
 # =================================================================================================
-def player_facts(view: Mapping[str, Any], rules: RuleSet) -> str:
-    """Seat, number of players and the private target: fixed for the whole game."""
+def player_facts(view: Mapping[str, Any], rules: RuleSet, *, compact: bool = False) -> str:
+    """Seat, number of players and the private target: fixed for the whole game (``compact``: terse)."""
     seat, n = view["seat"], view["players"]
     others = _players([s for s in range(n) if s != seat], None)
+    if compact:
+        plural = "" if n == 2 else "s"
+        return (
+            f"# You\nPlayer {seat} (other{plural}: {others}). Your secret target: "
+            f"{bundle(rules, view['target'])}; hold it after a craft phase to win."
+        )
     return "\n".join(
         [
             "# You",
@@ -734,7 +837,7 @@ def stable_prefix(
     preamble = rules_preamble(
         rules, settings_from_view(view), view["seat"], action_formats=action_formats, compact=compact
     )
-    return preamble + "\n\n" + player_facts(view, rules)
+    return preamble + ("\n" if compact else "\n\n") + player_facts(view, rules, compact=compact)
 
 
 def observation(

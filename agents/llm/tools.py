@@ -72,22 +72,29 @@ class ToolSpec:
     type: str
     model: type[BaseModel]
 
-    def description(self) -> str:
-        """The model's docstring as plain text (reST literals and roles unwrapped)."""
+    def description(self, compact: bool = False) -> str:
+        """The model's docstring as plain text (reST literals and roles unwrapped); ``compact``: its
+        first sentence only."""
         text = inspect.cleandoc(self.model.__doc__ or self.name)
         text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
-        return text.replace("``", "'")
+        text = text.replace("``", "'")
+        if compact:
+            text = _FIRST_SENTENCE.match(" ".join(text.split())).group(0)  # type: ignore[union-attr]
+        return text
 
-    def args_schema(self, strict: bool = False) -> dict[str, Any]:
+    def args_schema(self, strict: bool = False, compact: bool = False) -> dict[str, Any]:
         """The JSON schema of the tool's arguments: the model's own (or its strict rendering) minus
-        the ``type`` tag."""
+        the ``type`` tag. ``compact``: without prose (no property descriptions or titles; the tool's
+        description is its first sentence), for small context windows."""
         schema = strict_args_schema(self.model) if strict else self.model.model_json_schema()
         schema = json.loads(json.dumps(schema))  # a private copy: the models' schemas are cached
         schema["properties"].pop("type", None)
         if "required" in schema:
             schema["required"] = [name for name in schema["required"] if name != "type"]
+        if compact:
+            _drop_prose(schema)
         schema["title"] = self.name
-        schema["description"] = self.description()
+        schema["description"] = self.description(compact)
         return schema
 
     def request(self, args: Mapping[str, Any] | Any, strict: bool = False) -> dict[str, Any] | Any:
@@ -105,6 +112,30 @@ class ToolSpec:
             if isinstance(request.get(name), str):
                 request[name] = strip_reasoning(request[name])
         return request
+
+
+_FIRST_SENTENCE = re.compile(r".*?[.!?](?=\s|$)|.*", re.DOTALL)
+_PROSE_KEYS = ("title", "description")
+_DATA_KEYS = frozenset({"default", "const", "enum", "examples"})  # values, not schemas: left as they are
+
+
+def _drop_prose(schema: Any) -> None:
+    """Remove titles and descriptions from ``schema`` and every subschema, in place. The names in a
+    ``properties`` or ``$defs`` mapping are never touched (a property may be called ``title``)."""
+    if isinstance(schema, list):
+        for sub in schema:
+            _drop_prose(sub)
+        return
+    if not isinstance(schema, dict):
+        return
+    for key in _PROSE_KEYS:
+        schema.pop(key, None)
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            for sub in value.values():
+                _drop_prose(sub)
+        elif key not in _DATA_KEYS:
+            _drop_prose(value)
 
 
 def strip_reasoning(text: str) -> str:
@@ -224,20 +255,21 @@ class SeatTools:
             self.queries_asked += 1
         return answer
 
-    def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
-        """LangChain tools (all, or those named) whose results are the typed answers as JSON text."""
+    def tools(self, names: Iterable[str] | None = None, compact: bool = False) -> list[BaseTool]:
+        """LangChain tools (all, or those named) whose results are the typed answers as JSON text;
+        ``compact``: declared without prose (see :meth:`ToolSpec.args_schema`)."""
         chosen = list(self.specs) if names is None else list(names)
-        return [self._tool(self.specs[name]) for name in chosen]
+        return [self._tool(self.specs[name], compact) for name in chosen]
 
-    def _tool(self, spec: ToolSpec) -> BaseTool:
+    def _tool(self, spec: ToolSpec, compact: bool = False) -> BaseTool:
         def run(**kwargs: Any) -> str:
             return json.dumps(self.call(spec.name, kwargs), ensure_ascii=False)
 
         return StructuredTool.from_function(
             func=run,
             name=spec.name,
-            description=spec.description(),
-            args_schema=spec.args_schema(self.strict),
+            description=spec.description(compact),
+            args_schema=spec.args_schema(self.strict, compact),
         )
 
 
