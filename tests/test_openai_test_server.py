@@ -106,3 +106,14 @@ def test_unknown_path_and_non_json_body_are_typed_errors() -> None:
             urllib.request.urlopen(request, timeout=5)
         assert error.value.code == 400
         assert server.requests == []
+
+
+def test_a_failing_policy_and_a_streaming_request_are_typed_errors() -> None:
+    def broken(request: dict) -> Reply:
+        raise KeyError("tools")
+
+    with OpenAITestServer(policy=broken) as server:
+        status, body, _ = post(server.base_url, {"messages": []})
+        assert status == 500 and "policy failed: KeyError" in body["error"]["message"]
+        status, body, _ = post(server.base_url, {"messages": [], "stream": True})
+        assert status == 400 and "stream" in body["error"]["message"]

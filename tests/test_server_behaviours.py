@@ -23,6 +23,7 @@ from langchain_openai import ChatOpenAI
 
 from agents.llm.tools import tool_specs
 from agents.llm.tracing import count_tokens
+from agents.testing import openai_server
 from agents.testing.openai_server import BEHAVIOURS, PROBE_MARKER, OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 
@@ -202,6 +203,9 @@ def test_needs_tool_choice_drops_the_tools_unless_a_call_is_required() -> None:
     # as llama-cpp-python's server: the dropped tools are not in the prompt the model read
     dropped, seen = answers["auto"]["usage"]["prompt_tokens"], answers["required"]["usage"]["prompt_tokens"]
     assert seen - dropped == count_tokens(json.dumps(tools("decide", "pass")))
+    schema = envelope_schema("decide", "pass")  # a response_format schema it does honour
+    constrained = answer_of("needs_tool_choice", game_request(response_format=schema_format(schema)))
+    jsonschema.validate(json.loads(constrained["choices"][0]["message"]["content"]), schema)
 
 
 def test_the_real_client_gets_tool_calls_from_needs_tool_choice_only_when_required() -> None:
@@ -302,6 +306,13 @@ def test_runaway_repeats_until_max_tokens_and_an_odd_seed_recovers() -> None:
             assert post(server.base_url, request)["choices"][0]["finish_reason"] == "length"  # no seed
         recovered = post(server.base_url, game_request(tools=tools("decide"), seed=5, max_tokens=300))
         assert recovered["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "decide"
+
+
+def test_a_runaway_without_max_tokens_stops_at_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai_server, "RUNAWAY_TOKEN_CAP", 200)  # the real 4096 takes ~4 s
+    body = answer_of("runaway", game_request(tools=tools("decide")))
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert 190 <= body["usage"]["completion_tokens"] <= 200
 
 
 def test_an_unbounded_runaway_is_slow_and_cancelled_when_the_client_gives_up() -> None:
@@ -416,8 +427,8 @@ def test_a_whole_move_over_http_in_prompted_mode_follows_the_results() -> None:
         assert objects_in(second)[0]["name"] == "craft"
 
 
-@pytest.mark.slow  # two interpreters importing the agent stack
-def test_the_command_line_serves_until_interrupted() -> None:
+@pytest.mark.slow  # an interpreter importing the agent stack
+def test_the_command_line_lists_the_behaviours() -> None:
     listing = subprocess.run(
         [sys.executable, "-m", "agents.testing.openai_server", "--list"],
         capture_output=True,
@@ -425,12 +436,19 @@ def test_the_command_line_serves_until_interrupted() -> None:
         timeout=60,
     )
     assert listing.returncode == 0 and all(name in listing.stdout for name in BEHAVIOURS)
+
+
+@pytest.mark.slow  # an interpreter importing the agent stack
+@pytest.mark.parametrize("stop_with", [signal.SIGINT, signal.SIGTERM])
+def test_the_command_line_serves_until_interrupted(stop_with: signal.Signals) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "agents.testing.openai_server", "--behaviour", "fenced_json", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # as a shell starts a background job: SIGINT ignored (the server takes it back)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         assert process.stdout is not None
@@ -440,7 +458,7 @@ def test_the_command_line_serves_until_interrupted() -> None:
         assert f"OPENAI_BASE_URL={url}" in hint and "tradecraft play --players" in hint
         content = post(url, game_request())["choices"][0]["message"]["content"]
         assert "```json" in content
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_with)
         out, err = process.communicate(timeout=10)
     finally:
         if process.poll() is None:

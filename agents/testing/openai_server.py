@@ -29,6 +29,7 @@ import contextlib
 import json
 import random
 import select
+import signal
 import socket
 import sys
 import threading
@@ -57,7 +58,8 @@ BEHAVIOURS: dict[str, str] = {
     "<function_call>...</function_call>, <|tool_call|>",
     "raw_action": 'the narrator\'s raw action JSON ({"type": "decide", "accept": true, ...}) as text',
     "needs_tool_choice": "ignores the tools unless tool_choice is required or names a function (as "
-    "llama-cpp-python's server does) and answers like raw_action; with it: proper tool_calls",
+    "llama-cpp-python's server does) and answers like raw_action; with it: proper tool_calls; honours a "
+    "response_format schema",
     "runaway": 'even or missing seed: repeats "- Coal" until max_tokens (cap 4096), ~1 ms a token, '
     "finish_reason length; odd seed: native",
     "cold_start": "the first request waits cold_seconds (model loading) and so does every request until "
@@ -375,6 +377,8 @@ def render(behaviour: str, reply: Reply, request: dict[str, Any], index: int) ->
     if behaviour == "needs_tool_choice":
         if tools and _forces_tools(request):
             return native()
+        if schema is not None:  # llama-cpp-python does constrain to a response_format schema
+            return text(_constrained_json(schema, name, args, reply))
         return Completion(_raw_action_json(reply, name, args), [], "stop", saw_tools=False)
     if behaviour == "runaway":
         seed = request.get("seed")
@@ -383,8 +387,8 @@ def render(behaviour: str, reply: Reply, request: dict[str, Any], index: int) ->
         limit = token_limit(request)
         budget = RUNAWAY_TOKEN_CAP if limit is None else min(limit, RUNAWAY_TOKEN_CAP)
         lines = budget // max(1, count_tokens(RUNAWAY_LINE)) + 2
-        content = f"{sentence}\n" + RUNAWAY_LINE * lines  # the cut to the limit makes it `length`
-        return Completion(content, [], "stop", seconds_per_token=RUNAWAY_SECONDS_PER_TOKEN)
+        content = cut_to_tokens(f"{sentence}\n" + RUNAWAY_LINE * lines, budget)
+        return Completion(content, [], "length", seconds_per_token=RUNAWAY_SECONDS_PER_TOKEN)
     if behaviour == "imitates_tool_results":
         fakes = [_FAKE_RESULTS[index % len(_FAKE_RESULTS)]]
         if index % 2:
@@ -506,7 +510,10 @@ class OpenAITestServer:
                 return self.script.pop(0), False, index
         if self.policy is None:
             return Reply(status=500, content="script exhausted and no policy configured"), False, index
-        return self.policy(request), True, index
+        try:
+            return self.policy(request), True, index
+        except Exception as error:  # a policy bug is the server's 500, not a dropped connection
+            return Reply(status=500, content=f"policy failed: {type(error).__name__}: {error}"), False, index
 
     def _cold_wait(self) -> float:
         """Seconds this request waits for the model to load (``cold_start`` only)."""
@@ -612,6 +619,9 @@ class OpenAITestServer:
                 if not isinstance(request, dict):
                     self._error(400, "request body is not a JSON object")
                     return
+                if request.get("stream"):
+                    self._error(400, "this test server does not stream; send stream: false")
+                    return
                 reply, rendered, index = server._next_reply(request, self.path)
                 wait = reply.delay + server._cold_wait()
                 if reply.status != 200:
@@ -675,6 +685,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=options.host,
         port=options.port,
     )
+    # Ctrl-C stops it even when a shell started it in the background (which ignores SIGINT), and so does
+    # SIGTERM: both end in the clean shutdown below
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with server:
         print(f"Serving behaviour {options.behaviour!r} at {server.base_url} (Ctrl-C stops)")
         print("Point an LLM agent at it, e.g.:")
