@@ -24,8 +24,8 @@ from langchain_openai import ChatOpenAI
 from agents.llm.tools import tool_specs
 from agents.llm.tracing import count_tokens
 from agents.testing import openai_server
-from agents.testing.openai_server import BEHAVIOURS, PROBE_MARKER, OpenAITestServer, Reply
-from agents.testing.scripted_player import ScriptedPlayer
+from agents.testing.openai_server import BEHAVIOURS, OpenAITestServer, Reply
+from agents.testing.scripted_player import PROBE_MARKER, ScriptedPlayer
 
 DECIDE_GAME = "Pending proposal: Player 1 offers you 1 Coal for 1 Stick.\nYour move: decide."
 CRAFT_GAME = "Phase: crafting.\nYour move: craft or finish_crafting."

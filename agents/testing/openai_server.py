@@ -15,9 +15,9 @@ prose. Policy answers honour ``max_tokens`` / ``max_completion_tokens`` and ``st
 (o200k tokens). A client that disconnects while its answer is pending (delay, cold start, runaway) is
 noticed at once and the request abandoned (``cancelled``).
 
-Connection-check (probe) requests of the agent (:data:`PROBE_MARKER`) are answered by the server itself
-with the call ``confirm {"ready": true}`` in the behaviour's rendering: they never consume the script or
-reach the policy (``answer_probes=False`` turns that off).
+Connection-check (probe) requests of the agent (:data:`~agents.testing.scripted_player.PROBE_MARKER`) are
+answered by the server itself with the call ``confirm {"ready": true}`` in the behaviour's rendering: they
+never consume the script or reach the policy (``answer_probes=False`` turns that off).
 
 Start one from the command line with ``python -m agents.testing.openai_server --behaviour NAME``.
 """
@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,6 +44,14 @@ import jsonschema
 
 from agents.llm.tools import ACTION_TOOLS, QUERY_TOOLS
 from agents.llm.tracing import MESSAGE_OVERHEAD_TOKENS, count_tokens
+from agents.testing.scripted_player import (
+    PROBE_ARGS,
+    PROBE_TOOL,
+    Reply,
+    ScriptedPlayer,
+    is_probe,
+    message_text,
+)
 from server.game.schemas import to_strict
 
 MAX_BODY_BYTES = 4_000_000  # a request larger than this is refused before it is read
@@ -76,9 +84,6 @@ DEFAULT_COLD_SECONDS = 3.0
 RUNAWAY_LINE = "- Coal\n"
 RUNAWAY_TOKEN_CAP = 4096  # what a runaway reply generates when the request sets no max_tokens
 RUNAWAY_SECONDS_PER_TOKEN = 0.001  # generation is not free: an unbounded runaway takes ~4 s
-PROBE_MARKER = "TradeCraft connection check"
-PROBE_TOOL = "confirm"
-PROBE_ARGS: dict[str, Any] = {"ready": True}
 _POLL_SECONDS = 0.02  # how often a pending answer checks that its client is still connected
 
 _TYPE_OF_TOOL: dict[str, str] = ACTION_TOOLS | QUERY_TOOLS
@@ -100,22 +105,6 @@ _FAKE_RESULTS = (
     {"ok": True, "answer": {"type": "possible_crafts", "crafts": []}},
     {"ok": False, "error": {"code": "not_your_turn", "message": "It is not your move.", "details": {}}},
 )
-
-
-@dataclass
-class Reply:
-    """One scripted answer. ``tool_calls`` entries are ``(name, arguments)``; a str argument is sent verbatim
-    (so malformed JSON can be served), anything else is JSON-encoded. ``action``: the raw action (or query)
-    the first call stands for, for behaviours that write it as text (default: the tool's type plus its
-    arguments)."""
-
-    content: str | None = None
-    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
-    status: int = 200
-    retry_after: float | None = None  # seconds, sent as the Retry-After header (for 429)
-    delay: float = 0.0  # seconds to wait before answering (longer than the client timeout = a timeout)
-    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); None = no usage block
-    action: dict[str, Any] | None = None
 
 
 def _arguments_text(args: Any) -> str:
@@ -141,21 +130,6 @@ class Completion:
     usage: tuple[int, int] | None = None
     seconds_per_token: float = 0.0  # what generating costs (runaway: a slow unbounded reply)
     saw_tools: bool = True  # False: the server dropped the tools from the prompt (not counted in usage)
-
-
-def is_probe(request: dict[str, Any]) -> bool:
-    """Whether ``request`` is the agent's connection check (its last user message carries the marker)."""
-    messages = request.get("messages") or []
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    return last_user is not None and PROBE_MARKER in message_text(last_user)
-
-
-def message_text(message: dict[str, Any]) -> str:
-    """A chat message's text content (list contents joined)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
 
 
 def prompt_tokens(request: dict[str, Any], *, with_tools: bool = True) -> int:
@@ -674,8 +648,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, description in BEHAVIOURS.items():
             print(f"{name:<{width}}  {description}")
         return 0
-
-    from agents.testing.scripted_player import ScriptedPlayer  # it imports Reply from here
 
     server = OpenAITestServer(
         policy=ScriptedPlayer(),

@@ -13,8 +13,11 @@ tools declare (strict pairs when a tool is ``strict``).
 It reads every tool mode: in native mode the answers of its earlier calls come back as ``tool`` messages; in
 the JSON modes (no ``tools`` in the request) as user messages ``Result of <name>: <json>``, and the game's
 text is the last user message that is not such a result (retry nudges aside: the last one that shows the
-move). The agent's connection check (:data:`~agents.testing.openai_server.PROBE_MARKER`) is answered with
+move). The agent's connection check (:data:`PROBE_MARKER`) is answered with
 ``confirm {"ready": true}``.
+
+:class:`Reply`, the answer a policy of the test server gives, is declared here too: the server's command
+line serves this player, so the server imports this module and not the other way round.
 """
 
 from __future__ import annotations
@@ -22,10 +25,46 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.llm.tools import tool_call_args
-from agents.testing.openai_server import PROBE_ARGS, PROBE_TOOL, Reply, is_probe, message_text
+
+PROBE_MARKER = "TradeCraft connection check"
+PROBE_TOOL = "confirm"
+PROBE_ARGS: dict[str, Any] = {"ready": True}
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``tool_calls`` entries are ``(name, arguments)``; a str argument is sent verbatim
+    (so malformed JSON can be served), anything else is JSON-encoded. ``action``: the raw action (or query)
+    the first call stands for, for behaviours that write it as text (default: the tool's type plus its
+    arguments)."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
+    status: int = 200
+    retry_after: float | None = None  # seconds, sent as the Retry-After header (for 429)
+    delay: float = 0.0  # seconds to wait before answering (longer than the client timeout = a timeout)
+    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); None = no usage block
+    action: dict[str, Any] | None = None
+
+
+def is_probe(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is the agent's connection check (its last user message carries the marker)."""
+    messages = request.get("messages") or []
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    return last_user is not None and PROBE_MARKER in message_text(last_user)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A chat message's text content (list contents joined)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
 
 _MOVE = re.compile(r"^Your move: (.+)\.$", re.MULTILINE)
 _TOM_ITEMS = re.compile(r"^Report your values now \(report_tom\) for these items: (.+)\.$", re.MULTILINE)
@@ -34,8 +73,6 @@ _HAND_LINE = re.compile(r"^- Player (\d+)( \(you\))?: (.+)$", re.MULTILINE)
 _BUNDLE_PART = re.compile(r"^(\d+) (.+?)(?: \[([^\]]+)\])?$")
 _RESULT = re.compile(r"^Result of ([\w.-]+): ", re.DOTALL)
 MAX_ANSWER_CHARS = 200_000  # a tool answer longer than this is not read
-
-_text = message_text
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -52,12 +89,14 @@ def _json_object(text: str) -> dict[str, Any] | None:
 def _game_and_answers(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The latest game message and the answers to the tool calls made since (``tool`` messages, or
     ``Result of`` user messages in the JSON modes)."""
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and not _RESULT.match(_text(m))]
-    moves = [i for i in users if _MOVE.search(_text(messages[i]))]
+    users = [
+        i for i, m in enumerate(messages) if m.get("role") == "user" and not _RESULT.match(message_text(m))
+    ]
+    moves = [i for i in users if _MOVE.search(message_text(messages[i]))]
     game_at = moves[-1] if moves else users[-1] if users else -1
     answers: list[dict[str, Any]] = []
     for message in messages[game_at + 1 :]:
-        text = _text(message)
+        text = message_text(message)
         if message.get("role") == "tool":
             answer = _json_object(text)
         elif message.get("role") == "user" and (result := _RESULT.match(text)):
@@ -66,7 +105,7 @@ def _game_and_answers(messages: list[dict[str, Any]]) -> tuple[str, list[dict[st
             continue
         if answer is not None:
             answers.append(answer)
-    return (_text(messages[game_at]) if game_at >= 0 else ""), answers
+    return (message_text(messages[game_at]) if game_at >= 0 else ""), answers
 
 
 def _digest(*parts: object) -> int:
@@ -130,7 +169,7 @@ class ScriptedPlayer:
         """The raw action (or query) the player chooses, as the narrator's action JSON."""
         messages = request.get("messages") or []
         game, answers = _game_and_answers(messages)
-        system = _text(messages[0]) if messages and messages[0].get("role") == "system" else ""
+        system = message_text(messages[0]) if messages and messages[0].get("role") == "system" else ""
         move = _MOVE.search(game)
         legal = move.group(1).split(" or ") if move else []
 
