@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -57,12 +58,23 @@ def test_scripted_replies_come_back_in_order_and_requests_are_recorded() -> None
         assert len(server.requests) == 6
 
 
-def test_a_delay_longer_than_the_client_timeout_is_a_timeout() -> None:
-    with (
-        OpenAITestServer([Reply(delay=1.0, content="late")]) as server,
-        pytest.raises((TimeoutError, urllib.error.URLError)),
-    ):
-        post(server.base_url, {"messages": []}, timeout=0.2)
+def test_a_delay_longer_than_the_client_timeout_is_a_timeout_and_the_request_is_abandoned() -> None:
+    with OpenAITestServer([Reply(delay=5.0, content="late"), Reply(content="on time")]) as server:
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            post(server.base_url, {"messages": []}, timeout=0.2)
+        deadline = time.monotonic() + 1.0  # noticed within a poll, long before the 5 s delay ends
+        while server.cancelled < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.cancelled == 1
+        # the abandoned request is not answered later to anyone; the next one is served at once
+        _, body, _ = post(server.base_url, {"messages": []}, timeout=1.0)
+        assert body["choices"][0]["message"]["content"] == "on time"
+
+
+def test_the_model_list_names_the_served_model() -> None:
+    with OpenAITestServer(model="tiny-1b") as server:
+        answer = urllib.request.urlopen(server.base_url + "/models", timeout=5)
+        assert [m["id"] for m in json.loads(answer.read())["data"]] == ["tiny-1b"]
 
 
 def test_policy_mode_decides_from_the_request_and_faults_are_seeded() -> None:
@@ -94,3 +106,14 @@ def test_unknown_path_and_non_json_body_are_typed_errors() -> None:
             urllib.request.urlopen(request, timeout=5)
         assert error.value.code == 400
         assert server.requests == []
+
+
+def test_a_failing_policy_and_a_streaming_request_are_typed_errors() -> None:
+    def broken(request: dict) -> Reply:
+        raise KeyError("tools")
+
+    with OpenAITestServer(policy=broken) as server:
+        status, body, _ = post(server.base_url, {"messages": []})
+        assert status == 500 and "policy failed: KeyError" in body["error"]["message"]
+        status, body, _ = post(server.base_url, {"messages": [], "stream": True})
+        assert status == 400 and "stream" in body["error"]["message"]

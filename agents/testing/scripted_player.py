@@ -9,6 +9,15 @@ side holds nothing else), accepting
 every other proposal, in the craft phase one query (``possible_recipes_from_hands``), then one craft of
 the first recipe it lists, then ``finish_crafting``. Tool arguments follow the rendering the request's
 tools declare (strict pairs when a tool is ``strict``).
+
+It reads every tool mode: in native mode the answers of its earlier calls come back as ``tool`` messages; in
+the JSON modes (no ``tools`` in the request) as user messages ``Result of <name>: <json>``, and the game's
+text is the last user message that is not such a result (retry nudges aside: the last one that shows the
+move). The agent's connection check (:data:`PROBE_MARKER`) is answered with
+``confirm {"ready": true}``.
+
+:class:`Reply`, the answer a policy of the test server gives, is declared here too: the server's command
+line serves this player, so the server imports this module and not the other way round.
 """
 
 from __future__ import annotations
@@ -16,23 +25,87 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.llm.tools import tool_call_args
-from agents.testing.openai_server import Reply
+
+PROBE_MARKER = "TradeCraft connection check"
+PROBE_TOOL = "confirm"
+PROBE_ARGS: dict[str, Any] = {"ready": True}
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``tool_calls`` entries are ``(name, arguments)``; a str argument is sent verbatim
+    (so malformed JSON can be served), anything else is JSON-encoded. ``action``: the raw action (or query)
+    the first call stands for, for behaviours that write it as text (default: the tool's type plus its
+    arguments)."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
+    status: int = 200
+    retry_after: float | None = None  # seconds, sent as the Retry-After header (for 429)
+    delay: float = 0.0  # seconds to wait before answering (longer than the client timeout = a timeout)
+    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens); None = no usage block
+    action: dict[str, Any] | None = None
+
+
+def is_probe(request: dict[str, Any]) -> bool:
+    """Whether ``request`` is the agent's connection check (its last user message carries the marker)."""
+    messages = request.get("messages") or []
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    return last_user is not None and PROBE_MARKER in message_text(last_user)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A chat message's text content (list contents joined)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
 
 _MOVE = re.compile(r"^Your move: (.+)\.$", re.MULTILINE)
 _TOM_ITEMS = re.compile(r"^Report your values now \(report_tom\) for these items: (.+)\.$", re.MULTILINE)
 _TOM_SEATS = re.compile(r"^In v1/v2, key each other player by seat: (.+)\.$", re.MULTILINE)
 _HAND_LINE = re.compile(r"^- Player (\d+)( \(you\))?: (.+)$", re.MULTILINE)
 _BUNDLE_PART = re.compile(r"^(\d+) (.+?)(?: \[([^\]]+)\])?$")
+_RESULT = re.compile(r"^Result of ([\w.-]+): ", re.DOTALL)
+MAX_ANSWER_CHARS = 200_000  # a tool answer longer than this is not read
 
 
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object (None when it is not one or too long to read)."""
+    if len(text) > MAX_ANSWER_CHARS:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _game_and_answers(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The latest game message and the answers to the tool calls made since (``tool`` messages, or
+    ``Result of`` user messages in the JSON modes)."""
+    users = [
+        i for i, m in enumerate(messages) if m.get("role") == "user" and not _RESULT.match(message_text(m))
+    ]
+    moves = [i for i in users if _MOVE.search(message_text(messages[i]))]
+    game_at = moves[-1] if moves else users[-1] if users else -1
+    answers: list[dict[str, Any]] = []
+    for message in messages[game_at + 1 :]:
+        text = message_text(message)
+        if message.get("role") == "tool":
+            answer = _json_object(text)
+        elif message.get("role") == "user" and (result := _RESULT.match(text)):
+            answer = _json_object(text[result.end() :])
+        else:
+            continue
+        if answer is not None:
+            answers.append(answer)
+    return (message_text(messages[game_at]) if game_at >= 0 else ""), answers
 
 
 def _digest(*parts: object) -> int:
@@ -73,24 +146,32 @@ class ScriptedPlayer:
         self.moves = 0
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        name, args = self.decide(request)
+        if is_probe(request):
+            return Reply(tool_calls=[(PROBE_TOOL, dict(PROBE_ARGS))])
+        action = self.decide_action(request)
+        name, args = tool_call_args(action, self._strict(request))
         self.calls += 1
         if name not in ("item_info", "possible_recipes_from_hands", "recipe_search", "crafting_tree"):
             self.moves += 1
-        return Reply(tool_calls=[(name, args)])
+        return Reply(tool_calls=[(name, args)], action=action)
+
+    @staticmethod
+    def _strict(request: dict[str, Any]) -> bool:
+        return any((t.get("function") or {}).get("strict") for t in request.get("tools") or [])
 
     def decide(self, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(tool name, arguments) of the call the player makes in answer to ``request``."""
+        if is_probe(request):
+            return PROBE_TOOL, dict(PROBE_ARGS)
+        return tool_call_args(self.decide_action(request), self._strict(request))
+
+    def decide_action(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The raw action (or query) the player chooses, as the narrator's action JSON."""
         messages = request.get("messages") or []
-        strict = any((t.get("function") or {}).get("strict") for t in request.get("tools") or [])
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        game = _text(messages[last_user]) if last_user >= 0 else ""
-        system = _text(messages[0]) if messages and messages[0].get("role") == "system" else ""
-        answers = [json.loads(_text(m)) for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+        game, answers = _game_and_answers(messages)
+        system = message_text(messages[0]) if messages and messages[0].get("role") == "system" else ""
         move = _MOVE.search(game)
         legal = move.group(1).split(" or ") if move else []
-
-        def call(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-            return tool_call_args(action, strict)
 
         items_match = _TOM_ITEMS.search(game)
         if "report_tom" in legal and items_match:
@@ -101,10 +182,10 @@ class ScriptedPlayer:
             for order in (1, 2):
                 if f"- v{order}:" in system:
                     report[f"v{order}"] = {s: {i: _digest(order, s, i) % 11 for i in items} for s in seats}
-            return call(report)
+            return report
         if "decide" in legal:
             accept = _digest(game) % self.accept_every == 0
-            return call({"type": "decide", "accept": accept, "message": "ok" if accept else "no thanks"})
+            return {"type": "decide", "accept": accept, "message": "ok" if accept else "no thanks"}
         if "finish_crafting" in legal:
             crafted = "Your crafts this phase:" in game
             listed = [a for a in answers if (a.get("answer") or {}).get("type") == "possible_crafts"]
@@ -113,10 +194,10 @@ class ScriptedPlayer:
                     crafts = listed[-1]["answer"]["crafts"]
                     if crafts:
                         first = crafts[0]
-                        return call({"type": "craft", "recipe": first["recipe"], "runs": first["max_runs"]})
+                        return {"type": "craft", "recipe": first["recipe"], "runs": first["max_runs"]}
                 elif self.query_crafts:
-                    return call({"type": "possible_crafts", "limit": 5})
-            return call({"type": "finish_crafting"})
+                    return {"type": "possible_crafts", "limit": 5}
+            return {"type": "finish_crafting"}
         if "propose" in legal and self.propose:
             hands = _hands(game)
             me = next((int(s) for s, you, _ in _HAND_LINE.findall(game) if you), None)
@@ -128,15 +209,13 @@ class ScriptedPlayer:
                 offer = mine[pick % len(mine)] if mine else None
                 theirs = [i for i in sorted(hands.get(to) or {}) if i != offer]
                 if offer or theirs:
-                    return call(
-                        {
-                            "type": "propose",
-                            "to": to,
-                            "offer": {offer: 1} if offer else {},
-                            "request": {theirs[pick % len(theirs)]: 1} if theirs else {},
-                            "message": "A one-for-one swap?",
-                        }
-                    )
+                    return {
+                        "type": "propose",
+                        "to": to,
+                        "offer": {offer: 1} if offer else {},
+                        "request": {theirs[pick % len(theirs)]: 1} if theirs else {},
+                        "message": "A one-for-one swap?",
+                    }
         if "pass" in legal:
-            return call({"type": "pass"})
-        return call({"type": "finish_crafting"})  # nothing readable: a refused call the agent answers
+            return {"type": "pass"}
+        return {"type": "finish_crafting"}  # nothing readable: a refused call the agent answers
