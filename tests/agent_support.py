@@ -28,3 +28,99 @@ SMALL_INSTANCES: dict[str, list[tuple[tuple[dict[str, int], ...], tuple[dict[str
         ),
     ],
 }
+
+
+# --- TEMPORARY stand-ins for the issue-19 contracts other helpers fill in (extract.extract_calls and the
+# per-mode functions of prompts.py); dropped once their work is merged into main. ---------------------
+import json as _json  # noqa: E402
+from typing import Any as _Any  # noqa: E402
+
+
+def _stand_in_extract(text: str, tool_names: _Any, type_to_tool: _Any = None) -> _Any:
+    from agents.llm.extract import ExtractedCall, Extraction
+    from agents.llm.tools import TOOL_OF_TYPE
+
+    kinds = dict(type_to_tool or TOOL_OF_TYPE)
+    decoder = _json.JSONDecoder()
+    calls, problems = [], []
+    text = text[:20_000]
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            problems.append("json_error")
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(value, dict):
+            name = value.get("tool", value.get("name"))
+            args = value.get("arguments", value.get("args"))
+            if name is None and value.get("type") in kinds:
+                name, args = kinds[value["type"]], {k: v for k, v in value.items() if k != "type"}
+            if isinstance(name, str) and name in tool_names and isinstance(args, dict):
+                calls.append(ExtractedCall(name, args, "bare"))
+            elif isinstance(name, str):
+                problems.append(f"unknown_tool:{name}")
+        at = text.find("{", end)
+    return Extraction(calls, problems)
+
+
+def _stand_in_prompts() -> dict[str, _Any]:
+    from agents.llm import prompts
+
+    def mode_instructions(mode: str, **options: _Any) -> str:
+        options.pop("compact", None)
+        how = {
+            "native": "Answer with a tool call.",
+            "json_schema": 'Answer with one JSON object {"tool": name, "arguments": {...}}.',
+            "prompted": 'Answer with one JSON object {"tool": name, "arguments": {...}}; the tools are below.',
+        }[mode]
+        return prompts.instructions(**options) + "\n" + how
+
+    def tool_catalogue(specs: _Any, *, strict: bool = False, compact: bool = False) -> str:
+        return "# Tools\n" + "\n".join(
+            f"- {s.name}: {_json.dumps(s.args_schema(strict)['properties'])}" for s in specs
+        )
+
+    def call_text(name: str, args: _Any) -> str:
+        return _json.dumps({"tool": name, "arguments": dict(args)})
+
+    def result_text(name: str, answer: _Any) -> str:
+        return f"Result of {name}: {_json.dumps(dict(answer))}"
+
+    def retry_message(mode: str, error: _Any, allowed: _Any) -> str:
+        what = "No call was found in your answer." if error is None else f"[{error['code']}] {error['message']}"
+        return f"{what} Answer with one call of: {', '.join(allowed)} ({mode})."
+
+    return {
+        "mode_instructions": mode_instructions,
+        "tool_catalogue": tool_catalogue,
+        "call_text": call_text,
+        "result_text": result_text,
+        "retry_message": retry_message,
+    }
+
+
+def stand_in_contracts(monkeypatch: _Any) -> None:
+    """TEMPORARY: small stand-ins for extract_calls and the per-mode prompt functions."""
+    from agents.llm import extract, prompts
+
+    monkeypatch.setattr(extract, "extract_calls", _stand_in_extract)
+    for name, function in _stand_in_prompts().items():
+        monkeypatch.setattr(prompts, name, function)
+
+
+def answers_probes(policy: _Any) -> _Any:
+    """TEMPORARY: ``policy`` that also answers the agent's probe (until the test server's brain does)."""
+    from agents.llm.probe import PROBE_MARKER
+    from agents.testing.openai_server import Reply
+
+    def answer(request: dict[str, _Any]) -> _Any:
+        users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+        if users and PROBE_MARKER in str(users[-1].get("content")):
+            if request.get("tools"):
+                return Reply(tool_calls=[("confirm", {"ready": True})])
+            return Reply(content=_json.dumps({"tool": "confirm", "arguments": {"ready": True}}))
+        return policy(request)
+
+    return answer
