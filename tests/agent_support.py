@@ -73,7 +73,7 @@ def _stand_in_prompts() -> dict[str, _Any]:
         how = {
             "native": "Answer with a tool call.",
             "json_schema": 'Answer with one JSON object {"tool": name, "arguments": {...}}.',
-            "prompted": 'Answer with one JSON object {"tool": name, "arguments": {...}}; the tools are below.',
+            "prompted": 'Answer with one JSON object {"tool": name, "arguments": {...}}; tools below.',
         }[mode]
         return prompts.instructions(**options) + "\n" + how
 
@@ -89,7 +89,7 @@ def _stand_in_prompts() -> dict[str, _Any]:
         return f"Result of {name}: {_json.dumps(dict(answer))}"
 
     def retry_message(mode: str, error: _Any, allowed: _Any) -> str:
-        what = "No call was found in your answer." if error is None else f"[{error['code']}] {error['message']}"
+        what = "No call was found." if error is None else f"[{error['code']}] {error['message']}"
         return f"{what} Answer with one call of: {', '.join(allowed)} ({mode})."
 
     return {
