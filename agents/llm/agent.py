@@ -44,6 +44,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ValidationError
 
 from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
@@ -76,6 +77,10 @@ TOOL_MODE_SETTINGS = ("auto", *prompts.TOOL_MODES)
 DEFAULT_MAX_TOKENS: dict[str, int] = {"report_tom": 800, "propose": 400, "decide": 250, "craft": 300}
 """Completion tokens per answer, by the phase of the move (a ToM report with V1 and V2 is the longest
 call; a decision the shortest). ``cot`` adds ``cot_extra_tokens`` for the thinking before the call."""
+
+UNREADABLE = "unreadable_tool_call"
+"""The finish reason the agent gives an answer its client could not build (a call's arguments not an
+object)."""
 
 BAD_ANSWER_CHARS = 300
 """What memory keeps of an answer that did not count, until the move ends (then it goes)."""
@@ -545,7 +550,15 @@ class LLMAgent:
             decision.attempts += 1
             kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number))
             attempts.append({"attempt": number, **noted})
-            return runnable.bind(**kwargs).invoke(list(messages))
+            try:
+                return runnable.bind(**kwargs).invoke(list(messages))
+            except ValidationError as err:
+                # the client could not build the answer (a tool call whose arguments are no JSON object):
+                # the model's output, not a provider failure, so it is answered, never retried
+                return AIMessage(
+                    content="",
+                    response_metadata={"finish_reason": UNREADABLE, "error": str(err)[:300]},
+                )
 
         outcome = self._provider.call(invoke, decision.deadline)
         decision.retries += outcome.retries
@@ -556,8 +569,10 @@ class LLMAgent:
             answer = AIMessage(content=getattr(answer, "content", str(answer)))
         if answer is not None:
             self._warm = True
-            if answer.response_metadata.get("finish_reason") == "length" and attempts:
-                attempts[-1]["outcome"] = "truncated"  # cut at max_tokens: still read leniently
+            finish = answer.response_metadata.get("finish_reason")
+            if finish in ("length", UNREADABLE) and attempts:
+                # cut at max_tokens (still read leniently) | a call the client could not build
+                attempts[-1]["outcome"] = "truncated" if finish == "length" else "unreadable"
         return outcome, answer
 
     def _probe_send(
@@ -704,8 +719,8 @@ class LLMAgent:
             for message in exchange:
                 self._remember(message)
         if not reading.calls:
-            truncated = answer.response_metadata.get("finish_reason") == "length"
-            code = "truncated" if truncated else "not_a_tool_call"
+            finish = answer.response_metadata.get("finish_reason")
+            code = {"length": "truncated", UNREADABLE: "invalid_action"}.get(finish, "not_a_tool_call")
             decision.invalid += 1
             decision.errors.append(code)
             failures.append(_unread_error(code, reading.problems))
@@ -790,6 +805,12 @@ def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
             "message": "Your answer was cut off at its length limit before a complete call; answer with "
             "the call alone.",
             "details": {"problems": list(problems[:5])},
+        }
+    if code == "invalid_action":
+        return {
+            "code": "invalid_action",
+            "message": "The arguments of your tool call were not a JSON object; send them as one object.",
+            "details": {},
         }
     if not problems:
         return None
