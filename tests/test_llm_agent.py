@@ -495,7 +495,7 @@ def test_another_provider_plays_through_init_chat_model_with_its_own_environment
     OpenAI ships with langchain-openai, so its real client can play against the test server here."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with OpenAITestServer(policy=answers_probes(ScriptedPlayer())) as server:
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
         monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.base_url.removesuffix("/v1"))
         monkeypatch.setenv("AZURE_OPENAI_API_KEY", SECRET_KEY)
         monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
@@ -507,6 +507,8 @@ def test_another_provider_plays_through_init_chat_model_with_its_own_environment
     assert paths and all(p.startswith("/openai/deployments/team-deployment/chat/completions") for p in paths)
     assert [e.type for e in result.events if e.actor == 0][:1] == ["tom_reported"]
     assert not traces(result, "fallback") and SECRET_KEY not in roundtrip(result)
+    settings = traces(result, "llm_prefix")[0]["settings"]  # a provider's own API: native, not probed
+    assert (settings["tool_mode"], settings["probed"]) == ("native", False) and not traces(result, "llm_probe")
 
 
 def test_bad_value_reports_get_the_typed_errors_a_browser_gets_and_nothing_reaches_the_game() -> None:

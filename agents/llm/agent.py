@@ -72,7 +72,8 @@ from server.game.legal import fallback_action
 _THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 
 TOOL_MODE_SETTINGS = ("auto", *prompts.TOOL_MODES)
-"""``AgentSettings.tool_mode``: ``auto`` probes the endpoint (:mod:`agents.llm.probe`), the others set it."""
+"""``AgentSettings.tool_mode``: ``auto`` probes an OpenAI-compatible server (:mod:`agents.llm.probe`) and
+plays native on a provider's own API; the others set the mode."""
 
 DEFAULT_MAX_TOKENS: dict[str, int] = {"report_tom": 800, "propose": 400, "decide": 250, "craft": 300}
 """Completion tokens per answer, by the phase of the move (a ToM report with V1 and V2 is the longest
@@ -103,7 +104,7 @@ class AgentSettings:
     backoff_cap: float = 30.0
     move_seconds: float = 300.0  # no new model call or retry starts after this long on one move
     tom_orders: tuple[int, ...] | None = None  # what `tradecraft play` asks of this seat (None: the game's)
-    tool_mode: str = "auto"  # auto (probe the endpoint) | native | json_schema | prompted
+    tool_mode: str = "auto"  # auto | native | json_schema | prompted (auto: see LLMAgent._choose_mode)
     tool_choice: str | None = None  # native mode's tool_choice; None: what the probe found, else auto
     max_tokens: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))  # per phase
     cot_extra_tokens: int = 600
@@ -422,10 +423,15 @@ class LLMAgent:
         )
 
     def _choose_mode(self, decision: _Decision) -> None:
+        """The mode of this game: the setting, else native for a provider's own API, else what the probe
+        finds for an OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio, ...)."""
         settings = self.settings
         if settings.tool_mode != "auto":
             self._mode, self._probed = MODES[settings.tool_mode], False
             found = "auto" if settings.tool_mode == "native" else None
+        elif not _openai_compatible(self.model) or _hosted_openai(self.model):
+            # a provider's own API (OpenAI, Azure, Anthropic, ...) calls tools natively: nothing to probe
+            self._mode, self._probed, found = MODES["native"], False, "auto"
         else:
             result = probe(
                 self.model,

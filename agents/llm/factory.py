@@ -113,17 +113,17 @@ class LLMOptions(PolicyOptions):
     tool_mode: ToolModeSetting = Field(
         "auto",
         description="how the model answers: native tool calls, json_schema (response_format constrains "
-        "the answer to a call), prompted (the tools in the prompt, the call in the text); auto: probe the "
-        "endpoint once and use the best that works",
+        "the answer to a call), prompted (the tools in the prompt, the call in the text); auto: native on "
+        "a provider's own API, else probe the server once and use the best that works",
     )
     tool_choice: ToolChoice | None = Field(
         None, description="native mode's tool_choice; unset: what the probe found, else auto"
     )
-    max_tokens: WholeNumber | None = Field(
-        None,
-        ge=1,
+    max_tokens: WholeNumber = Field(
+        0,
+        ge=0,
         le=100_000,
-        description="completion tokens per answer in every phase; unset: per phase ("
+        description="completion tokens per answer in every phase; 0: per phase ("
         + ", ".join(f"{phase} {tokens}" for phase, tokens in DEFAULT_MAX_TOKENS.items())
         + ", more with cot)",
     )
