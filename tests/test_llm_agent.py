@@ -508,7 +508,8 @@ def test_another_provider_plays_through_init_chat_model_with_its_own_environment
     assert [e.type for e in result.events if e.actor == 0][:1] == ["tom_reported"]
     assert not traces(result, "fallback") and SECRET_KEY not in roundtrip(result)
     settings = traces(result, "llm_prefix")[0]["settings"]  # a provider's own API: native, not probed
-    assert (settings["tool_mode"], settings["probed"]) == ("native", False) and not traces(result, "llm_probe")
+    assert (settings["tool_mode"], settings["probed"]) == ("native", False)
+    assert not traces(result, "llm_probe")
 
 
 def test_bad_value_reports_get_the_typed_errors_a_browser_gets_and_nothing_reaches_the_game() -> None:
