@@ -1,33 +1,50 @@
 """The LLM agent: a policy (``act`` / ``observe`` / ``refused`` / ``drain_traces``) that plays one seat with
 any LangChain chat model through the tools of :mod:`agents.llm.tools`.
 
+The tool mode (:mod:`agents.llm.modes`: ``native`` function calling, ``json_schema`` constrained JSON,
+``prompted`` JSON in the text) is the ``tool_mode`` setting; with ``auto`` (the default) a provider's own
+API plays native and an OpenAI-compatible server is probed once per process (:mod:`agents.llm.probe`).
+
 One decision (one ``act`` call):
 
 1. The prompt is the stable prefix — the narrator's rules preamble and the seat's fixed facts
-   (:func:`agents.narrator.stable_prefix`, the same for every seat up to its ToM duty) and the agent's
-   instructions (persona, reasoning mode) — then the dialogue memory of earlier moves, trimmed from the
-   oldest move to ``memory_tokens``, then the new observation (:func:`~agents.narrator.describe_view` and
-   the new events). Tools are bound in a fixed order every time, so providers' prompt caches hit.
-2. The model answers with tool calls. Queries are answered at once from what the seat may see (at most
-   ``max_queries`` per decision; nothing advances); the first valid action ends the decision. An answer
-   that is no tool call, names an unknown tool, has malformed JSON or wrong arguments, values outside
-   0-10 or an action not allowed now gets the same typed error a browser gets, as the tool result, and the
-   model tries again. So does an action the game itself refuses (the runner calls ``refused``).
-   After ``max_invalid`` such errors in one decision the agent plays a logged fallback action.
-3. Provider failures (HTTP 429 / 5xx, timeouts, connection errors) are retried with exponential backoff
-   and jitter (honouring ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget``
-   per game, and no new call or retry starts after ``move_seconds`` on one move; a call that still
-   fails, or any call once a budget is spent, ends in the fallback. A provider outage therefore ends
-   the decision, never hangs the game (:mod:`agents.llm.retries`).
+   (:func:`agents.narrator.stable_prefix` without the raw action section, the same for every seat up to
+   its ToM duty), the mode's instructions (persona, reasoning mode, how to answer; in prompted mode the
+   tool catalogue) — then the dialogue memory of earlier moves, trimmed from the oldest move to
+   ``memory_tokens``, then the new observation. In native mode the tools are bound in a fixed order every
+   time, so providers' prompt caches hit; in json_schema mode each call's ``response_format`` admits the
+   tools allowed now.
+2. The model answers with calls (the API's, or written in the text and read leniently). Queries are
+   answered at once from what the seat may see (at most ``max_queries`` per decision; nothing advances);
+   the first valid action ends the decision. An answer that holds no call, names an unknown tool, has
+   malformed JSON or wrong arguments, values outside 0-10 or an action not allowed now gets the same typed
+   error a browser gets and the model tries again (a new sampling seed per attempt). So does an action
+   the game itself refuses (the runner calls ``refused``). After ``max_invalid`` such errors the agent
+   plays a logged fallback: the model's own last readable intent where that is safe, else the safe move.
+3. Memory keeps the game's dialogue: when a move ends, its part becomes the observation plus the calls
+   that counted, in the mode's canonical form. Within the move a bad answer (cut to 300 characters) and
+   the retry message stay, so the model sees what to fix.
+4. Generation is bounded: ``max_tokens`` per phase and the mode's stop sequences on every request, a
+   time budget per move (``move_seconds``; no new request starts after it) and a warm-up allowance
+   (``warmup_seconds``) for the first request and move of a game. Provider failures (HTTP 429 / 5xx,
+   timeouts, connection errors) are retried with exponential backoff and jitter (honouring
+   ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget`` per game; a call that
+   still fails ends in the fallback. A provider outage therefore ends the decision, never hangs the game
+   (:mod:`agents.llm.retries`).
 
 Reasoning (``<think>`` blocks, ``reasoning_content``, chain-of-thought text) goes to the trace only: it
-is cut from every message field sent to the game and from the memory.
+is cut from every message field sent to the game and from the memory. A model's text is bounded
+(``extract.MAX_TEXT_CHARS``) before anything reads it, and never executed.
 
-Traces (:meth:`LLMAgent.drain_traces`): ``llm_prefix`` once (the stable system prompt and tool
-declarations, with their sha256 and o200k token count), ``llm_call`` per model call (the prompt after the
-prefix, the completion, reasoning, tool calls and answers, token counts — provider-reported, else o200k —
-latency, provider retries), ``refused`` and ``fallback`` records, and ``decision`` per finished move. API
-keys never appear: credentials come from the environment and every record is redacted.
+Traces (:meth:`LLMAgent.drain_traces`): ``llm_probe`` (the checks and the mode chosen, or the cached
+result), ``llm_prefix`` once per game (the system prompt and tool declarations, their sha256 and o200k
+token count, the settings with ``tool_mode``, ``tool_choice``, ``probed``), ``llm_call`` per model call,
+the probe's included (the prompt after the prefix, the completion, reasoning, token counts —
+provider-reported, else o200k — the call's ``latency_s``, ``provider_retries`` and ``attempts``: each
+request's seed, timeout, latency, outcome and tokens), ``tool_results`` / ``tool_error``, ``refused``,
+``fallback`` (reason, ``basis``, error codes) and ``decision`` per finished move (with the move's total
+``latency_s`` and ``attempts``). API keys never appear: credentials come from the environment and every
+record is redacted.
 """
 
 from __future__ import annotations
@@ -301,13 +318,13 @@ class LLMAgent:
 
     def _decide(self, view: dict[str, Any], legal: list[str], decision: _Decision) -> dict[str, Any] | Action:
         self._start(view, decision)
+        self._memory.append([])  # this act's part of the dialogue: the observation first
+        self._counted = []
+        self._remember(HumanMessage(self._observation(view)))
         if decision.invalid >= self.settings.max_invalid:
             return self._fallback(view, legal, "too_many_invalid_calls")
         if self._provider.budget_spent:
             return self._fallback(view, legal, "provider_budget_spent")
-        self._memory.append([])
-        self._counted = []
-        self._remember(HumanMessage(self._observation(view)))
         connection = DecisionConnection(view, self._rules_of(view), self._seat_log)
         tools = SeatTools(connection, strict=self.settings.strict, max_queries=self.settings.max_queries)
         self._last_submitted = None
@@ -468,8 +485,6 @@ class LLMAgent:
     def _close_move(self, *extra: BaseMessage) -> None:
         """The move's memory becomes the game's dialogue: its observation and the calls that counted (in
         the mode's canonical form), plus ``extra``; failed attempts and retry messages go."""
-        if not self._memory:
-            self._memory.append([])
         move = self._memory[-1]
         kept = move[:1] + [(m, count_message_tokens([m])) for m in [*self._counted, *extra]]
         self._memory[-1] = kept
