@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import answers_probes, stand_in_contracts
 from click.testing import CliRunner
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
@@ -37,11 +38,18 @@ INSTANCE = TaskInstance(
 SECRET_KEY = "sk-test-do-not-log-0123456789"
 
 
+@pytest.fixture(autouse=True)
+def _contracts(monkeypatch: pytest.MonkeyPatch) -> None:
+    stand_in_contracts(monkeypatch)
+
+
 def agent_for(server: OpenAITestServer, timeout: float = 5.0, **settings: Any) -> LLMAgent:
+    """An agent in native mode (these scripts are native tool calls; tests of the other modes and of the
+    probe are in test_llm_modes.py and test_llm_probe.py)."""
     model = ChatOpenAI(
         base_url=server.base_url, api_key=SECRET_KEY, model="test-model", max_retries=0, timeout=timeout
     )
-    defaults: dict[str, Any] = {"backoff_base": 0.005, "backoff_cap": 0.05}
+    defaults: dict[str, Any] = {"backoff_base": 0.005, "backoff_cap": 0.05, "tool_mode": "native"}
     return LLMAgent(model, model_name="openai:test-model", settings=AgentSettings(**{**defaults, **settings}))
 
 
@@ -299,7 +307,7 @@ def test_tradecraft_play_writes_llm_traces_without_the_api_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "out.jsonl"
-    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+    with OpenAITestServer(policy=answers_probes(ScriptedPlayer())) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
         done = CliRunner().invoke(
@@ -307,11 +315,12 @@ def test_tradecraft_play_writes_llm_traces_without_the_api_key(
             ["--players", "llm:openai:test-model?tom=0,1,random", "--max-turns", "1", "--log", str(out)],
         )
         sent_keys = {r.get("model") for r in server.requests}
-        seeds = {r.get("seed") for r in server.requests}
+        seeds = [r.get("seed") for r in server.requests]
     assert done.exit_code == 0, done.output
     text = out.read_text()
     assert SECRET_KEY not in text and sent_keys == {"test-model"}
-    assert len(seeds) == 1 and isinstance(seeds.pop(), int)  # the seat's seed, as the sampling seed
+    # a sampling seed per attempt, derived from the seat's seed (a retry does not repeat the same draw)
+    assert all(isinstance(seed, int) for seed in seeds) and len(set(seeds)) == len(seeds) > 1
     records = [json.loads(line) for line in text.splitlines()]
     header = records[0]
     assert header["seats"][0] == {
@@ -442,7 +451,7 @@ def test_an_agent_reused_for_a_new_game_starts_afresh() -> None:
 def test_a_slow_model_is_cut_off_by_the_moves_time_limit() -> None:
     dawdle = Reply(delay=0.15, tool_calls=[("recipe_search", {"text": "torch"})])
     with OpenAITestServer([dawdle] * 8, policy=ScriptedPlayer()) as server:
-        agent = agent_for(server, move_seconds=0.4, max_queries=20)
+        agent = agent_for(server, move_seconds=0.4, max_queries=20, warmup_seconds=0)
         started = time.monotonic()
         result = play(agent, max_turns=1)
     fallback = traces(result, "fallback")[0]
@@ -498,6 +507,9 @@ def test_another_provider_plays_through_init_chat_model_with_its_own_environment
     assert paths and all(p.startswith("/openai/deployments/team-deployment/chat/completions") for p in paths)
     assert [e.type for e in result.events if e.actor == 0][:1] == ["tom_reported"]
     assert not traces(result, "fallback") and SECRET_KEY not in roundtrip(result)
+    settings = traces(result, "llm_prefix")[0]["settings"]  # a provider's own API: native, not probed
+    assert (settings["tool_mode"], settings["probed"]) == ("native", False)
+    assert not traces(result, "llm_probe")
 
 
 def test_bad_value_reports_get_the_typed_errors_a_browser_gets_and_nothing_reaches_the_game() -> None:

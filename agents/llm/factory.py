@@ -16,7 +16,8 @@ from pydantic import Field
 
 from agents.bots.registry import Flag, PolicyOptions, WholeNumber
 from agents.llm import prompts
-from agents.llm.agent import AgentSettings, LLMAgent
+from agents.llm.agent import DEFAULT_MAX_TOKENS, TOOL_MODE_SETTINGS, AgentSettings, LLMAgent
+from agents.llm.modes import TOOL_CHOICES
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
 """The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
@@ -70,6 +71,8 @@ def build_chat_model(
 
 Persona = Literal[tuple(prompts.PERSONAS)]  # type: ignore[valid-type]  # the names of prompts.PERSONAS
 ToMOrderSet = Literal[tuple(TOM_ORDER_SETS)]  # type: ignore[valid-type]
+ToolModeSetting = Literal[TOOL_MODE_SETTINGS]  # type: ignore[valid-type]
+ToolChoice = Literal[TOOL_CHOICES]  # type: ignore[valid-type]
 
 
 class LLMOptions(PolicyOptions):
@@ -97,7 +100,34 @@ class LLMOptions(PolicyOptions):
     base_url: str | None = Field(
         None, max_length=200, description="an OpenAI-compatible server's URL; unset: OPENAI_BASE_URL"
     )
-    timeout: float = Field(60.0, ge=0.01, le=3600, description="seconds per request")
+    timeout: float = Field(
+        60.0, ge=0.01, le=3600, description="seconds per request (the first gets warmup_seconds more)"
+    )
+    warmup_seconds: float = Field(
+        300.0,
+        ge=0,
+        le=3600,
+        description="extra seconds for the model's first request and first move (a cold local model "
+        "reads its first long prompt slowly)",
+    )
+    tool_mode: ToolModeSetting = Field(
+        "auto",
+        description="how the model answers: native tool calls, json_schema (response_format constrains "
+        "the answer to a call), prompted (the tools in the prompt, the call in the text); auto: native on "
+        "a provider's own API, else probe the server once and use the best that works",
+    )
+    tool_choice: ToolChoice | None = Field(
+        None, description="native mode's tool_choice; unset: what the probe found, else auto"
+    )
+    max_tokens: WholeNumber = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="completion tokens per answer in every phase; 0: per phase ("
+        + ", ".join(f"{phase} {tokens}" for phase, tokens in DEFAULT_MAX_TOKENS.items())
+        + ", more with cot)",
+    )
+    compact: Flag = Field(False, description="the compact prompt (small context windows)")
     memory_tokens: WholeNumber = Field(1000, ge=0, le=200_000, description="tokens of earlier moves it keeps")
     max_queries: WholeNumber = Field(3, ge=0, le=50, description="queries per move")
     max_invalid: WholeNumber = Field(3, ge=1, le=20, description="invalid calls per move before the fallback")
@@ -115,8 +145,9 @@ class LLMOptions(PolicyOptions):
 def llm_policy(seed: int, options: LLMOptions) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
 
-    Credentials only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...). The seed is the
-    provider's sampling seed where it takes one.
+    Credentials only from the environment (OPENAI_API_KEY, OPENAI_BASE_URL, ...). The seed derives each
+    attempt's sampling seed where the provider takes one. With no ``tool_mode`` the agent probes the
+    endpoint (:mod:`agents.llm.probe`).
     """
     provider, _, model = options.model_spec.partition(":")
     url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -132,6 +163,16 @@ def llm_policy(seed: int, options: LLMOptions) -> LLMAgent:
         game_retry_budget=options.retry_budget,
         backoff_base=options.backoff,
         move_seconds=options.move_seconds,
+        warmup_seconds=options.warmup_seconds,
+        tool_mode=options.tool_mode,
+        tool_choice=options.tool_choice,
+        compact=options.compact,
+        **(
+            # one figure for every answer, thinking included
+            {"max_tokens": dict.fromkeys(DEFAULT_MAX_TOKENS, options.max_tokens), "cot_extra_tokens": 0}
+            if options.max_tokens
+            else {}
+        ),
         tom_orders=TOM_ORDER_SETS[options.tom] if options.tom is not None else None,
     )
     chat = build_chat_model(

@@ -31,12 +31,15 @@ class RetrySettings(Protocol):
 @dataclass
 class CallOutcome(Generic[Answer]):
     """One model call with its retries: the ``answer`` (None when the call failed for good), a record per
-    failure (kind, error, status, message, latency and the wait before the retry, if any) and the latency
-    of the last attempt."""
+    failure (kind, error, status, message, latency and the wait before the retry, if any), one per
+    attempt (``latency_s``, ``outcome``: ``answered`` or the failure's kind), the latency of the last
+    attempt and the call's whole time (``elapsed``: attempts and waits)."""
 
     answer: Answer | None
     failures: list[dict[str, Any]] = field(default_factory=list)
     latency: float = 0.0
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    elapsed: float = 0.0
 
     @property
     def retries(self) -> int:
@@ -73,6 +76,7 @@ class ProviderRetries:
         (a ``time.monotonic()`` value)."""
         outcome: CallOutcome[Answer] = CallOutcome(None)
         attempt = 0
+        began = time.monotonic()
         while True:
             started = time.monotonic()
             try:
@@ -80,8 +84,10 @@ class ProviderRetries:
             except Exception as err:  # any provider or transport failure: classify, back off, retry
                 outcome.latency = time.monotonic() - started
                 status = status_of(err)
+                kind = failure_kind(err, status)
+                outcome.attempts.append({"latency_s": round(outcome.latency, 4), "outcome": kind})
                 failure: dict[str, Any] = {
-                    "kind": failure_kind(err, status),
+                    "kind": kind,
                     "error": type(err).__name__,
                     "status": status,
                     "message": str(err)[:500],
@@ -96,6 +102,7 @@ class ProviderRetries:
                     or self.used >= self.settings.game_retry_budget
                     or time.monotonic() + wait >= deadline
                 ):
+                    outcome.elapsed = time.monotonic() - began
                     return outcome
                 failure["wait_s"] = round(wait, 4)
                 self.used += 1
@@ -103,6 +110,8 @@ class ProviderRetries:
                 self._sleep(wait)
                 continue
             outcome.latency = time.monotonic() - started
+            outcome.attempts.append({"latency_s": round(outcome.latency, 4), "outcome": "answered"})
+            outcome.elapsed = time.monotonic() - began
             return outcome
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:

@@ -59,9 +59,13 @@ def count_tool_tokens(tool_schemas: Sequence[Mapping[str, Any]]) -> int:
     return count_tokens(json.dumps(list(tool_schemas), ensure_ascii=False, separators=(",", ":")))
 
 
-def message_record(message: BaseMessage) -> dict[str, Any]:
-    """A chat message as a JSON-safe trace record."""
+def message_record(message: BaseMessage, max_chars: int | None = None) -> dict[str, Any]:
+    """A chat message as a JSON-safe trace record; text content longer than ``max_chars`` is cut there
+    (``content_chars`` then says how long it was)."""
     record: dict[str, Any] = {"role": message.type, "content": message.content}
+    if max_chars is not None and isinstance(message.content, str) and len(message.content) > max_chars:
+        record["content"] = message.content[:max_chars]
+        record["content_chars"] = len(message.content)
     if isinstance(message, AIMessage):
         if message.tool_calls:
             record["tool_calls"] = [
