@@ -61,11 +61,12 @@ def digests(store: Store, experiment: str) -> dict[str, str]:
 
 @contextmanager
 def scripted_provider(
-    monkeypatch: pytest.MonkeyPatch, policy: Policy, model: str = "test-model"
+    monkeypatch: pytest.MonkeyPatch, policy: Policy, model: str = "test-model", *, answer_probes: bool = True
 ) -> Iterator[OpenAITestServer]:
     """The project's OpenAI-compatible test server answering with ``policy``, and the environment pointing
-    every OpenAI seat at it (a placeholder key: the server checks none)."""
-    with OpenAITestServer(policy=policy, model=model) as server:
+    every OpenAI seat at it (a placeholder key: the server checks none). ``answer_probes=False``: the
+    agents' connection checks go to ``policy`` too."""
+    with OpenAITestServer(policy=policy, model=model, answer_probes=answer_probes) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
         yield server

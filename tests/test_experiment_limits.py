@@ -263,7 +263,7 @@ def test_an_experiment_config_s_limits_hold_every_llm_call_of_the_run(
         game={"max_turns": 1},
         limits={"openai": {"requests_per_minute": 10_000, "tokens_per_minute": 10_000_000}},
     )
-    with scripted_provider(monkeypatch, answer) as server:
+    with scripted_provider(monkeypatch, answer, answer_probes=False) as server:  # the probe counts too
         report = runner_module.run_experiment(
             validated(raw), raw, store_url=f"sqlite:///{tmp_path / 's.db'}", out=tmp_path, progress=False
         )

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import answers_probes, stand_in_contracts
 from click.testing import CliRunner
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
@@ -36,11 +35,6 @@ INSTANCE = TaskInstance(
     targets=({"torch": 4}, {"stone_pickaxe": 1}),
 )
 SECRET_KEY = "sk-test-do-not-log-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def _contracts(monkeypatch: pytest.MonkeyPatch) -> None:
-    stand_in_contracts(monkeypatch)
 
 
 def agent_for(server: OpenAITestServer, timeout: float = 5.0, **settings: Any) -> LLMAgent:
@@ -307,7 +301,7 @@ def test_tradecraft_play_writes_llm_traces_without_the_api_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "out.jsonl"
-    with OpenAITestServer(policy=answers_probes(ScriptedPlayer())) as server:
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
         done = CliRunner().invoke(

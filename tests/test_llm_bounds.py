@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 from agent_support import (
     Proposer,
-    answers_probes,
     llm_agent,
     play_llm,
-    stand_in_contracts,
     trace_records,
 )
 
@@ -23,11 +21,6 @@ from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import JSON_MODE_STOP
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
-
-
-@pytest.fixture(autouse=True)
-def _contracts(monkeypatch: pytest.MonkeyPatch) -> None:
-    stand_in_contracts(monkeypatch)
 
 
 def envelope(name: str, args: dict[str, Any]) -> str:
@@ -76,7 +69,7 @@ def test_max_tokens_per_phase_and_the_modes_stop_sequences_go_on_the_wire(cot: b
 def test_one_max_tokens_option_bounds_every_answer_and_native_mode_sends_no_stop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with OpenAITestServer(policy=answers_probes(ScriptedPlayer())) as server:
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-placeholder-0000")
         agent = make_policy(f"llm:openai:test-model?base_url={server.base_url}&max_tokens=120&cot=1", 0)
         play_llm(agent, max_turns=1, tom=[[0], []])

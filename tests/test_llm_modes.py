@@ -9,17 +9,13 @@ from typing import Any
 
 import jsonschema
 import pytest
-from agent_support import llm_agent, play_llm, stand_in_contracts, trace_records
+from agent_support import llm_agent, play_llm, trace_records
 
+from agents.llm import prompts
 from agents.llm.modes import envelope_schema
 from agents.llm.tools import tool_call_args, tool_specs
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
-
-
-@pytest.fixture(autouse=True)
-def _contracts(monkeypatch: pytest.MonkeyPatch) -> None:
-    stand_in_contracts(monkeypatch)
 
 
 def envelope(name: str, args: dict[str, Any]) -> str:
@@ -156,13 +152,15 @@ def test_memory_after_a_move_keeps_the_calls_that_counted_and_no_failed_attempt(
     # within the move: the bad answer cut short, then the retry message saying what to fix
     second = requests[1]["messages"]
     assert second[-2]["role"] == "assistant" and len(second[-2]["content"]) <= 300
-    assert second[-1]["role"] == "user" and "No call was found" in second[-1]["content"]
+    allowed = ["propose", "pass"]
+    assert second[-1] == {"role": "user", "content": prompts.retry_message(mode, None, allowed)}
     third = json.dumps(requests[2]["messages"])
     if mode != "native":
         assert "[invalid_action]" in third  # the typed error, in the retry message
     # the next move: the observation, the query with its answer, the pass; nothing of the failures
     later = json.dumps(requests[3]["messages"])
-    assert "Let me think" not in later and "No call was found" not in later and '"one"' not in later
+    retry_opening = prompts.retry_message(mode, None, allowed).split(".")[0]
+    assert "Let me think" not in later and retry_opening not in later and '"one"' not in later
     assert "item_info" in later
     assert [e.type for e in result.events if e.actor == 0][:1] == ["passed"]
     assert not trace_records(result, "fallback")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import answers_probes, llm_agent, play_llm, stand_in_contracts, trace_records
+from agent_support import llm_agent, play_llm, trace_records
 
 from agents.llm.probe import PROBE_MARKER, cached_probe, clear_probe_cache
 from agents.testing.openai_server import OpenAITestServer, Reply
@@ -23,8 +23,7 @@ PROSE = Reply(content="Ready when you are!")
 
 
 @pytest.fixture(autouse=True)
-def _contracts(monkeypatch: pytest.MonkeyPatch) -> None:
-    stand_in_contracts(monkeypatch)
+def _fresh_probe_cache() -> None:
     clear_probe_cache()
 
 
@@ -49,7 +48,7 @@ def test_the_probe_picks_the_first_mode_that_works(
         if mode == "native"
         else Reply(content='{"tool": "pass", "arguments": {}}')
     )
-    with OpenAITestServer([*answers, pass_now], policy=ScriptedPlayer()) as server:
+    with OpenAITestServer([*answers, pass_now], policy=ScriptedPlayer(), answer_probes=False) as server:
         agent = llm_agent(server)
         result = play_llm(agent, max_turns=1)
         probes = probe_requests(server)
@@ -86,14 +85,14 @@ def test_an_explicit_tool_mode_or_tool_choice_overrides_the_probe() -> None:
         assert not probe_requests(server)
     assert not trace_records(result, "llm_probe")
     assert trace_records(result, "llm_prefix")[0]["settings"]["probed"] is False
-    with OpenAITestServer([CONFIRM], policy=ScriptedPlayer()) as server:
+    with OpenAITestServer([CONFIRM], policy=ScriptedPlayer(), answer_probes=False) as server:
         result = play_llm(llm_agent(server, tool_choice="required"), max_turns=1)
         assert server.requests[1]["tool_choice"] == "required"  # the probe found auto; the option wins
     assert trace_records(result, "llm_prefix")[0]["settings"]["tool_choice"] == "required"
 
 
 def test_one_probe_per_endpoint_and_model_however_many_agents_start_at_once() -> None:
-    with OpenAITestServer(policy=answers_probes(ScriptedPlayer())) as server:
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
         agents = [llm_agent(server, seed=seat) for seat in range(4)]
         results: list[Any] = []
         threads = [threading.Thread(target=lambda a=a: results.append(play_llm(a))) for a in agents]
@@ -112,7 +111,7 @@ def test_one_probe_per_endpoint_and_model_however_many_agents_start_at_once() ->
 
 def test_a_probe_that_never_reached_the_model_is_not_cached() -> None:
     down = [Reply(status=503, content="loading")] * 3
-    with OpenAITestServer(down, policy=answers_probes(ScriptedPlayer())) as server:
+    with OpenAITestServer(down, policy=ScriptedPlayer(), answer_probes=False) as server:
         result = play_llm(llm_agent(server, provider_retries=0), max_turns=1)
         record = trace_records(result, "llm_probe")[0]
         assert record["mode"] == "prompted" and {t["outcome"] for t in record["tries"]} == {"provider_failed"}
@@ -139,7 +138,7 @@ def test_the_mode_chosen_lands_in_the_experiment_manifest(
         game={"max_turns": 1},
     )
     out = tmp_path / "out"
-    with scripted_provider(monkeypatch, answers_probes(ScriptedPlayer())):
+    with scripted_provider(monkeypatch, ScriptedPlayer()):
         run_experiment(
             validated(raw),
             raw,

@@ -28,11 +28,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.llm.probe import CONFIRM_ARGS as PROBE_ARGS
+from agents.llm.probe import CONFIRM_TOOL as PROBE_TOOL
+from agents.llm.probe import PROBE_MARKER
 from agents.llm.tools import tool_call_args
 
-PROBE_MARKER = "TradeCraft connection check"
-PROBE_TOOL = "confirm"
-PROBE_ARGS: dict[str, Any] = {"ready": True}
+__all__ = ["PROBE_ARGS", "PROBE_MARKER", "PROBE_TOOL", "Reply", "ScriptedPlayer"]
 
 
 @dataclass
