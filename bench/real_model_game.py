@@ -208,7 +208,7 @@ def report(tally: Tally, wall: float, result: Any) -> dict[str, Any]:
     print(f"  latency per call          {spread(latencies, ' s', 1)}")
     print(f"  time per move             {spread(tally.move_seconds, ' s', 1)}")
     print(f"  model calls per move      {spread(calls_each_move, '', 1)}  (queries included)")
-    print(f"  retries per move          {spread(invalid_each_move, '', 1)}  (invalid answers asked again)")
+    print(f"  retries per move          {spread(invalid_each_move, '', 1)}  (invalid answers)")
     print(
         f"  provider retries          {provider_retries}"
         + (f"; attempts recorded {attempts}" if attempts else "")
