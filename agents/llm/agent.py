@@ -57,6 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
@@ -573,6 +574,10 @@ class LLMAgent:
             attempts.append({"attempt": number, **noted})
             try:
                 return runnable.bind(**kwargs).invoke(list(messages))
+            except openai.LengthFinishReasonError as err:
+                # ChatOpenAI parses every answer to a response_format and the OpenAI client raises when it
+                # was cut at max_tokens: that is the model's answer, truncated (read and retried as such)
+                return _truncated_answer(err)
             except ValidationError as err:
                 # the client could not build the answer (a tool call whose arguments are no JSON object):
                 # the model's output, not a provider failure, so it is answered, never retried
@@ -816,6 +821,23 @@ class LLMAgent:
     def _trace(self, kind: str, **fields: Any) -> None:
         record = {"source": "llm", "trace": kind, **fields}
         self._traces.append(redact(json_safe(record), self._secrets))
+
+
+def _truncated_answer(err: openai.LengthFinishReasonError) -> AIMessage:
+    """The answer the OpenAI client refused to parse because it was cut at its length limit."""
+    completion = err.completion
+    content = completion.choices[0].message.content if completion.choices else None
+    answer = AIMessage(
+        content=(content or "")[:MAX_TEXT_CHARS],
+        response_metadata={"finish_reason": "length", "model_name": completion.model},
+    )
+    if completion.usage is not None:
+        answer.usage_metadata = {
+            "input_tokens": completion.usage.prompt_tokens,
+            "output_tokens": completion.usage.completion_tokens,
+            "total_tokens": completion.usage.total_tokens,
+        }
+    return answer
 
 
 def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
