@@ -41,7 +41,7 @@ def play_behaviour(
     """A short game of the LLM seat (no tool-mode option unless ``settings`` set one) against a random bot."""
     with OpenAITestServer(policy=ScriptedPlayer(), behaviour=behaviour) as server:
         agent = llm_agent(server, **settings)
-        result = play_llm(agent, max_turns=turns, tom=[[0, 1]] if tom else None)
+        result = play_llm(agent, max_turns=turns, tom=[[0, 1], []] if tom else None)
     return result, server
 
 
@@ -61,3 +61,16 @@ def test_an_answer_cut_at_max_tokens_under_a_json_schema_is_truncated_not_a_prov
     assert truncated  # the model was told its answer was cut off, and tried again
     share, moves = own_share(result)
     assert moves >= 4 and share >= 0.5
+
+
+def test_imitated_tool_results_cut_by_a_stop_sequence_do_not_silence_the_model() -> None:
+    # the replies open with a fake <tool_response>, a JSON mode's stop sequence: the answer comes back empty
+    result, server = play_behaviour("imitates_tool_results", tool_mode="prompted")
+    share, moves = own_share(result)
+    assert moves >= 6 and share >= 0.95
+    dropped = trace_records(result, "stop_dropped")
+    assert len(dropped) == 1 and "<tool_response>" in dropped[0]["stop"]
+    requests = game_requests(server)
+    assert requests[0]["stop"] and all("stop" not in r for r in requests[2:])
+    for request in requests:  # the fake results never reach the memory sent back to the model
+        assert "<tool_response>" not in json.dumps(request["messages"])
