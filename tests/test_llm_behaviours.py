@@ -112,6 +112,7 @@ def test_with_no_option_the_probe_picks_a_mode_and_the_model_plays_its_own_moves
         assert ("response_format" in request) == (mode == "json_schema")
         if mode == "native":
             assert request["tool_choice"] == tool_choice
+        assert "<tool_response>" not in json.dumps(request["messages"])  # imitated results stay out
 
 
 @pytest.mark.slow
@@ -218,3 +219,5 @@ def test_each_explicit_tool_mode_a_behaviour_supports_plays_its_own_moves(
     assert {d["tool_mode"] for d in decisions} == {tool_mode}
     share, moves = own_share(result)
     assert moves >= 5 and share >= 0.95, (share, moves)
+    if behaviour == "imitates_tool_results":  # a fake result never reaches the memory, in any mode
+        assert not [r for r in server.requests if "<tool_response>" in json.dumps(r["messages"])]
