@@ -6,27 +6,39 @@ OpenAI-compatible test server in policy mode (:class:`agents.testing.scripted_pl
 reads the game text and answers with tool calls, including a query before each craft). Printed, from
 the agents' own traces:
 
-- prompt tokens per model call, counted offline with o200k (median, p95), in all and without the stable
-  prefix (system prompt + tool declarations, identical on every call of a seat, so provider caches hit);
-  target: median <= 1,500 without the prefix;
+- prompt tokens per model call (the probe's connection checks aside), counted offline with o200k (median,
+  p95), in all and without the stable prefix (system prompt + tool declarations, identical on every call
+  of a seat, so provider caches hit); target: median <= 1,500 without the prefix;
 - the share of the prompt that is the stable prefix (median over calls, and token-weighted); target >= 60%;
 - tool calls per turn and per move (a move = one action sent to the game);
 - games/s of bot-vs-bot self-play through the Gymnasium env vs bare engine self-play (random bots, the
   same games both ways), when the env (``agents.envs``) is installed; target: overhead <= 10%.
 
-Usage: ``python bench/bench_agents.py [instances] [memory_tokens]``.
+Then, per test-server behaviour (:data:`agents.testing.openai_server.BEHAVIOURS`: how a model writes its
+calls) and per tool mode (``auto``, the probe's choice, and each explicit mode that makes sense for the
+behaviour), one LLM seat against a random bot on short paper games (the protocol above, ``--turns`` turns):
+the share of the seat's moves that are the model's own (not the logged fallback), prompt tokens per
+decision (every model call of a move, the probe's excluded; as the server counts them), both with the
+full and with the compact prompt, and retries per move (model calls that followed an answer that did not
+count).
+
+Usage: ``python bench/bench_agents.py [instances] [memory_tokens] [--behaviours N] [--turns T]``
+(``--behaviours N``: only the behaviour table, on N instances).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
+from dataclasses import dataclass
 
 from agents.bots.random_bot import RandomBot
 from agents.llm.agent import AgentSettings, LLMAgent
+from agents.llm.probe import clear_probe_cache
+from agents.llm.tools import QUERY_TOOLS
 from agents.local import play_local
-from agents.testing.openai_server import OpenAITestServer
+from agents.testing.openai_server import BEHAVIOURS, OpenAITestServer
 from agents.testing.scripted_player import ScriptedPlayer
 from agents.tournament import settings_for
 from craft_rules.loader import load_rule_set
@@ -67,7 +79,7 @@ def llm_figures(ids: list[str], memory_tokens: int) -> None:
             prefix_of: dict[int | None, int] = {}
             for trace in result.traces:
                 record = trace.model_extra
-                if record.get("trace") == "llm_call" and record.get("completion"):
+                if record.get("trace") == "llm_call" and record.get("completion") and not record.get("probe"):
                     prompt, prefix = record["prompt_tokens_o200k"], record["prefix_tokens_o200k"]
                     totals.append(prompt)
                     beyond.append(prompt - prefix)
@@ -194,12 +206,131 @@ def env_figures(ids: list[str], rounds: int = 5) -> None:
     )
 
 
+ALL_MODES = ("native", "json_schema", "prompted")
+EXPLICIT_MODES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        (
+            "native",
+            "bare_json",
+            "fenced_json",
+            "doubled_braces",
+            "wrong_tags",
+            "raw_action",
+            "needs_tool_choice",
+            "runaway",
+            "imitates_tool_results",
+        ),
+        ALL_MODES,
+    ),
+    "constrained": ("json_schema",),  # prose unless a response_format schema constrains it
+    "cold_start": (),  # answers as native: the cold call is what matters, and auto shows it
+    "unreadable": (),  # prose in every mode
+}
+"""Besides ``auto``, the tool modes worth measuring per behaviour (those its answers can be read in)."""
+
+
+@dataclass
+class ModeFigures:
+    """What one (behaviour, mode, prompt variant) played: moves, own moves, calls and retries."""
+
+    mode_chosen: str = ""
+    moves: int = 0
+    own: int = 0
+    prompt_tokens: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+
+
+def play_behaviour(
+    behaviour: str, tool_mode: str, compact: bool, ids: list[str], turns: int, memory_tokens: int
+) -> ModeFigures:
+    """One LLM seat (``tool_mode``, full or ``compact`` prompt) against a random bot on each instance."""
+    from langchain_openai import ChatOpenAI
+
+    rules = load_rule_set("minecraft")
+    figures = ModeFigures()
+    chosen: set[str] = set()
+    started = time.perf_counter()
+    clear_probe_cache()
+    with OpenAITestServer(policy=ScriptedPlayer(), behaviour=behaviour, cold_seconds=1.0) as server:
+        for index, instance_id in enumerate(ids):
+            instance = get_instance(instance_id)
+            model = ChatOpenAI(
+                base_url=server.base_url, api_key="sk-bench", model="scripted", max_retries=0, timeout=10
+            )
+            settings = AgentSettings(memory_tokens=memory_tokens, tool_mode=tool_mode, compact=compact)
+            agent = LLMAgent(model, model_name="scripted", settings=settings, seed=index)
+            game = settings_for(instance, index).model_copy(update={"max_turns": turns})
+            result = play_local(instance, game, rules, [agent, RandomBot(index)], index)
+            calls = queries = moves = 0
+            for trace in result.traces:
+                record = trace.model_extra
+                kind = record.get("trace")
+                if kind == "llm_call" and not record.get("probe"):
+                    calls += 1
+                    figures.prompt_tokens += (record.get("tokens") or {}).get("prompt_tokens", 0)
+                elif kind == "tool_results":
+                    queries += sum(
+                        r["tool"] in QUERY_TOOLS and r["answer"].get("ok") for r in record["results"]
+                    )
+                elif kind in ("decision", "fallback"):
+                    moves += 1
+                    figures.own += kind == "decision"
+                    chosen.add(record["tool_mode"])
+            figures.moves += moves
+            figures.retries += calls - moves - queries
+    figures.seconds = time.perf_counter() - started
+    figures.mode_chosen = "/".join(sorted(chosen))
+    return figures
+
+
+def behaviour_figures(ids: list[str], turns: int, memory_tokens: int) -> None:
+    """The table: per behaviour and mode, own moves, prompt tokens per decision (full, compact), retries."""
+    print(
+        f"LLM seat vs random bot per test-server behaviour and tool mode: {len(ids)} paper games of "
+        f"{turns} turns each (V0+V1+V2 reports, whole runs)"
+    )
+    header = (
+        f"  {'behaviour':<22} {'mode':<12} {'plays':<12} {'own moves':>14} "
+        f"{'compact':>8} {'tokens/decision':>16} {'compact':>8} {'retries/move':>13} {'s':>5}"
+    )
+    print(header)
+    print("  " + "-" * (len(header) - 2))
+    for behaviour in BEHAVIOURS:
+        for mode in ("auto", *EXPLICIT_MODES[behaviour]):
+            full = play_behaviour(behaviour, mode, False, ids, turns, memory_tokens)
+            compact = play_behaviour(behaviour, mode, True, ids, turns, memory_tokens)
+            moves = max(full.moves, 1)
+            own = f"{100 * full.own / moves:5.1f}% ({full.own}/{full.moves})"
+            print(
+                f"  {behaviour:<22} {mode:<12} {full.mode_chosen or '-':<12} {own:>14} "
+                f"{100 * compact.own / max(compact.moves, 1):>7.1f}% "
+                f"{full.prompt_tokens / moves:>16.0f} {compact.prompt_tokens / max(compact.moves, 1):>8.0f} "
+                f"{full.retries / moves:>13.2f} {full.seconds + compact.seconds:>5.1f}",
+                flush=True,
+            )
+
+
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
-    memory_tokens = int(sys.argv[2]) if len(sys.argv) > 2 else AgentSettings().memory_tokens
-    ids = instance_set_ids("paper")[:count]
-    llm_figures(ids, memory_tokens)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("instances", type=int, nargs="?", default=40, help="paper instances (default 40)")
+    parser.add_argument("memory_tokens", type=int, nargs="?", default=AgentSettings().memory_tokens)
+    parser.add_argument(
+        "--behaviours",
+        type=int,
+        metavar="N",
+        help="only the table per test-server behaviour and tool mode, on N instances",
+    )
+    parser.add_argument("--turns", type=int, default=4, help="turns per game of that table (default 4)")
+    options = parser.parse_args()
+    if options.behaviours is not None:
+        ids = instance_set_ids("paper")[: options.behaviours]
+        behaviour_figures(ids, options.turns, options.memory_tokens)
+        return
+    ids = instance_set_ids("paper")[: options.instances]
+    llm_figures(ids, options.memory_tokens)
     env_figures(ids)
+    behaviour_figures(ids[:2], options.turns, options.memory_tokens)
 
 
 if __name__ == "__main__":

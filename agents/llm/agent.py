@@ -26,11 +26,12 @@ One decision (one ``act`` call):
    the retry message stay, so the model sees what to fix.
 4. Generation is bounded: ``max_tokens`` per phase and the mode's stop sequences on every request, a
    time budget per move (``move_seconds``; no new request starts after it) and a warm-up allowance
-   (``warmup_seconds``) for the first request and move of a game. Provider failures (HTTP 429 / 5xx,
-   timeouts, connection errors) are retried with exponential backoff and jitter (honouring
-   ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget`` per game; a call that
-   still fails ends in the fallback. A provider outage therefore ends the decision, never hangs the game
-   (:mod:`agents.llm.retries`).
+   (``warmup_seconds``) for the first request and move of a game. An answer a stop sequence cut to
+   nothing (a model that opens with an imitated ``<tool_response>``) turns the stops off for the game.
+   Provider failures (HTTP 429 / 5xx, timeouts, connection errors) are retried with exponential backoff
+   and jitter (honouring ``Retry-After``), up to ``provider_retries`` per call and ``game_retry_budget``
+   per game; a call that still fails ends in the fallback. A provider outage therefore ends the decision,
+   never hangs the game (:mod:`agents.llm.retries`).
 
 Reasoning (``<think>`` blocks, ``reasoning_content``, chain-of-thought text) goes to the trace only: it
 is cut from every message field sent to the game and from the memory. A model's text is bounded
@@ -42,9 +43,9 @@ token count, the settings with ``tool_mode``, ``tool_choice``, ``probed``), ``ll
 the probe's included (the prompt after the prefix, the completion, reasoning, token counts —
 provider-reported, else o200k — the call's ``latency_s``, ``provider_retries`` and ``attempts``: each
 request's seed, timeout, latency, outcome and tokens), ``tool_results`` / ``tool_error``, ``refused``,
-``fallback`` (reason, ``basis``, error codes) and ``decision`` per finished move (with the move's total
-``latency_s`` and ``attempts``). API keys never appear: credentials come from the environment and every
-record is redacted.
+``fallback`` (reason, ``basis``, error codes), ``stop_dropped``, and ``decision`` per finished move (with
+the move's total ``latency_s`` and ``attempts``). API keys never appear: credentials come from the
+environment and every record is redacted.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
@@ -227,6 +229,7 @@ class LLMAgent:
         self._memory: list[list[tuple[BaseMessage, int]]] = []  # per move: (message, its o200k tokens)
         self._counted: list[BaseMessage] = []  # the current move's calls that count, in canonical form
         self._warm = False  # the model has answered once (then no warm-up allowance)
+        self._stops_dropped = False  # a stop sequence cut an answer to nothing: the game goes without
         self._act_began = time.monotonic()
         self._seat_log: list[dict[str, Any]] = []
         self._unseen: list[dict[str, Any]] = []
@@ -267,6 +270,7 @@ class LLMAgent:
         self._memory = []
         self._counted = []
         self._warm = False
+        self._stops_dropped = False
         self._seat_log = []
         self._unseen = []
         self._decision = None
@@ -508,6 +512,8 @@ class LLMAgent:
 
     # --- one model call, with provider retries ----------------------------------------------------------
     def _stop(self) -> tuple[str, ...]:
+        if self._stops_dropped:
+            return ()
         return self.settings.stop if self.settings.stop is not None else self._mode.default_stop
 
     def _max_tokens(self, legal: Sequence[str]) -> int:
@@ -573,6 +579,10 @@ class LLMAgent:
             attempts.append({"attempt": number, **noted})
             try:
                 return runnable.bind(**kwargs).invoke(list(messages))
+            except openai.LengthFinishReasonError as err:
+                # ChatOpenAI parses every answer to a response_format and the OpenAI client raises when it
+                # was cut at max_tokens: that is the model's answer, truncated (read and retried as such)
+                return _truncated_answer(err)
             except ValidationError as err:
                 # the client could not build the answer (a tool call whose arguments are no JSON object):
                 # the model's output, not a provider failure, so it is answered, never retried
@@ -741,6 +751,11 @@ class LLMAgent:
                 self._remember(message)
         if not reading.calls:
             finish = answer.response_metadata.get("finish_reason")
+            if finish == "stop" and self._stop() and not strip_reasoning(reading.text).strip():
+                # a model that opens with what a stop sequence marks (an imitated <tool_response>) is cut
+                # to nothing every time: later requests go without stops (max_tokens still bounds them)
+                self._trace("stop_dropped", decision=decision.key, stop=list(self._stop()))
+                self._stops_dropped = True
             code = {"length": "truncated", UNREADABLE: "invalid_action"}.get(finish, "not_a_tool_call")
             decision.invalid += 1
             decision.errors.append(code)
@@ -816,6 +831,23 @@ class LLMAgent:
     def _trace(self, kind: str, **fields: Any) -> None:
         record = {"source": "llm", "trace": kind, **fields}
         self._traces.append(redact(json_safe(record), self._secrets))
+
+
+def _truncated_answer(err: openai.LengthFinishReasonError) -> AIMessage:
+    """The answer the OpenAI client refused to parse because it was cut at its length limit."""
+    completion = err.completion
+    content = completion.choices[0].message.content if completion.choices else None
+    answer = AIMessage(
+        content=(content or "")[:MAX_TEXT_CHARS],
+        response_metadata={"finish_reason": "length", "model_name": completion.model},
+    )
+    if completion.usage is not None:
+        answer.usage_metadata = {
+            "input_tokens": completion.usage.prompt_tokens,
+            "output_tokens": completion.usage.completion_tokens,
+            "total_tokens": completion.usage.total_tokens,
+        }
+    return answer
 
 
 def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
