@@ -174,3 +174,13 @@ def test_a_game_played_in_each_json_mode_makes_every_move_the_models_own() -> No
         decisions = trace_records(result, "decision")
         assert decisions and not trace_records(result, "fallback"), mode
         assert {e.type for e in result.events if e.actor == 0} >= {"tom_reported"}
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "prompted"])
+def test_a_model_that_writes_fake_results_before_its_call_still_plays_its_own_moves(mode: str) -> None:
+    # the imitated results come first: a stop sequence on them would cut every answer at its start
+    with OpenAITestServer(policy=ScriptedPlayer(), behaviour="imitates_tool_results") as server:
+        result = play_llm(llm_agent(server, tool_mode=mode), max_turns=2)
+        stops = {tuple(r.get("stop") or ()) for r in server.requests}
+    assert all("<tool_response>" not in stop and "Result of" not in stop for stop in stops)
+    assert trace_records(result, "decision") and not trace_records(result, "fallback")

@@ -34,8 +34,11 @@ from agents.llm.tools import TOOL_OF_TYPE, ToolSpec
 ENVELOPE_NAME = "tradecraft_call"
 """The ``json_schema.name`` of the envelope schema sent as ``response_format``."""
 
-JSON_MODE_STOP = ("<tool_response>", "Result of", "\n\nUser:")
-"""Default stop sequences of the JSON modes: where a model starts imitating a tool's answer or the user."""
+JSON_MODE_STOP = ("\n\nUser:",)
+"""Default stop sequences of the JSON modes: where a model starts imitating the user. Not an imitated tool
+result (``<tool_response>``, ``Result of``): a model may write one *before* its call, and a stop there would
+cut the answer at its start; :func:`~agents.llm.extract.extract_calls` never reads an imitated result and
+stops reading at one that follows a call, and ``max_tokens`` bounds the rest."""
 
 NATIVE_STOP: tuple[str, ...] = ()
 """Native mode sends none by default: hosted reasoning models refuse ``stop``, and the API's tool calls do
