@@ -184,3 +184,14 @@ def test_a_model_that_writes_fake_results_before_its_call_still_plays_its_own_mo
         stops = {tuple(r.get("stop") or ()) for r in server.requests}
     assert all("<tool_response>" not in stop and "Result of" not in stop for stop in stops)
     assert trace_records(result, "decision") and not trace_records(result, "fallback")
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("mode", ["native", "json_schema", "prompted"])
+def test_the_tool_catalogue_is_in_the_system_prompt_once_in_the_json_modes(mode: str, compact: bool) -> None:
+    with OpenAITestServer([Reply(content=envelope("pass", {}))], policy=ScriptedPlayer()) as server:
+        play_llm(llm_agent(server, tool_mode=mode, compact=compact), max_turns=1)
+        system = server.requests[0]["messages"][0]["content"]
+    # native declares the tools through the API; the JSON modes only in the prompt, once
+    assert system.count("# Tools") == (0 if mode == "native" else 1)
+    assert system.count("- propose") == (0 if mode == "native" else 1)

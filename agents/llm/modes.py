@@ -96,8 +96,8 @@ class ToolMode:
     def system_text(
         self, prefix: str, specs: Sequence[ToolSpec], *, instructions: str, strict: bool, compact: bool
     ) -> str:
-        """The stable system prompt: the narrator's ``prefix``, the mode's ``instructions`` (and in
-        prompted mode the tool catalogue)."""
+        """The stable system prompt: the narrator's ``prefix`` and the mode's ``instructions`` (in the JSON
+        modes they carry the tool catalogue, :func:`agents.llm.prompts.mode_instructions`)."""
         return prefix + "\n\n" + instructions
 
     def read(self, answer: AIMessage, tool_names: Sequence[str]) -> Reading:
@@ -192,12 +192,6 @@ class PromptedMode(JsonSchemaMode):
         compact: bool,
     ) -> Runnable[Any, Any]:
         return model
-
-    def system_text(
-        self, prefix: str, specs: Sequence[ToolSpec], *, instructions: str, strict: bool, compact: bool
-    ) -> str:
-        catalogue = prompts.tool_catalogue(specs, strict=strict, compact=compact)
-        return prefix + "\n\n" + instructions + "\n\n" + catalogue
 
 
 MODES: dict[str, ToolMode] = {mode.name: mode for mode in (NativeMode(), JsonSchemaMode(), PromptedMode())}
