@@ -195,3 +195,12 @@ def test_the_tool_catalogue_is_in_the_system_prompt_once_in_the_json_modes(mode:
     # native declares the tools through the API; the JSON modes only in the prompt, once
     assert system.count("# Tools") == (0 if mode == "native" else 1)
     assert system.count("- propose") == (0 if mode == "native" else 1)
+
+
+def test_in_strict_mode_the_retry_message_shows_the_strict_rendering() -> None:
+    script = [Reply(content="I would rather think."), Reply(content=envelope("pass", {}))]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        play_llm(llm_agent(server, tool_mode="prompted", strict=True), max_turns=1)
+        retry = user_texts(server.requests[1])[-1]
+    assert retry == prompts.retry_message("prompted", None, ["propose", "pass"], strict=True)
+    assert '"offer": [{"item": ' in retry

@@ -752,7 +752,11 @@ class LLMAgent:
             # until the move ends: the bad answer (cut short) and what to fix, in this mode's words
             bad = strip_reasoning(reading.text)[:BAD_ANSWER_CHARS]
             self._remember(AIMessage(content=bad))
-            self._remember(HumanMessage(prompts.retry_message(mode.name, failures[0], allowed)))
+            self._remember(
+                HumanMessage(
+                    prompts.retry_message(mode.name, failures[0], allowed, strict=self.settings.strict)
+                )
+            )
         decision.queries = tools.queries_asked
         if results:
             self._trace("tool_results", decision=decision.key, step=decision.steps, results=results)
