@@ -19,6 +19,7 @@ from agent_support import (
 from agents.bots.registry import make_policy
 from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import JSON_MODE_STOP
+from agents.llm.probe import clear_probe_cache
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 
@@ -215,3 +216,31 @@ def test_a_tom_report_that_never_validates_keeps_its_valid_entries_and_reports_5
     assert fallback["basis"] == "model_intent"
     reported = next(e.payload for e in result.events if e.type == "tom_reported" and e.actor == 0)
     assert reported["v0"] == {"coal": 7, "stick": 5, "oak_log": 5, "cobblestone": 0, "raw_iron": 5}
+
+
+class SlowFirstAnswer:
+    """The scripted player whose first answer (the game's first request: a cold model reading the long
+    prompt) takes ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.player = ScriptedPlayer()
+        self.seconds = seconds
+        self.answered = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        reply = self.player(request)
+        self.answered += 1
+        if self.answered == 1:
+            reply.delay = self.seconds
+        return reply
+
+
+def test_the_probes_short_requests_leave_the_warm_up_allowance_to_the_games_first_request() -> None:
+    clear_probe_cache()
+    with OpenAITestServer(policy=SlowFirstAnswer(1.3)) as server:  # probes are answered at once
+        agent = llm_agent(server, timeout=1.0, warmup_seconds=2.0, provider_retries=0)
+        result = play_llm(agent, max_turns=1)
+    assert trace_records(result, "llm_probe")[0]["cached"] is False
+    game = [c for c in trace_records(result, "llm_call") if not c.get("probe")]
+    assert game[0]["attempts"][0]["timeout_s"] == 3.0 and game[0]["attempts"][0]["outcome"] == "answered"
+    assert not trace_records(result, "fallback")

@@ -563,8 +563,12 @@ class LLMAgent:
         max_tokens: int,
         decision: _Decision,
         attempts: list[dict[str, Any]],
+        *,
+        probing: bool = False,
     ) -> Any:
-        """One model call with provider retries; each attempt with its own seed (and options noted)."""
+        """One model call with provider retries; each attempt with its own seed (and options noted).
+        A probe's short request (``probing``) leaves the warm-up allowance to the game's first request,
+        the long cold prompt."""
 
         def invoke() -> Any:
             number = decision.attempts
@@ -589,7 +593,8 @@ class LLMAgent:
         if answer is not None and not isinstance(answer, AIMessage):
             answer = AIMessage(content=getattr(answer, "content", str(answer)))
         if answer is not None:
-            self._warm = True
+            if not probing:
+                self._warm = True
             finish = answer.response_metadata.get("finish_reason")
             if finish in ("length", UNREADABLE) and attempts:
                 # cut at max_tokens (still read leniently) | a call the client could not build
@@ -602,7 +607,7 @@ class LLMAgent:
         attempts: list[dict[str, Any]] = []
         offline_prompt = count_message_tokens(messages)
         outcome, answer = self._send(
-            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, decision, attempts
+            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, decision, attempts, probing=True
         )
         self._trace_call(decision, messages, answer, offline_prompt, outcome, attempts, probe=label)
         last = outcome.failures[-1] if outcome.failures else {}
