@@ -244,3 +244,22 @@ def test_the_probes_short_requests_leave_the_warm_up_allowance_to_the_games_firs
     game = [c for c in trace_records(result, "llm_call") if not c.get("probe")]
     assert game[0]["attempts"][0]["timeout_s"] == 3.0 and game[0]["attempts"][0]["outcome"] == "answered"
     assert not trace_records(result, "fallback")
+
+
+def test_during_an_outage_the_warm_up_allowance_goes_to_the_first_request_and_move_only() -> None:
+    outage = [Reply(status=500, content="down", delay=0.2)] * 40
+    with OpenAITestServer(outage, policy=ScriptedPlayer()) as server:
+        agent = llm_agent(
+            server,
+            timeout=5.0,
+            warmup_seconds=2.5,
+            move_seconds=0.25,
+            provider_retries=20,
+            tool_mode="native",
+        )
+        result = play_llm(agent, max_turns=1)
+    calls = trace_records(result, "llm_call")
+    timeouts = [a["timeout_s"] for call in calls for a in call["attempts"]]
+    assert timeouts[0] == 7.5 and set(timeouts[1:]) == {5.0}
+    first, second = (f["attempts"] for f in trace_records(result, "fallback")[:2])
+    assert first >= 4 and second <= 2  # the second move has its own 0.25 s, no allowance

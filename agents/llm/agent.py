@@ -226,7 +226,9 @@ class LLMAgent:
         self.prefix_tokens = 0
         self._memory: list[list[tuple[BaseMessage, int]]] = []  # per move: (message, its o200k tokens)
         self._counted: list[BaseMessage] = []  # the current move's calls that count, in canonical form
-        self._warm = False  # the model has answered once (then no warm-up allowance)
+        # the warm-up allowance goes to the game's first request and first move, once (answered or not)
+        self._warm = False  # the game's first request has been sent
+        self._warm_move = False  # the game's first move has begun
         self._act_began = time.monotonic()
         self._seat_log: list[dict[str, Any]] = []
         self._unseen: list[dict[str, Any]] = []
@@ -267,6 +269,7 @@ class LLMAgent:
         self._memory = []
         self._counted = []
         self._warm = False
+        self._warm_move = False
         self._seat_log = []
         self._unseen = []
         self._decision = None
@@ -296,7 +299,8 @@ class LLMAgent:
         key = view["move_key"]
         if self._decision is None or self._decision.key != key:
             # the first move of a game gets the warm-up allowance (a cold model, a cold prompt)
-            budget = self.settings.move_seconds + (0.0 if self._warm else self.settings.warmup_seconds)
+            budget = self.settings.move_seconds + (0.0 if self._warm_move else self.settings.warmup_seconds)
+            self._warm_move = True
             self._decision = _Decision(key, deadline=started + budget)
             self._pending_note = None
         elif self._last_submitted is not None and self._pending_note is None:
@@ -574,6 +578,8 @@ class LLMAgent:
             number = decision.attempts
             decision.attempts += 1
             kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number))
+            if not probing:  # the first request had the allowance, whatever comes of it
+                self._warm = True
             attempts.append({"attempt": number, **noted})
             try:
                 return runnable.bind(**kwargs).invoke(list(messages))
@@ -593,8 +599,6 @@ class LLMAgent:
         if answer is not None and not isinstance(answer, AIMessage):
             answer = AIMessage(content=getattr(answer, "content", str(answer)))
         if answer is not None:
-            if not probing:
-                self._warm = True
             finish = answer.response_metadata.get("finish_reason")
             if finish in ("length", UNREADABLE) and attempts:
                 # cut at max_tokens (still read leniently) | a call the client could not build
