@@ -43,7 +43,7 @@ the probe's included (the prompt after the prefix, the completion, reasoning, to
 provider-reported, else o200k — the call's ``latency_s``, ``provider_retries`` and ``attempts``: each
 request's seed, timeout, latency, outcome and tokens), ``tool_results`` / ``tool_error``, ``refused``,
 ``fallback`` (reason, ``basis``, error codes) and ``decision`` per finished move (with the move's total
-``latency_s`` and ``attempts``). API keys never appear: credentials come from the environment and every
+``latency_s`` and ``attempts``; a probe's requests are its own, with fixed seeds, not the move's). API keys never appear: credentials come from the environment and every
 record is redacted.
 """
 
@@ -102,6 +102,9 @@ object)."""
 
 BAD_ANSWER_CHARS = 300
 """What memory keeps of an answer that did not count, until the move ends (then it goes)."""
+
+PROBE_SEED = 0
+"""The seed a probe's sampling seeds derive from, whatever the agent's seed."""
 
 
 @dataclass
@@ -454,10 +457,15 @@ class LLMAgent:
             # a provider's own API (OpenAI, Azure, Anthropic, ...) calls tools natively: nothing to probe
             self._mode, self._probed, found = MODES["native"], False, "auto"
         else:
+            # the probe's requests are not the move's: their own attempt count (so the move's seeds do not
+            # depend on whether the probe was cached), tokens and time, within the move's deadline
+            checks = _Decision("probe", deadline=decision.deadline)
+            began = time.monotonic()
             result = probe(
                 self.model,
-                lambda runnable, messages, label: self._probe_send(runnable, messages, label, decision),
+                lambda runnable, messages, label: self._probe_send(runnable, messages, label, checks),
             )
+            decision.seconds -= time.monotonic() - began
             self._mode, self._probed, found = MODES[result.mode], True, result.tool_choice
             self._trace_probe(result)
         self._tool_choice = (settings.tool_choice or found) if self._mode.name == "native" else None
@@ -555,9 +563,11 @@ class LLMAgent:
             noted["timeout_s"] = kwargs.get("timeout", timeout if isinstance(timeout, int | float) else None)
         return kwargs, noted
 
-    def _attempt_seed(self, key: str, attempt: int) -> int:
-        """A new sampling seed per attempt, derived from the agent's seed, the move and the attempt."""
-        return derive_seed(self.seed, "llm-sample", key, attempt) % 2**31
+    def _attempt_seed(self, key: str, attempt: int, *, probing: bool = False) -> int:
+        """A new sampling seed per attempt, derived from the agent's seed, the move and the attempt. A
+        probe's seeds are fixed (:data:`PROBE_SEED`): the mode cached for an endpoint does not depend on
+        which agent probed it first."""
+        return derive_seed(PROBE_SEED if probing else self.seed, "llm-sample", key, attempt) % 2**31
 
     def _send(
         self,
@@ -577,7 +587,7 @@ class LLMAgent:
         def invoke() -> Any:
             number = decision.attempts
             decision.attempts += 1
-            kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number))
+            kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number, probing=probing))
             if not probing:  # the first request had the allowance, whatever comes of it
                 self._warm = True
             attempts.append({"attempt": number, **noted})
@@ -606,14 +616,15 @@ class LLMAgent:
         return outcome, answer
 
     def _probe_send(
-        self, runnable: Runnable[Any, Any], messages: Sequence[BaseMessage], label: str, decision: _Decision
+        self, runnable: Runnable[Any, Any], messages: Sequence[BaseMessage], label: str, checks: _Decision
     ) -> tuple[AIMessage | None, dict[str, Any]]:
+        """One probe request, booked on the probe's own ``checks`` (not the move's)."""
         attempts: list[dict[str, Any]] = []
         offline_prompt = count_message_tokens(messages)
         outcome, answer = self._send(
-            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, decision, attempts, probing=True
+            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, checks, attempts, probing=True
         )
-        self._trace_call(decision, messages, answer, offline_prompt, outcome, attempts, probe=label)
+        self._trace_call(checks, messages, answer, offline_prompt, outcome, attempts, probe=label)
         last = outcome.failures[-1] if outcome.failures else {}
         return answer, {"kind": last.get("kind"), "status": last.get("status")} if answer is None else {}
 
