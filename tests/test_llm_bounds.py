@@ -263,3 +263,11 @@ def test_during_an_outage_the_warm_up_allowance_goes_to_the_first_request_and_mo
     assert timeouts[0] == 7.5 and set(timeouts[1:]) == {5.0}
     first, second = (f["attempts"] for f in trace_records(result, "fallback")[:2])
     assert first >= 4 and second <= 2  # the second move has its own 0.25 s, no allowance
+
+
+def test_a_readable_query_alone_is_no_readable_answer_for_the_fallback() -> None:
+    script = [Reply(tool_calls=[("item_info", {"item": "coal"})]), *[Reply(content="Hmm, let me see.")] * 3]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="native"), max_turns=1)
+    fallback = fallback_of(result, "propose")
+    assert fallback["basis"] == "no_readable_answer" and fallback["action"] == {"type": "pass"}

@@ -43,8 +43,8 @@ the probe's included (the prompt after the prefix, the completion, reasoning, to
 provider-reported, else o200k — the call's ``latency_s``, ``provider_retries`` and ``attempts``: each
 request's seed, timeout, latency, outcome and tokens), ``tool_results`` / ``tool_error``, ``refused``,
 ``fallback`` (reason, ``basis``, error codes) and ``decision`` per finished move (with the move's total
-``latency_s`` and ``attempts``; a probe's requests are its own, with fixed seeds, not the move's). API keys never appear: credentials come from the environment and every
-record is redacted.
+``latency_s`` and ``attempts``; a probe's requests are its own, with fixed seeds, not the move's). API
+keys never appear: credentials come from the environment and every record is redacted.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ class _Decision:
     tokens_in: int = 0
     tokens_out: int = 0
     errors: list[str] = field(default_factory=list)
-    readable: bool = False  # some answer named a known tool with an arguments object
+    readable: bool = False  # some action call named a known action tool with an arguments object
     intent: tuple[str, Any] | None = None  # the last action call read (valid or not)
 
 
@@ -737,10 +737,9 @@ class LLMAgent:
                     {"tool": call.name},
                 )
             else:
-                if spec is not None and isinstance(call.args, Mapping):
-                    decision.readable = True
-                    if spec.kind == "action":
-                        decision.intent = (call.name, call.args)
+                if spec is not None and spec.kind == "action" and isinstance(call.args, Mapping):
+                    decision.readable = True  # a query says nothing of the move the model meant
+                    decision.intent = (call.name, call.args)
                 reply = tools.call(call.name, call.args)
                 if spec is None or (spec.kind == "action" and not reply.get("ok")):
                     decision.invalid += 1
