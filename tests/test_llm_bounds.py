@@ -271,3 +271,31 @@ def test_a_readable_query_alone_is_no_readable_answer_for_the_fallback() -> None
         result = play_llm(llm_agent(server, tool_mode="native"), max_turns=1)
     fallback = fallback_of(result, "propose")
     assert fallback["basis"] == "no_readable_answer" and fallback["action"] == {"type": "pass"}
+
+
+@pytest.mark.parametrize(
+    ("later", "basis", "accept"),
+    [
+        (
+            {"accept": "yes"},
+            "model_intent",
+            True,
+        ),  # unreadable as a bool before: it must not erase the intent
+        ({"accept": "maybe"}, "model_intent", True),
+        ({"accept": "No"}, "conflicting_intents", False),  # readable and the other way: the safe move
+        ({"accept": 0}, "conflicting_intents", False),
+    ],
+)
+def test_the_fallback_keeps_the_newest_readable_accept_and_plays_safe_when_they_disagree(
+    later: dict[str, Any], basis: str, accept: bool
+) -> None:
+    first_turn = [Reply(content=envelope("pass", {})), Reply(content=envelope("finish_crafting", {}))]
+    decide = [
+        Reply(content=envelope("decide", {"accept": True, "message": 123})),
+        *[Reply(content=envelope("decide", later))] * 2,
+    ]
+    with OpenAITestServer([*first_turn, *decide], policy=in_text) as server:
+        result = play_llm(llm_agent(server, tool_mode="prompted"), opponent=Proposer(), max_turns=2)
+    fallback = fallback_of(result, "decide")
+    assert fallback["basis"] == basis
+    assert fallback["action"] == {"type": "decide", "accept": accept, "message": ""}

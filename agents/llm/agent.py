@@ -103,6 +103,9 @@ object)."""
 BAD_ANSWER_CHARS = 300
 """What memory keeps of an answer that did not count, until the move ends (then it goes)."""
 
+MAX_INTENTS = 16
+"""The most recent readable action calls of a move the fallback weighs."""
+
 PROBE_SEED = 0
 """The seed a probe's sampling seeds derive from, whatever the agent's seed."""
 
@@ -189,7 +192,7 @@ class _Decision:
     tokens_out: int = 0
     errors: list[str] = field(default_factory=list)
     readable: bool = False  # some action call named a known action tool with an arguments object
-    intent: tuple[str, Any] | None = None  # the last action call read (valid or not)
+    intents: list[tuple[str, Any]] = field(default_factory=list)  # readable action calls (valid or not)
 
 
 class LLMAgent:
@@ -739,7 +742,7 @@ class LLMAgent:
             else:
                 if spec is not None and spec.kind == "action" and isinstance(call.args, Mapping):
                     decision.readable = True  # a query says nothing of the move the model meant
-                    decision.intent = (call.name, call.args)
+                    decision.intents = [*decision.intents[-MAX_INTENTS + 1 :], (call.name, call.args)]
                 reply = tools.call(call.name, call.args)
                 if spec is None or (spec.kind == "action" and not reply.get("ok")):
                     decision.invalid += 1
@@ -810,31 +813,39 @@ class LLMAgent:
         return action
 
     def _intended(self, view: Mapping[str, Any], safe: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """The fallback that follows the model's last readable action, if one can be made safely."""
+        """The fallback that follows the model's newest action call whose intent can be read, if one can
+        be made safely. A decision's calls that read as both accept and reject: the safe move
+        (``conflicting_intents``)."""
         decision = self._decision
         if decision is None or not decision.readable:
             return safe, "no_readable_answer"
-        if decision.intent is None:
+        candidates = [c for name, args in decision.intents if (c := self._candidate(name, args, safe))]
+        if not candidates:
             return safe, "safe_default"
-        name, args = decision.intent
-        spec = next((s for s in tool_specs(queries=False) if s.name == name), None)
-        try:
-            request = spec.request(args, self.settings.strict) if spec is not None else None
-        except Exception:  # arguments no rendering can read: nothing of the intent is safe to keep
-            request = None
-        candidate: dict[str, Any] | None = None
-        if isinstance(request, Mapping) and request.get("type") == safe["type"] == "decide":
-            accept = _as_bool(request.get("accept"))
-            if accept is not None:
-                candidate = {"type": "decide", "accept": accept, "message": ""}
-        elif isinstance(request, Mapping) and request.get("type") == safe["type"] == "report_tom":
-            candidate = _merged_report(safe, request)
-        if candidate is None:
-            return safe, "safe_default"
+        if len({json.dumps(c, sort_keys=True) for c in candidates}) > 1 and safe["type"] == "decide":
+            return safe, "conflicting_intents"
+        candidate = candidates[-1]
         check = DecisionConnection(view, self._rules_of(view), self._seat_log)
         if not check.act(candidate).get("ok") or check.submitted is None:
             return safe, "safe_default"
         return check.submitted.model_dump(mode="json"), "model_intent"
+
+    def _candidate(self, name: str, args: Any, safe: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The safe move one action call stands for: a decision's accept or reject without its message, a
+        ToM report's valid entries with the safe report's 5 for the rest; None when it reads as neither."""
+        spec = next((s for s in tool_specs(queries=False) if s.name == name), None)
+        try:
+            request = spec.request(args, self.settings.strict) if spec is not None else None
+        except Exception:  # arguments no rendering can read: nothing of the intent is safe to keep
+            return None
+        if not isinstance(request, Mapping) or request.get("type") != safe["type"]:
+            return None
+        if safe["type"] == "decide":
+            accept = _as_bool(request.get("accept"))
+            return None if accept is None else {"type": "decide", "accept": accept, "message": ""}
+        if safe["type"] == "report_tom":
+            return _merged_report(safe, request)
+        return None
 
     def _trace(self, kind: str, **fields: Any) -> None:
         record = {"source": "llm", "trace": kind, **fields}
@@ -865,11 +876,21 @@ def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
+_YES = ("true", "yes", "accept", "1")
+_NO = ("false", "no", "reject", "0")
+
+
 def _as_bool(value: Any) -> bool | None:
+    """A decision's accept as the model wrote it: a boolean, 1 / 0, or (any case) true / false, yes / no,
+    accept / reject; None when it reads as neither."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str) and len(value) <= 16:
+        word = value.strip().lower()
+        if word in _YES or word in _NO:
+            return word in _YES
     return None
 
 
