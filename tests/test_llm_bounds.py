@@ -299,3 +299,28 @@ def test_the_fallback_keeps_the_newest_readable_accept_and_plays_safe_when_they_
     fallback = fallback_of(result, "decide")
     assert fallback["basis"] == basis
     assert fallback["action"] == {"type": "decide", "accept": accept, "message": ""}
+
+
+def test_huge_tool_call_arguments_and_names_are_refused_unread_and_cut_in_the_trace() -> None:
+    swap = {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}}
+    script = [
+        Reply(tool_calls=[("propose", {**swap, "message": "y" * 1_100_000})]),  # past what the encoder takes
+        Reply(tool_calls=[("propose", {**swap, "message": "y" * 300_000})]),
+        Reply(tool_calls=[("zz" * 50_000, {"a": 1})]),  # a 100,000-character tool name
+        Reply(tool_calls=[("pass", {})]),
+    ]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        agent = llm_agent(server, tool_mode="native", max_invalid=5, timeout=30)
+        result = play_llm(agent, max_turns=1)
+        requests = server.requests
+    results = [r for t in trace_records(result, "tool_results") for r in t["results"]]
+    errors = [r["answer"]["error"] for r in results[:3]]
+    assert [e["code"] for e in errors] == ["invalid_action", "invalid_action", "unknown_tool"]
+    assert all(len(json.dumps(e)) < 1_000 for e in errors)
+    assert trace_records(result, "decision")[0]["action"] == {"type": "pass"}
+    assert not any(e.type == "proposed" for e in result.events)
+    # nothing of the huge calls is sent back or kept whole in the trace
+    assert max(len(json.dumps(r["messages"])) for r in requests) < 60_000
+    assert max(len(json.dumps(t.model_dump())) for t in result.traces) < 60_000
+    first = trace_records(result, "llm_call")[0]["completion"]["tool_calls"][0]
+    assert len(first["args"]) == MAX_TEXT_CHARS and first["args_chars"] > 1_100_000

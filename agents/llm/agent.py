@@ -726,13 +726,9 @@ class LLMAgent:
             call_id = call.call_id or f"call_{decision.steps}_{number}"
             spec = tools.specs.get(call.name)
             if call.source == "invalid":
-                reply = error_answer(
-                    "invalid_action",
-                    f"The arguments of {call.name} are not valid JSON; send a JSON object.",
-                    {"tool": call.name},
-                )
+                reply = _invalid_call_error(call.name, call.problem, list(tools.specs))
                 decision.invalid += 1
-                decision.errors.append("invalid_action")
+                decision.errors.append(str(reply["error"]["code"]))
             elif done:
                 reply = error_answer(
                     "one_action_per_move",
@@ -878,6 +874,26 @@ def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
 
 _YES = ("true", "yes", "accept", "1")
 _NO = ("false", "no", "reject", "0")
+
+
+def _invalid_call_error(name: str, problem: str, tool_names: Sequence[str]) -> dict[str, Any]:
+    """The typed error of an API tool call that could not be used (``name`` is already cut to a safe
+    one; the model's own text is not echoed)."""
+    if problem == "bad_name":
+        return error_answer(
+            "unknown_tool",
+            f"A tool name is 1 to 64 letters, digits, '_', '.' or '-'; call one of: {', '.join(tool_names)}.",
+            {"tool": name},
+        )
+    if problem == "too_long":
+        return error_answer(
+            "invalid_action",
+            f"The arguments of {name} are longer than {MAX_TEXT_CHARS} characters; send a short JSON object.",
+            {"tool": name},
+        )
+    return error_answer(
+        "invalid_action", f"The arguments of {name} are not valid JSON; send a JSON object.", {"tool": name}
+    )
 
 
 def _as_bool(value: Any) -> bool | None:

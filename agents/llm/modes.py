@@ -19,6 +19,7 @@ call's canonical text (``prompts.call_text``) plus a user message ``Result of <n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,16 +47,23 @@ not run on into imitated results."""
 
 TOOL_CHOICES = ("auto", "required", "none")
 
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+"""What a tool name of an API tool call may look like; any other name is refused unread."""
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
+
 
 @dataclass(frozen=True)
 class ReadCall:
     """One call read from an answer: ``source`` ``api`` (the server's tool call), ``text`` (read from
-    the reply text) or ``invalid`` (an API tool call whose arguments were not JSON)."""
+    the reply text) or ``invalid`` (an API tool call that cannot be used: ``problem`` says why,
+    ``not_json`` arguments, arguments ``too_long`` or a ``bad_name``; its ``args`` are then None and its
+    name is cut to a safe one)."""
 
     name: str
     args: Any
     call_id: str
     source: Literal["api", "text", "invalid"]
+    problem: Literal["", "not_json", "too_long", "bad_name"] = ""
 
 
 @dataclass(frozen=True)
@@ -132,9 +140,9 @@ class NativeMode(ToolMode):
         return model.bind_tools(list(tools), **options)
 
     def read(self, answer: AIMessage, tool_names: Sequence[str]) -> Reading:
-        calls = [ReadCall(c["name"], c["args"], c.get("id") or "", "api") for c in answer.tool_calls]
+        calls = [_api_call(c.get("name"), c["args"], c.get("id")) for c in answer.tool_calls]
         calls += [
-            ReadCall(str(c.get("name")), c.get("args"), c.get("id") or "", "invalid")
+            _api_call(c.get("name"), c.get("args"), c.get("id"), problem="not_json")
             for c in answer.invalid_tool_calls
         ]
         if calls:
@@ -148,6 +156,24 @@ class NativeMode(ToolMode):
             AIMessage(content="", tool_calls=[tool_call]),
             ToolMessage(json.dumps(answer, ensure_ascii=False), tool_call_id=call_id),
         ]
+
+
+def _api_call(name: Any, args: Any, call_id: Any, problem: Literal["", "not_json"] = "") -> ReadCall:
+    """An API tool call, bounded before anything reads it: a name that is no tool name or arguments
+    longer than ``extract.MAX_TEXT_CHARS`` make it ``invalid`` (its name cut to a safe one, no args)."""
+    call_id = str(call_id or "")[:64]
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        shown = _NOT_NAME_CHARS.sub("_", str(name)[:64]) or "unnamed"
+        return ReadCall(shown, None, call_id, "invalid", "bad_name")
+    if problem:
+        return ReadCall(name, None, call_id, "invalid", "not_json")
+    try:
+        size = len(args) if isinstance(args, str) else len(json.dumps(args, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        size = extract.MAX_TEXT_CHARS + 1
+    if size > extract.MAX_TEXT_CHARS:
+        return ReadCall(name, None, call_id, "invalid", "too_long")
+    return ReadCall(name, args, call_id, "api")
 
 
 class JsonSchemaMode(ToolMode):

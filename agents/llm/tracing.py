@@ -80,15 +80,37 @@ def message_record(message: BaseMessage, max_chars: int | None = None) -> dict[s
     if isinstance(message, AIMessage):
         if message.tool_calls:
             record["tool_calls"] = [
-                {"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls
+                _call_record(c.get("id"), c["name"], c["args"], max_chars) for c in message.tool_calls
             ]
         if message.invalid_tool_calls:
             record["invalid_tool_calls"] = [
-                {"id": c.get("id"), "name": c.get("name"), "args": c.get("args"), "error": c.get("error")}
+                {
+                    **_call_record(c.get("id"), c.get("name"), c.get("args"), max_chars),
+                    "error": c.get("error"),
+                }
                 for c in message.invalid_tool_calls
             ]
     if isinstance(message, ToolMessage):
         record["tool_call_id"] = message.tool_call_id
+    return record
+
+
+MAX_NAME_CHARS = 100
+"""A tool call's id and name are cut to this many characters in a trace record."""
+
+
+def _call_record(call_id: Any, name: Any, args: Any, max_chars: int | None) -> dict[str, Any]:
+    """A tool call as a trace record; with ``max_chars``, arguments longer than that (as JSON text) are
+    kept as their text cut there (``args_chars`` says how long it was), and the id and name cut short."""
+    record: dict[str, Any] = {"id": call_id, "name": name, "args": args}
+    if max_chars is None:
+        return record
+    record["id"] = call_id[:MAX_NAME_CHARS] if isinstance(call_id, str) else call_id
+    record["name"] = name[:MAX_NAME_CHARS] if isinstance(name, str) else name
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    if len(text) > max_chars:
+        record["args"] = text[:max_chars]
+        record["args_chars"] = len(text)
     return record
 
 
