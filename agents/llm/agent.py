@@ -110,6 +110,10 @@ PROBE_SEED = 0
 """The seed a probe's sampling seeds derive from, whatever the agent's seed."""
 
 
+MAX_STOP, MAX_STOP_CHARS = 4, 32
+"""At most this many stop sequences of at most this many characters (what OpenAI's API accepts)."""
+
+
 @dataclass
 class AgentSettings:
     """How an :class:`LLMAgent` plays and how hard it tries (defaults fit a hosted model)."""
@@ -163,6 +167,21 @@ class AgentSettings:
                 raise ValueError(f"{name} must not be negative")
         if any(not isinstance(n, int) or n < 1 for n in self.max_tokens.values()):
             raise ValueError("max_tokens must map phases to whole numbers of at least 1")
+        if not self.move_seconds > 0:  # NaN included
+            raise ValueError("move_seconds must be more than 0")
+        if not self.warmup_seconds >= 0:
+            raise ValueError("warmup_seconds must not be negative")
+        if self.stop is not None:
+            if isinstance(self.stop, str | bytes) or not isinstance(self.stop, Sequence):
+                raise ValueError("stop must be a list of strings (None: the mode's defaults)")
+            if len(self.stop) > MAX_STOP or any(
+                not isinstance(s, str) or not 0 < len(s) <= MAX_STOP_CHARS for s in self.stop
+            ):
+                raise ValueError(
+                    f"stop must hold at most {MAX_STOP} non-empty strings of at most {MAX_STOP_CHARS} "
+                    "characters each"
+                )
+            self.stop = tuple(self.stop)
 
 
 def move_phase(legal: Sequence[str]) -> str:
