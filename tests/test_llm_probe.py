@@ -181,3 +181,20 @@ def test_the_probe_has_its_own_fixed_seeds_and_the_game_is_the_same_whether_it_p
         first_calls = [c for c in game_calls if c["decision"] == first_move["decision"]]
         assert first_move["attempts"] == sum(len(c["attempts"]) for c in first_calls)
     assert probe_seeds[0] == probe_seeds[1]  # whatever the agent's seed
+
+
+def test_a_client_pointed_at_a_local_server_by_openai_base_url_is_probed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from agents.llm.agent import LLMAgent
+
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+        model = ChatOpenAI(model="test-model", api_key="sk-test-placeholder-0000", max_retries=0, timeout=5)
+        result = play_llm(LLMAgent(model, model_name="openai:test-model"), max_turns=1)
+        probes = server.probes
+    assert probes > 0 and [p["mode"] for p in trace_records(result, "llm_probe")] == ["native"]
+    assert cached_probe(model) is not None

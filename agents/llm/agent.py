@@ -67,7 +67,7 @@ from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
 from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import MODES, TOOL_CHOICES, ToolMode, answer_text
-from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, probe
+from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, endpoint_url, probe
 from agents.llm.retries import ProviderRetries
 from agents.llm.tools import TOOL_OF_TYPE, SeatTools, ToolSpec, error_answer, strip_reasoning, tool_specs
 from agents.llm.tracing import (
@@ -969,8 +969,8 @@ def _openai_compatible(model: BaseChatModel) -> bool:
 
 def _hosted_openai(model: BaseChatModel) -> bool:
     """OpenAI's (or Azure's) own API: it refuses ``max_tokens`` next to ``max_completion_tokens``."""
-    base = getattr(model, "openai_api_base", None)
-    return getattr(model, "azure_endpoint", None) is not None or not base or "api.openai.com" in str(base)
+    base = endpoint_url(model)
+    return getattr(model, "azure_endpoint", None) is not None or not base or "api.openai.com" in base
 
 
 class _NoConnection:

@@ -91,15 +91,24 @@ _key_locks: dict[tuple[str, str, str], threading.Lock] = {}
 _guard = threading.Lock()
 
 
+def endpoint_url(model: BaseChatModel) -> str:
+    """The base URL ``model`` sends to: its client's own (which also reads ``OPENAI_BASE_URL``), else the
+    URL the model was given; "" when it has none."""
+    client = getattr(model, "root_client", None)
+    base = getattr(client, "base_url", None) if client is not None else None
+    if not base:
+        base = (
+            getattr(model, "openai_api_base", None)
+            or getattr(model, "azure_endpoint", None)
+            or getattr(model, "base_url", None)
+        )
+    return str(base or "")
+
+
 def probe_key(model: BaseChatModel) -> tuple[str, str, str]:
     """(model class, base URL, model name): what a probe result holds for."""
     cls = type(model)
-    base = (
-        getattr(model, "openai_api_base", None)
-        or getattr(model, "azure_endpoint", None)
-        or getattr(model, "base_url", None)
-        or ""
-    )
+    base = endpoint_url(model)
     name = (
         getattr(model, "deployment_name", None)
         or getattr(model, "model_name", None)
