@@ -204,3 +204,20 @@ def test_in_strict_mode_the_retry_message_shows_the_strict_rendering() -> None:
         retry = user_texts(server.requests[1])[-1]
     assert retry == prompts.retry_message("prompted", None, ["propose", "pass"], strict=True)
     assert '"offer": [{"item": ' in retry
+
+
+def test_native_mode_with_tool_choice_none_tells_the_model_to_answer_in_text() -> None:
+    script = [Reply(content="I would rather think.")]  # then the server writes the call as text
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="native", tool_choice="none"), max_turns=1)
+        first, second = server.requests[:2]
+    assert first["tool_choice"] == "none"
+    system = first["messages"][0]["content"]
+    assert (
+        '{"tool": "<tool name>", "arguments": {...}}' in system
+        and "You act only by calling tools" not in system
+    )
+    allowed = ["propose", "pass", *[s.name for s in tool_specs(actions=False)]]
+    assert user_texts(second)[-1] == prompts.retry_message("prompted", None, allowed)
+    assert "tool call, not text" not in json.dumps(second["messages"])
+    assert trace_records(result, "decision")

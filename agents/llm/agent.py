@@ -412,7 +412,7 @@ class LLMAgent:
         self._choose_mode(decision)
         specs = tool_specs()
         instructions = prompts.mode_instructions(
-            self._mode.name,
+            self._wording(),
             persona=settings.persona,
             reasoning=settings.reasoning,
             max_queries=settings.max_queries,
@@ -491,6 +491,14 @@ class LLMAgent:
             self._mode, self._probed, found = MODES[result.mode], True, result.tool_choice
             self._trace_probe(result)
         self._tool_choice = (settings.tool_choice or found) if self._mode.name == "native" else None
+
+    def _wording(self) -> str:
+        """The mode whose words the instructions and retry messages use: the game's, except native mode
+        with ``tool_choice="none"`` (the server is told not to call tools, so the model answers in text
+        and is told how, as in prompted mode)."""
+        if self._mode.name == "native" and self._tool_choice == "none":
+            return "prompted"
+        return self._mode.name
 
     def _trace_probe(self, result: ProbeResult) -> None:
         self._trace(
@@ -791,7 +799,7 @@ class LLMAgent:
             self._remember(AIMessage(content=bad))
             self._remember(
                 HumanMessage(
-                    prompts.retry_message(mode.name, failures[0], allowed, strict=self.settings.strict)
+                    prompts.retry_message(self._wording(), failures[0], allowed, strict=self.settings.strict)
                 )
             )
         decision.queries = tools.queries_asked
