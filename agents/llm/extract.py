@@ -20,9 +20,6 @@ from typing import Any
 MAX_TEXT_CHARS = 20_000
 """Text beyond this many characters is cut off before it is read."""
 
-CALL_ENVELOPE = ("tool", "arguments")
-"""The canonical text form of a call in the JSON modes: ``{"tool": "<name>", "arguments": {...}}``."""
-
 MAX_CANDIDATES = 32
 """Most JSON candidates parsed per text (each a balanced ``{...}`` or ``[...]`` span)."""
 
@@ -63,10 +60,6 @@ class Extraction:
 
     calls: list[ExtractedCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-
-    @property
-    def readable(self) -> bool:
-        return bool(self.calls)
 
 
 # --- the text around the JSON: reasoning, imitated results, tags, fences --------------------------------

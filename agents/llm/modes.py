@@ -75,11 +75,6 @@ class Reading:
     problems: list[str] = field(default_factory=list)
     text: str = ""
 
-    @property
-    def readable(self) -> bool:
-        """Whether some call names a known tool with an arguments object (the model's intent is legible)."""
-        return any(call.source != "invalid" for call in self.calls)
-
 
 class ToolMode:
     """What the agent asks a mode (see the module docstring); subclasses fill in the differences."""
@@ -224,11 +219,6 @@ MODES: dict[str, ToolMode] = {mode.name: mode for mode in (NativeMode(), JsonSch
 assert tuple(MODES) == prompts.TOOL_MODES
 
 
-def args_schema(spec: ToolSpec, *, strict: bool, compact: bool) -> dict[str, Any]:
-    """A tool's argument schema (its one declaration), compact when asked."""
-    return spec.args_schema(strict, compact=True) if compact else spec.args_schema(strict)  # type: ignore[call-arg]
-
-
 def envelope_schema(specs: Sequence[ToolSpec], *, strict: bool, compact: bool = False) -> dict[str, Any]:
     """The JSON schema that admits only ``{"tool": <name>, "arguments": <its args>}`` for one of ``specs``.
 
@@ -237,7 +227,7 @@ def envelope_schema(specs: Sequence[ToolSpec], *, strict: bool, compact: bool = 
     options: list[dict[str, Any]] = []
     definitions: dict[str, Any] = {}
     for spec in specs:
-        arguments = args_schema(spec, strict=strict, compact=compact)
+        arguments = spec.args_schema(strict, compact)
         local = arguments.pop("$defs", {})
         renamed = {name: f"{spec.name}.{name}" for name in local}
         arguments = _renamed_refs(arguments, renamed)
