@@ -126,7 +126,7 @@ class AgentSettings:
     max_queries: int = 3
     max_invalid: int = 3
     provider_retries: int = 4
-    game_retry_budget: int = 40
+    game_retry_budget: int = 40  # provider retries per game (0: no limit per game)
     backoff_base: float = 1.0
     backoff_cap: float = 30.0
     move_seconds: float = 300.0  # no new model call or retry starts after this long on one move
