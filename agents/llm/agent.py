@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,7 +68,15 @@ from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import MODES, TOOL_CHOICES, ToolMode, answer_text
 from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, endpoint_url, probe
 from agents.llm.retries import ProviderRetries
-from agents.llm.tools import TOOL_OF_TYPE, SeatTools, ToolSpec, error_answer, strip_reasoning, tool_specs
+from agents.llm.tools import (
+    TOOL_OF_TYPE,
+    SeatTools,
+    ToolSpec,
+    error_answer,
+    split_reasoning,
+    strip_reasoning,
+    tool_specs,
+)
 from agents.llm.tracing import (
     count_message_tokens,
     count_tokens,
@@ -85,8 +92,6 @@ from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from server.game.actions import Action
 from server.game.legal import fallback_action
-
-_THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 
 TOOL_MODE_SETTINGS = ("auto", *prompts.TOOL_MODES)
 """``AgentSettings.tool_mode``: ``auto`` probes an OpenAI-compatible server (:mod:`agents.llm.probe`) and
@@ -1007,8 +1012,8 @@ def _reasoning_of(answer: AIMessage, text: str) -> str:
     """Every piece of reasoning in ``answer`` (whose reply ``text``, already cut to its bound, is given):
     think blocks, provider reasoning fields, free text."""
     pieces: list[str] = []
-    pieces += [m.strip() for m in _THINK_BLOCK.findall(text) if m.strip()]
-    outside = strip_reasoning(text)
+    thoughts, outside = split_reasoning(text)
+    pieces += thoughts
     if outside:
         pieces.append(outside)
     extra = answer.additional_kwargs.get("reasoning_content") or answer.additional_kwargs.get("reasoning")

@@ -65,7 +65,9 @@ class Extraction:
 # --- the text around the JSON: reasoning, imitated results, tags, fences --------------------------------
 # Every pattern below is a literal or a bounded character class: no nested quantifiers, so each search is
 # linear in the text.
-_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
+THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
+"""An opening or closing reasoning tag (``<think>``, ``</thinking>``, any case): the one declaration the
+agent, the tools and the reader use (:func:`reasoning_spans`)."""
 _RESULT_TAG = re.compile(
     r"<(/?)\|?(?:tool_response|tool_result|tool_output|function_response|function_result)\|?>", re.IGNORECASE
 )
@@ -139,6 +141,13 @@ def _block_spans(
     if start is not None:
         spans.append((start, len(text)))
     return spans
+
+
+def reasoning_spans(text: str) -> list[tuple[int, int]]:
+    """The reasoning blocks of ``text``, tags included: ``<think>...</think>`` (or ``<thinking>``; an
+    unclosed one runs to the end) and, before any opening tag, everything up to a lone ``</think>`` (a
+    template that already wrote the opening tag). Linear in the text."""
+    return _block_spans(text, THINK_TAG, lone_close_opens_at_start=True)
 
 
 def _balanced_spans(text: str) -> tuple[list[tuple[int, int]], int | None, bool]:
@@ -398,7 +407,7 @@ def extract_calls(
     if len(text) > MAX_TEXT_CHARS:
         text = text[:MAX_TEXT_CHARS]
         reader.problem("too_long")
-    text = _blank(text, _block_spans(text, _THINK_TAG, lone_close_opens_at_start=True))
+    text = _blank(text, reasoning_spans(text))
     results = _block_spans(text, _RESULT_TAG, lone_close_opens_at_start=False)
     if results:
         reader.problem("imitated_result")
