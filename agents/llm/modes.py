@@ -233,18 +233,22 @@ def envelope_schema(specs: Sequence[ToolSpec], *, strict: bool, compact: bool = 
         arguments = _renamed_refs(arguments, renamed)
         for name, definition in local.items():
             definitions[renamed[name]] = _renamed_refs(definition, renamed)
-        options.append(
-            {
-                "type": "object",
-                "properties": {"tool": {"const": spec.name}, "arguments": arguments},
-                "required": ["tool", "arguments"],
-                "additionalProperties": False,
-            }
-        )
+        options.append(envelope_option(spec.name, arguments))
     schema: dict[str, Any] = {"anyOf": options}
     if definitions:
         schema["$defs"] = definitions
     return schema
+
+
+def envelope_option(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The schema of one tool's envelope ``{"tool": name, "arguments": <arguments>}`` (the probe's
+    ``confirm`` uses it as it is)."""
+    return {
+        "type": "object",
+        "properties": {"tool": {"const": name}, "arguments": arguments},
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
 
 
 def _renamed_refs(value: Any, renamed: Mapping[str, str]) -> Any:

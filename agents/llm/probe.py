@@ -27,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
-from agents.llm.modes import ENVELOPE_NAME, answer_text
+from agents.llm.modes import ENVELOPE_NAME, answer_text, envelope_option
 
 PROBE_MARKER = "TradeCraft connection check"
 """Every probe request's last user message contains this (the test server's brain recognises it)."""
@@ -52,12 +52,7 @@ CONFIRM_DECLARATION: dict[str, Any] = {
         "parameters": CONFIRM_SCHEMA,
     },
 }
-ENVELOPE: dict[str, Any] = {
-    "type": "object",
-    "properties": {"tool": {"const": CONFIRM_TOOL}, "arguments": CONFIRM_SCHEMA},
-    "required": ["tool", "arguments"],
-    "additionalProperties": False,
-}
+ENVELOPE: dict[str, Any] = envelope_option(CONFIRM_TOOL, CONFIRM_SCHEMA)
 
 _SYSTEM = "You are about to play a trading game through tool calls. First, a short connection check."
 _ASK_NATIVE = (
