@@ -221,3 +221,11 @@ def test_native_mode_with_tool_choice_none_tells_the_model_to_answer_in_text() -
     assert user_texts(second)[-1] == prompts.retry_message("prompted", None, allowed)
     assert "tool call, not text" not in json.dumps(second["messages"])
     assert trace_records(result, "decision")
+
+
+def test_the_trace_says_how_a_call_read_from_text_was_written() -> None:
+    script = [Reply(content="My move:\n```json\n" + envelope("pass", {}) + "\n```")]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="prompted"), max_turns=1)
+    first = trace_records(result, "tool_results")[0]["results"][0]
+    assert first["source"] == "text" and first["written"] == "fenced"

@@ -777,7 +777,14 @@ class LLMAgent:
                     decision.errors.append(str(reply.get("error", {}).get("code")))
                 done = spec is not None and spec.kind == "action" and bool(reply.get("ok"))
             results.append(
-                {"id": call_id, "tool": call.name, "args": call.args, "source": call.source, "answer": reply}
+                {
+                    "id": call_id,
+                    "tool": call.name,
+                    "args": call.args,
+                    "source": call.source,
+                    "written": call.written or None,
+                    "answer": reply,
+                }
             )
             if reply.get("ok"):
                 exchange = mode.call_messages(call, reply, call_id)

@@ -64,6 +64,7 @@ class ReadCall:
     call_id: str
     source: Literal["api", "text", "invalid"]
     problem: Literal["", "not_json", "too_long", "bad_name"] = ""
+    written: str = ""  # a call read from text: how it was written (extract's ``fenced``, ``tagged``, ...)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class ToolMode:
         """The calls of ``answer`` (see :class:`Reading`)."""
         text = answer_text(answer)
         found = extract.extract_calls(text, tool_names, TOOL_OF_TYPE)
-        calls = [ReadCall(c.name, c.args, "", "text") for c in found.calls]
+        calls = [ReadCall(c.name, c.args, "", "text", written=c.source) for c in found.calls]
         return Reading(calls, list(found.problems), text)
 
     def call_messages(self, call: ReadCall, answer: Mapping[str, Any], call_id: str) -> list[BaseMessage]:
