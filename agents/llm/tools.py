@@ -34,7 +34,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from agents.connection import SeatConnection
-from agents.llm.extract import THINK_TAG, reasoning_spans
+from agents.llm.tags import THINK_TAG, reasoning_spans
 from server.game.actions import ACTION_MODELS
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import from_strict, strict_args_schema, to_strict
@@ -140,7 +140,7 @@ def _drop_prose(schema: Any) -> None:
 
 def split_reasoning(text: str) -> tuple[list[str], str]:
     """(the reasoning pieces of ``text``, what is left outside them, stripped): the blocks of
-    :func:`agents.llm.extract.reasoning_spans` without their tags. Text with no reasoning tag comes back
+    :func:`agents.llm.tags.reasoning_spans` without their tags. Text with no reasoning tag comes back
     as it is."""
     spans = reasoning_spans(text)
     if not spans:
