@@ -529,3 +529,24 @@ def test_bad_value_reports_get_the_typed_errors_a_browser_gets_and_nothing_reach
     assert len(reports) == 1 and set(reports[0].payload["v0"]) == set(items)
     assert all(isinstance(v, int) and 0 <= v <= 10 for v in reports[0].payload["v0"].values())
     assert not traces(result, "fallback") and result.refusals == 0
+
+
+@pytest.mark.parametrize(
+    ("setting", "words"),
+    [
+        ({"stop": "User:"}, "list of strings"),  # a str would become single characters
+        ({"stop": ["a", "b", "c", "d", "e"]}, "at most 4"),
+        ({"stop": [""]}, "non-empty"),
+        ({"stop": ["x" * 33]}, "at most 32"),
+        ({"stop": [7]}, "non-empty strings"),
+        ({"move_seconds": 0}, "move_seconds"),
+        ({"move_seconds": float("nan")}, "move_seconds"),
+        ({"warmup_seconds": -1}, "warmup_seconds"),
+    ],
+)
+def test_agent_settings_refuse_bad_stop_sequences_and_time_budgets(
+    setting: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ValueError, match=words):
+        AgentSettings(**setting)
+    assert AgentSettings(stop=["\n\nUser:", "###"]).stop == ("\n\nUser:", "###")

@@ -19,6 +19,7 @@ from agent_support import (
 from agents.bots.registry import make_policy
 from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import JSON_MODE_STOP
+from agents.llm.probe import clear_probe_cache
 from agents.testing.openai_server import OpenAITestServer, Reply
 from agents.testing.scripted_player import ScriptedPlayer
 
@@ -215,3 +216,111 @@ def test_a_tom_report_that_never_validates_keeps_its_valid_entries_and_reports_5
     assert fallback["basis"] == "model_intent"
     reported = next(e.payload for e in result.events if e.type == "tom_reported" and e.actor == 0)
     assert reported["v0"] == {"coal": 7, "stick": 5, "oak_log": 5, "cobblestone": 0, "raw_iron": 5}
+
+
+class SlowFirstAnswer:
+    """The scripted player whose first answer (the game's first request: a cold model reading the long
+    prompt) takes ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.player = ScriptedPlayer()
+        self.seconds = seconds
+        self.answered = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        reply = self.player(request)
+        self.answered += 1
+        if self.answered == 1:
+            reply.delay = self.seconds
+        return reply
+
+
+def test_the_probes_short_requests_leave_the_warm_up_allowance_to_the_games_first_request() -> None:
+    clear_probe_cache()
+    with OpenAITestServer(policy=SlowFirstAnswer(1.3)) as server:  # probes are answered at once
+        agent = llm_agent(server, timeout=1.0, warmup_seconds=2.0, provider_retries=0)
+        result = play_llm(agent, max_turns=1)
+    assert trace_records(result, "llm_probe")[0]["cached"] is False
+    game = [c for c in trace_records(result, "llm_call") if not c.get("probe")]
+    assert game[0]["attempts"][0]["timeout_s"] == 3.0 and game[0]["attempts"][0]["outcome"] == "answered"
+    assert not trace_records(result, "fallback")
+
+
+def test_during_an_outage_the_warm_up_allowance_goes_to_the_first_request_and_move_only() -> None:
+    outage = [Reply(status=500, content="down", delay=0.2)] * 40
+    with OpenAITestServer(outage, policy=ScriptedPlayer()) as server:
+        agent = llm_agent(
+            server,
+            timeout=5.0,
+            warmup_seconds=2.5,
+            move_seconds=0.25,
+            provider_retries=20,
+            tool_mode="native",
+        )
+        result = play_llm(agent, max_turns=1)
+    calls = trace_records(result, "llm_call")
+    timeouts = [a["timeout_s"] for call in calls for a in call["attempts"]]
+    assert timeouts[0] == 7.5 and set(timeouts[1:]) == {5.0}
+    first, second = (f["attempts"] for f in trace_records(result, "fallback")[:2])
+    assert first >= 4 and second <= 2  # the second move has its own 0.25 s, no allowance
+
+
+def test_a_readable_query_alone_is_no_readable_answer_for_the_fallback() -> None:
+    script = [Reply(tool_calls=[("item_info", {"item": "coal"})]), *[Reply(content="Hmm, let me see.")] * 3]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="native"), max_turns=1)
+    fallback = fallback_of(result, "propose")
+    assert fallback["basis"] == "no_readable_answer" and fallback["action"] == {"type": "pass"}
+
+
+@pytest.mark.parametrize(
+    ("later", "basis", "accept"),
+    [
+        (
+            {"accept": "yes"},
+            "model_intent",
+            True,
+        ),  # unreadable as a bool before: it must not erase the intent
+        ({"accept": "maybe"}, "model_intent", True),
+        ({"accept": "No"}, "conflicting_intents", False),  # readable and the other way: the safe move
+        ({"accept": 0}, "conflicting_intents", False),
+    ],
+)
+def test_the_fallback_keeps_the_newest_readable_accept_and_plays_safe_when_they_disagree(
+    later: dict[str, Any], basis: str, accept: bool
+) -> None:
+    first_turn = [Reply(content=envelope("pass", {})), Reply(content=envelope("finish_crafting", {}))]
+    decide = [
+        Reply(content=envelope("decide", {"accept": True, "message": 123})),
+        *[Reply(content=envelope("decide", later))] * 2,
+    ]
+    with OpenAITestServer([*first_turn, *decide], policy=in_text) as server:
+        result = play_llm(llm_agent(server, tool_mode="prompted"), opponent=Proposer(), max_turns=2)
+    fallback = fallback_of(result, "decide")
+    assert fallback["basis"] == basis
+    assert fallback["action"] == {"type": "decide", "accept": accept, "message": ""}
+
+
+def test_huge_tool_call_arguments_and_names_are_refused_unread_and_cut_in_the_trace() -> None:
+    swap = {"to": 1, "offer": {"coal": 1}, "request": {"cobblestone": 1}}
+    script = [
+        Reply(tool_calls=[("propose", {**swap, "message": "y" * 1_100_000})]),  # past what the encoder takes
+        Reply(tool_calls=[("propose", {**swap, "message": "y" * 300_000})]),
+        Reply(tool_calls=[("zz" * 50_000, {"a": 1})]),  # a 100,000-character tool name
+        Reply(tool_calls=[("pass", {})]),
+    ]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        agent = llm_agent(server, tool_mode="native", max_invalid=5, timeout=30)
+        result = play_llm(agent, max_turns=1)
+        requests = server.requests
+    results = [r for t in trace_records(result, "tool_results") for r in t["results"]]
+    errors = [r["answer"]["error"] for r in results[:3]]
+    assert [e["code"] for e in errors] == ["invalid_action", "invalid_action", "unknown_tool"]
+    assert all(len(json.dumps(e)) < 1_000 for e in errors)
+    assert trace_records(result, "decision")[0]["action"] == {"type": "pass"}
+    assert not any(e.type == "proposed" for e in result.events)
+    # nothing of the huge calls is sent back or kept whole in the trace
+    assert max(len(json.dumps(r["messages"])) for r in requests) < 60_000
+    assert max(len(json.dumps(t.model_dump())) for t in result.traces) < 60_000
+    first = trace_records(result, "llm_call")[0]["completion"]["tool_calls"][0]
+    assert len(first["args"]) == MAX_TEXT_CHARS and first["args_chars"] > 1_100_000

@@ -174,3 +174,58 @@ def test_a_game_played_in_each_json_mode_makes_every_move_the_models_own() -> No
         decisions = trace_records(result, "decision")
         assert decisions and not trace_records(result, "fallback"), mode
         assert {e.type for e in result.events if e.actor == 0} >= {"tom_reported"}
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "prompted"])
+def test_a_model_that_writes_fake_results_before_its_call_still_plays_its_own_moves(mode: str) -> None:
+    # the imitated results come first: a stop sequence on them would cut every answer at its start
+    with OpenAITestServer(policy=ScriptedPlayer(), behaviour="imitates_tool_results") as server:
+        result = play_llm(llm_agent(server, tool_mode=mode), max_turns=2)
+        stops = {tuple(r.get("stop") or ()) for r in server.requests}
+    assert all("<tool_response>" not in stop and "Result of" not in stop for stop in stops)
+    assert trace_records(result, "decision") and not trace_records(result, "fallback")
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("mode", ["native", "json_schema", "prompted"])
+def test_the_tool_catalogue_is_in_the_system_prompt_once_in_the_json_modes(mode: str, compact: bool) -> None:
+    with OpenAITestServer([Reply(content=envelope("pass", {}))], policy=ScriptedPlayer()) as server:
+        play_llm(llm_agent(server, tool_mode=mode, compact=compact), max_turns=1)
+        system = server.requests[0]["messages"][0]["content"]
+    # native declares the tools through the API; the JSON modes only in the prompt, once
+    assert system.count("# Tools") == (0 if mode == "native" else 1)
+    assert system.count("- propose") == (0 if mode == "native" else 1)
+
+
+def test_in_strict_mode_the_retry_message_shows_the_strict_rendering() -> None:
+    script = [Reply(content="I would rather think."), Reply(content=envelope("pass", {}))]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        play_llm(llm_agent(server, tool_mode="prompted", strict=True), max_turns=1)
+        retry = user_texts(server.requests[1])[-1]
+    assert retry == prompts.retry_message("prompted", None, ["propose", "pass"], strict=True)
+    assert '"offer": [{"item": ' in retry
+
+
+def test_native_mode_with_tool_choice_none_tells_the_model_to_answer_in_text() -> None:
+    script = [Reply(content="I would rather think.")]  # then the server writes the call as text
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="native", tool_choice="none"), max_turns=1)
+        first, second = server.requests[:2]
+    assert first["tool_choice"] == "none"
+    system = first["messages"][0]["content"]
+    assert (
+        '{"tool": "<tool name>", "arguments": {...}}' in system
+        and "You act only by calling tools" not in system
+    )
+    allowed = ["propose", "pass", *[s.name for s in tool_specs(actions=False)]]
+    assert user_texts(second)[-1] == prompts.retry_message("prompted", None, allowed)
+    assert "tool call, not text" not in json.dumps(second["messages"])
+    assert trace_records(result, "decision")
+
+
+def test_the_trace_says_how_a_call_read_from_text_was_written() -> None:
+    script = [Reply(content="My move:\n```json\n" + envelope("pass", {}) + "\n```")]
+    with OpenAITestServer(script, policy=ScriptedPlayer()) as server:
+        result = play_llm(llm_agent(server, tool_mode="prompted"), max_turns=1)
+    first = trace_records(result, "tool_results")[0]["results"][0]
+    assert first["source"] == "text" and first["written"] == "fenced"

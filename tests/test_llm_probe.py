@@ -151,3 +151,50 @@ def test_the_mode_chosen_lands_in_the_experiment_manifest(
     settings = [p["settings"] for p in manifest["prompts"]["system_prompts"]]
     modes = {(s["tool_mode"], s["probed"]) for s in settings}
     assert ("native", True) in modes and ("prompted", False) in modes
+
+
+def moves_of(result: Any) -> list[tuple[str, Any, str]]:
+    return [
+        (r["decision"], r.get("action"), r["trace"])
+        for r in (t.model_dump() for t in result.traces)
+        if r.get("trace") in ("decision", "fallback")
+    ]
+
+
+@pytest.mark.slow
+def test_the_probe_has_its_own_fixed_seeds_and_the_game_is_the_same_whether_it_probed_or_not() -> None:
+    probe_seeds = []
+    for seed in (0, 1):
+        # runaway: a request with an even seed runs on until max_tokens, one with an odd seed calls the tool
+        with OpenAITestServer(policy=ScriptedPlayer(), behaviour="runaway") as server:
+            probing = play_llm(llm_agent(server, seed=seed), max_turns=1, seed=seed)
+            probe_seeds.append([r["seed"] for r in probe_requests(server)])
+            cached = play_llm(llm_agent(server, seed=seed), max_turns=1, seed=seed)
+        assert [p["cached"] for p in trace_records(cached, "llm_probe")] == [True]
+        assert moves_of(probing) == moves_of(cached)
+        # the probe's requests are not the first move's
+        game_calls = [c for c in trace_records(probing, "llm_call") if not c.get("probe")]
+        assert game_calls[0]["attempts"][0]["attempt"] == 0
+        first_move = next(
+            r for r in (t.model_dump() for t in probing.traces) if r.get("trace") in ("decision", "fallback")
+        )
+        first_calls = [c for c in game_calls if c["decision"] == first_move["decision"]]
+        assert first_move["attempts"] == sum(len(c["attempts"]) for c in first_calls)
+    assert probe_seeds[0] == probe_seeds[1]  # whatever the agent's seed
+
+
+def test_a_client_pointed_at_a_local_server_by_openai_base_url_is_probed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from agents.llm.agent import LLMAgent
+
+    with OpenAITestServer(policy=ScriptedPlayer()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+        model = ChatOpenAI(model="test-model", api_key="sk-test-placeholder-0000", max_retries=0, timeout=5)
+        result = play_llm(LLMAgent(model, model_name="openai:test-model"), max_turns=1)
+        probes = server.probes
+    assert probes > 0 and [p["mode"] for p in trace_records(result, "llm_probe")] == ["native"]
+    assert cached_probe(model) is not None

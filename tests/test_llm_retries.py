@@ -92,3 +92,11 @@ def test_failures_are_classified() -> None:
     assert failure_kind(ProviderError(404), 404) == "client_error"
     assert failure_kind(ReadTimeout(), None) == "timeout"
     assert failure_kind(ConnectionResetError(), None) == "connection"
+
+
+def test_a_game_retry_budget_of_0_means_no_limit_per_game() -> None:
+    unlimited = _retrier(_settings(provider_retries=3, game_retry_budget=0), [])
+    for _ in range(3):
+        outcome = unlimited.call(_flaky([ProviderError(500)] * 3), FAR)
+        assert outcome.answer == "ok" and outcome.retries == 3
+    assert unlimited.used == 9 and not unlimited.budget_spent

@@ -215,3 +215,17 @@ def test_a_decision_connection_checks_a_tom_report_against_the_duty_like_the_eng
         assert mine == engine.value.to_dict() and mine["code"] == "invalid_tom_report"
     good = {"type": "report_tom", "v0": dict.fromkeys(items, 3), "v1": {"1": dict.fromkeys(items, 7)}}
     assert conn.act(good)["ok"] and game.apply(0, good)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "squeeze them later</think>Deal!",  # the template wrote the opening tag
+        "<thinking>they need coal</thinking>Deal!",
+        "<THINK>a</think>Deal!<think>b",
+    ],
+)
+def test_every_form_of_reasoning_is_cut_from_a_message(message: str) -> None:
+    recording = Recording()
+    SeatTools(recording).call("decide", {"accept": True, "message": message})
+    assert recording.sent[-1]["message"] == "Deal!"

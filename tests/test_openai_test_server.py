@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 
+from agents.llm.tracing import count_tokens
 from agents.testing.openai_server import OpenAITestServer, Reply
 
 
@@ -117,3 +119,28 @@ def test_a_failing_policy_and_a_streaming_request_are_typed_errors() -> None:
         assert status == 500 and "policy failed: KeyError" in body["error"]["message"]
         status, body, _ = post(server.base_url, {"messages": [], "stream": True})
         assert status == 400 and "stream" in body["error"]["message"]
+
+
+def test_a_huge_or_unwritable_reply_and_a_bad_content_length_are_typed_answers() -> None:
+    replies = iter(
+        [
+            Reply(tool_calls=[("decide", {"accept": True, "message": "y" * 1_100_000})]),
+            Reply(tool_calls=[("decide", {"accept": object()})]),  # a policy bug: arguments no JSON
+        ]
+    )
+    with OpenAITestServer(policy=lambda request: next(replies)) as server:
+        status, body, _ = post(server.base_url, {"messages": [], "tools": [{"type": "function"}]}, 30)
+        arguments = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        assert status == 200 and len(arguments) > 1_100_000 and body["usage"]["completion_tokens"] > 0
+        status, body, _ = post(server.base_url, {"messages": []})
+        assert status == 500 and "could not be written: TypeError" in body["error"]["message"]
+        host, port = server.base_url.removeprefix("http://").split("/")[0].split(":")
+        for length in ("-5", "lots"):
+            with socket.create_connection((host, int(port)), timeout=5) as connection:
+                head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n"
+                connection.sendall(head.encode() + b"{}")
+                assert connection.recv(100).startswith(b"HTTP/1.0 400"), length
+
+
+def test_token_counts_of_any_length_never_fail() -> None:
+    assert count_tokens("y" * 1_100_000) >= count_tokens("y" * 100_000) * 11

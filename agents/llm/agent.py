@@ -44,15 +44,14 @@ the probe's included (the prompt after the prefix, the completion, reasoning, to
 provider-reported, else o200k — the call's ``latency_s``, ``provider_retries`` and ``attempts``: each
 request's seed, timeout, latency, outcome and tokens), ``tool_results`` / ``tool_error``, ``refused``,
 ``fallback`` (reason, ``basis``, error codes), ``stop_dropped``, and ``decision`` per finished move (with
-the move's total ``latency_s`` and ``attempts``). API keys never appear: credentials come from the
-environment and every record is redacted.
+the move's total ``latency_s`` and ``attempts``; a probe's requests are its own, with fixed seeds, not the
+move's). API keys never appear: credentials come from the environment and every record is redacted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,9 +68,17 @@ from agents.llm import prompts
 from agents.llm.decision import DecisionConnection
 from agents.llm.extract import MAX_TEXT_CHARS
 from agents.llm.modes import MODES, TOOL_CHOICES, ToolMode, answer_text
-from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, probe
+from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, endpoint_url, probe
 from agents.llm.retries import ProviderRetries
-from agents.llm.tools import TOOL_OF_TYPE, SeatTools, ToolSpec, error_answer, strip_reasoning, tool_specs
+from agents.llm.tools import (
+    TOOL_OF_TYPE,
+    SeatTools,
+    ToolSpec,
+    error_answer,
+    split_reasoning,
+    strip_reasoning,
+    tool_specs,
+)
 from agents.llm.tracing import (
     count_message_tokens,
     count_tokens,
@@ -88,8 +95,6 @@ from craft_rules.model import RuleSet
 from server.game.actions import Action
 from server.game.legal import fallback_action
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
-
 TOOL_MODE_SETTINGS = ("auto", *prompts.TOOL_MODES)
 """``AgentSettings.tool_mode``: ``auto`` probes an OpenAI-compatible server (:mod:`agents.llm.probe`) and
 plays native on a provider's own API; the others set the mode."""
@@ -105,6 +110,16 @@ object)."""
 BAD_ANSWER_CHARS = 300
 """What memory keeps of an answer that did not count, until the move ends (then it goes)."""
 
+MAX_INTENTS = 16
+"""The most recent readable action calls of a move the fallback weighs."""
+
+PROBE_SEED = 0
+"""The seed a probe's sampling seeds derive from, whatever the agent's seed."""
+
+
+MAX_STOP, MAX_STOP_CHARS = 4, 32
+"""At most this many stop sequences of at most this many characters (what OpenAI's API accepts)."""
+
 
 @dataclass
 class AgentSettings:
@@ -118,7 +133,7 @@ class AgentSettings:
     max_queries: int = 3
     max_invalid: int = 3
     provider_retries: int = 4
-    game_retry_budget: int = 40
+    game_retry_budget: int = 40  # provider retries per game (0: no limit per game)
     backoff_base: float = 1.0
     backoff_cap: float = 30.0
     move_seconds: float = 300.0  # no new model call or retry starts after this long on one move
@@ -159,6 +174,21 @@ class AgentSettings:
                 raise ValueError(f"{name} must not be negative")
         if any(not isinstance(n, int) or n < 1 for n in self.max_tokens.values()):
             raise ValueError("max_tokens must map phases to whole numbers of at least 1")
+        if not self.move_seconds > 0:  # NaN included
+            raise ValueError("move_seconds must be more than 0")
+        if not self.warmup_seconds >= 0:
+            raise ValueError("warmup_seconds must not be negative")
+        if self.stop is not None:
+            if isinstance(self.stop, str | bytes) or not isinstance(self.stop, Sequence):
+                raise ValueError("stop must be a list of strings (None: the mode's defaults)")
+            if len(self.stop) > MAX_STOP or any(
+                not isinstance(s, str) or not 0 < len(s) <= MAX_STOP_CHARS for s in self.stop
+            ):
+                raise ValueError(
+                    f"stop must hold at most {MAX_STOP} non-empty strings of at most {MAX_STOP_CHARS} "
+                    "characters each"
+                )
+            self.stop = tuple(self.stop)
 
 
 def move_phase(legal: Sequence[str]) -> str:
@@ -187,8 +217,8 @@ class _Decision:
     tokens_in: int = 0
     tokens_out: int = 0
     errors: list[str] = field(default_factory=list)
-    readable: bool = False  # some answer named a known tool with an arguments object
-    intent: tuple[str, Any] | None = None  # the last action call read (valid or not)
+    readable: bool = False  # some action call named a known action tool with an arguments object
+    intents: list[tuple[str, Any]] = field(default_factory=list)  # readable action calls (valid or not)
 
 
 class LLMAgent:
@@ -228,7 +258,9 @@ class LLMAgent:
         self.prefix_tokens = 0
         self._memory: list[list[tuple[BaseMessage, int]]] = []  # per move: (message, its o200k tokens)
         self._counted: list[BaseMessage] = []  # the current move's calls that count, in canonical form
-        self._warm = False  # the model has answered once (then no warm-up allowance)
+        # the warm-up allowance goes to the game's first request and first move, once (answered or not)
+        self._warm = False  # the game's first request has been sent
+        self._warm_move = False  # the game's first move has begun
         self._stops_dropped = False  # a stop sequence cut an answer to nothing: the game goes without
         self._act_began = time.monotonic()
         self._seat_log: list[dict[str, Any]] = []
@@ -270,6 +302,7 @@ class LLMAgent:
         self._memory = []
         self._counted = []
         self._warm = False
+        self._warm_move = False
         self._stops_dropped = False
         self._seat_log = []
         self._unseen = []
@@ -300,7 +333,8 @@ class LLMAgent:
         key = view["move_key"]
         if self._decision is None or self._decision.key != key:
             # the first move of a game gets the warm-up allowance (a cold model, a cold prompt)
-            budget = self.settings.move_seconds + (0.0 if self._warm else self.settings.warmup_seconds)
+            budget = self.settings.move_seconds + (0.0 if self._warm_move else self.settings.warmup_seconds)
+            self._warm_move = True
             self._decision = _Decision(key, deadline=started + budget)
             self._pending_note = None
         elif self._last_submitted is not None and self._pending_note is None:
@@ -387,7 +421,7 @@ class LLMAgent:
         self._choose_mode(decision)
         specs = tool_specs()
         instructions = prompts.mode_instructions(
-            self._mode.name,
+            self._wording(),
             persona=settings.persona,
             reasoning=settings.reasoning,
             max_queries=settings.max_queries,
@@ -454,13 +488,26 @@ class LLMAgent:
             # a provider's own API (OpenAI, Azure, Anthropic, ...) calls tools natively: nothing to probe
             self._mode, self._probed, found = MODES["native"], False, "auto"
         else:
+            # the probe's requests are not the move's: their own attempt count (so the move's seeds do not
+            # depend on whether the probe was cached), tokens and time, within the move's deadline
+            checks = _Decision("probe", deadline=decision.deadline)
+            began = time.monotonic()
             result = probe(
                 self.model,
-                lambda runnable, messages, label: self._probe_send(runnable, messages, label, decision),
+                lambda runnable, messages, label: self._probe_send(runnable, messages, label, checks),
             )
+            decision.seconds -= time.monotonic() - began
             self._mode, self._probed, found = MODES[result.mode], True, result.tool_choice
             self._trace_probe(result)
         self._tool_choice = (settings.tool_choice or found) if self._mode.name == "native" else None
+
+    def _wording(self) -> str:
+        """The mode whose words the instructions and retry messages use: the game's, except native mode
+        with ``tool_choice="none"`` (the server is told not to call tools, so the model answers in text
+        and is told how, as in prompted mode)."""
+        if self._mode.name == "native" and self._tool_choice == "none":
+            return "prompted"
+        return self._mode.name
 
     def _trace_probe(self, result: ProbeResult) -> None:
         self._trace(
@@ -557,9 +604,11 @@ class LLMAgent:
             noted["timeout_s"] = kwargs.get("timeout", timeout if isinstance(timeout, int | float) else None)
         return kwargs, noted
 
-    def _attempt_seed(self, key: str, attempt: int) -> int:
-        """A new sampling seed per attempt, derived from the agent's seed, the move and the attempt."""
-        return derive_seed(self.seed, "llm-sample", key, attempt) % 2**31
+    def _attempt_seed(self, key: str, attempt: int, *, probing: bool = False) -> int:
+        """A new sampling seed per attempt, derived from the agent's seed, the move and the attempt. A
+        probe's seeds are fixed (:data:`PROBE_SEED`): the mode cached for an endpoint does not depend on
+        which agent probed it first."""
+        return derive_seed(PROBE_SEED if probing else self.seed, "llm-sample", key, attempt) % 2**31
 
     def _send(
         self,
@@ -569,13 +618,19 @@ class LLMAgent:
         max_tokens: int,
         decision: _Decision,
         attempts: list[dict[str, Any]],
+        *,
+        probing: bool = False,
     ) -> Any:
-        """One model call with provider retries; each attempt with its own seed (and options noted)."""
+        """One model call with provider retries; each attempt with its own seed (and options noted).
+        A probe's short request (``probing``) leaves the warm-up allowance to the game's first request,
+        the long cold prompt."""
 
         def invoke() -> Any:
             number = decision.attempts
             decision.attempts += 1
-            kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number))
+            kwargs, noted = self._request_kwargs(max_tokens, self._attempt_seed(key, number, probing=probing))
+            if not probing:  # the first request had the allowance, whatever comes of it
+                self._warm = True
             attempts.append({"attempt": number, **noted})
             try:
                 return runnable.bind(**kwargs).invoke(list(messages))
@@ -599,7 +654,6 @@ class LLMAgent:
         if answer is not None and not isinstance(answer, AIMessage):
             answer = AIMessage(content=getattr(answer, "content", str(answer)))
         if answer is not None:
-            self._warm = True
             finish = answer.response_metadata.get("finish_reason")
             if finish in ("length", UNREADABLE) and attempts:
                 # cut at max_tokens (still read leniently) | a call the client could not build
@@ -607,14 +661,15 @@ class LLMAgent:
         return outcome, answer
 
     def _probe_send(
-        self, runnable: Runnable[Any, Any], messages: Sequence[BaseMessage], label: str, decision: _Decision
+        self, runnable: Runnable[Any, Any], messages: Sequence[BaseMessage], label: str, checks: _Decision
     ) -> tuple[AIMessage | None, dict[str, Any]]:
+        """One probe request, booked on the probe's own ``checks`` (not the move's)."""
         attempts: list[dict[str, Any]] = []
         offline_prompt = count_message_tokens(messages)
         outcome, answer = self._send(
-            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, decision, attempts
+            runnable, messages, f"probe:{label}", PROBE_MAX_TOKENS, checks, attempts, probing=True
         )
-        self._trace_call(decision, messages, answer, offline_prompt, outcome, attempts, probe=label)
+        self._trace_call(checks, messages, answer, offline_prompt, outcome, attempts, probe=label)
         last = outcome.failures[-1] if outcome.failures else {}
         return answer, {"kind": last.get("kind"), "status": last.get("status")} if answer is None else {}
 
@@ -713,13 +768,9 @@ class LLMAgent:
             call_id = call.call_id or f"call_{decision.steps}_{number}"
             spec = tools.specs.get(call.name)
             if call.source == "invalid":
-                reply = error_answer(
-                    "invalid_action",
-                    f"The arguments of {call.name} are not valid JSON; send a JSON object.",
-                    {"tool": call.name},
-                )
+                reply = _invalid_call_error(call.name, call.problem, list(tools.specs))
                 decision.invalid += 1
-                decision.errors.append("invalid_action")
+                decision.errors.append(str(reply["error"]["code"]))
             elif done:
                 reply = error_answer(
                     "one_action_per_move",
@@ -727,17 +778,23 @@ class LLMAgent:
                     {"tool": call.name},
                 )
             else:
-                if spec is not None and isinstance(call.args, Mapping):
-                    decision.readable = True
-                    if spec.kind == "action":
-                        decision.intent = (call.name, call.args)
+                if spec is not None and spec.kind == "action" and isinstance(call.args, Mapping):
+                    decision.readable = True  # a query says nothing of the move the model meant
+                    decision.intents = [*decision.intents[-MAX_INTENTS + 1 :], (call.name, call.args)]
                 reply = tools.call(call.name, call.args)
                 if spec is None or (spec.kind == "action" and not reply.get("ok")):
                     decision.invalid += 1
                     decision.errors.append(str(reply.get("error", {}).get("code")))
                 done = spec is not None and spec.kind == "action" and bool(reply.get("ok"))
             results.append(
-                {"id": call_id, "tool": call.name, "args": call.args, "source": call.source, "answer": reply}
+                {
+                    "id": call_id,
+                    "tool": call.name,
+                    "args": call.args,
+                    "source": call.source,
+                    "written": call.written or None,
+                    "answer": reply,
+                }
             )
             if reply.get("ok"):
                 exchange = mode.call_messages(call, reply, call_id)
@@ -767,7 +824,11 @@ class LLMAgent:
             # until the move ends: the bad answer (cut short) and what to fix, in this mode's words
             bad = strip_reasoning(reading.text)[:BAD_ANSWER_CHARS]
             self._remember(AIMessage(content=bad))
-            self._remember(HumanMessage(prompts.retry_message(mode.name, failures[0], allowed)))
+            self._remember(
+                HumanMessage(
+                    prompts.retry_message(self._wording(), failures[0], allowed, strict=self.settings.strict)
+                )
+            )
         decision.queries = tools.queries_asked
         if results:
             self._trace("tool_results", decision=decision.key, step=decision.steps, results=results)
@@ -802,31 +863,39 @@ class LLMAgent:
         return action
 
     def _intended(self, view: Mapping[str, Any], safe: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """The fallback that follows the model's last readable action, if one can be made safely."""
+        """The fallback that follows the model's newest action call whose intent can be read, if one can
+        be made safely. A decision's calls that read as both accept and reject: the safe move
+        (``conflicting_intents``)."""
         decision = self._decision
         if decision is None or not decision.readable:
             return safe, "no_readable_answer"
-        if decision.intent is None:
+        candidates = [c for name, args in decision.intents if (c := self._candidate(name, args, safe))]
+        if not candidates:
             return safe, "safe_default"
-        name, args = decision.intent
-        spec = next((s for s in tool_specs(queries=False) if s.name == name), None)
-        try:
-            request = spec.request(args, self.settings.strict) if spec is not None else None
-        except Exception:  # arguments no rendering can read: nothing of the intent is safe to keep
-            request = None
-        candidate: dict[str, Any] | None = None
-        if isinstance(request, Mapping) and request.get("type") == safe["type"] == "decide":
-            accept = _as_bool(request.get("accept"))
-            if accept is not None:
-                candidate = {"type": "decide", "accept": accept, "message": ""}
-        elif isinstance(request, Mapping) and request.get("type") == safe["type"] == "report_tom":
-            candidate = _merged_report(safe, request)
-        if candidate is None:
-            return safe, "safe_default"
+        if len({json.dumps(c, sort_keys=True) for c in candidates}) > 1 and safe["type"] == "decide":
+            return safe, "conflicting_intents"
+        candidate = candidates[-1]
         check = DecisionConnection(view, self._rules_of(view), self._seat_log)
         if not check.act(candidate).get("ok") or check.submitted is None:
             return safe, "safe_default"
         return check.submitted.model_dump(mode="json"), "model_intent"
+
+    def _candidate(self, name: str, args: Any, safe: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The safe move one action call stands for: a decision's accept or reject without its message, a
+        ToM report's valid entries with the safe report's 5 for the rest; None when it reads as neither."""
+        spec = next((s for s in tool_specs(queries=False) if s.name == name), None)
+        try:
+            request = spec.request(args, self.settings.strict) if spec is not None else None
+        except Exception:  # arguments no rendering can read: nothing of the intent is safe to keep
+            return None
+        if not isinstance(request, Mapping) or request.get("type") != safe["type"]:
+            return None
+        if safe["type"] == "decide":
+            accept = _as_bool(request.get("accept"))
+            return None if accept is None else {"type": "decide", "accept": accept, "message": ""}
+        if safe["type"] == "report_tom":
+            return _merged_report(safe, request)
+        return None
 
     def _trace(self, kind: str, **fields: Any) -> None:
         record = {"source": "llm", "trace": kind, **fields}
@@ -874,11 +943,41 @@ def _unread_error(code: str, problems: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
+_YES = ("true", "yes", "accept", "1")
+_NO = ("false", "no", "reject", "0")
+
+
+def _invalid_call_error(name: str, problem: str, tool_names: Sequence[str]) -> dict[str, Any]:
+    """The typed error of an API tool call that could not be used (``name`` is already cut to a safe
+    one; the model's own text is not echoed)."""
+    if problem == "bad_name":
+        return error_answer(
+            "unknown_tool",
+            f"A tool name is 1 to 64 letters, digits, '_', '.' or '-'; call one of: {', '.join(tool_names)}.",
+            {"tool": name},
+        )
+    if problem == "too_long":
+        return error_answer(
+            "invalid_action",
+            f"The arguments of {name} are longer than {MAX_TEXT_CHARS} characters; send a short JSON object.",
+            {"tool": name},
+        )
+    return error_answer(
+        "invalid_action", f"The arguments of {name} are not valid JSON; send a JSON object.", {"tool": name}
+    )
+
+
 def _as_bool(value: Any) -> bool | None:
+    """A decision's accept as the model wrote it: a boolean, 1 / 0, or (any case) true / false, yes / no,
+    accept / reject; None when it reads as neither."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str) and len(value) <= 16:
+        word = value.strip().lower()
+        if word in _YES or word in _NO:
+            return word in _YES
     return None
 
 
@@ -922,8 +1021,8 @@ def _openai_compatible(model: BaseChatModel) -> bool:
 
 def _hosted_openai(model: BaseChatModel) -> bool:
     """OpenAI's (or Azure's) own API: it refuses ``max_tokens`` next to ``max_completion_tokens``."""
-    base = getattr(model, "openai_api_base", None)
-    return getattr(model, "azure_endpoint", None) is not None or not base or "api.openai.com" in str(base)
+    base = endpoint_url(model)
+    return getattr(model, "azure_endpoint", None) is not None or not base or "api.openai.com" in base
 
 
 class _NoConnection:
@@ -952,8 +1051,8 @@ def _reasoning_of(answer: AIMessage, text: str) -> str:
     """Every piece of reasoning in ``answer`` (whose reply ``text``, already cut to its bound, is given):
     think blocks, provider reasoning fields, free text."""
     pieces: list[str] = []
-    pieces += [m.strip() for m in _THINK_BLOCK.findall(text) if m.strip()]
-    outside = strip_reasoning(text)
+    thoughts, outside = split_reasoning(text)
+    pieces += thoughts
     if outside:
         pieces.append(outside)
     extra = answer.additional_kwargs.get("reasoning_content") or answer.additional_kwargs.get("reasoning")

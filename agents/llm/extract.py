@@ -17,11 +17,10 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.llm.tags import block_spans, reasoning_spans
+
 MAX_TEXT_CHARS = 20_000
 """Text beyond this many characters is cut off before it is read."""
-
-CALL_ENVELOPE = ("tool", "arguments")
-"""The canonical text form of a call in the JSON modes: ``{"tool": "<name>", "arguments": {...}}``."""
 
 MAX_CANDIDATES = 32
 """Most JSON candidates parsed per text (each a balanced ``{...}`` or ``[...]`` span)."""
@@ -64,15 +63,10 @@ class Extraction:
     calls: list[ExtractedCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
-    @property
-    def readable(self) -> bool:
-        return bool(self.calls)
-
 
 # --- the text around the JSON: reasoning, imitated results, tags, fences --------------------------------
 # Every pattern below is a literal or a bounded character class: no nested quantifiers, so each search is
 # linear in the text.
-_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 _RESULT_TAG = re.compile(
     r"<(/?)\|?(?:tool_response|tool_result|tool_output|function_response|function_result)\|?>", re.IGNORECASE
 )
@@ -124,28 +118,6 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
         last = end
     parts.append(text[last:])
     return "".join(parts)
-
-
-def _block_spans(
-    text: str, tag: re.Pattern[str], *, lone_close_opens_at_start: bool
-) -> list[tuple[int, int]]:
-    """Spans from an opening ``tag`` to its closing one (an unclosed block runs to the end). With
-    ``lone_close_opens_at_start``, a closing tag before any opening one ends a block that began with the
-    text (reasoning models whose template already wrote ``<think>`` answer ``... </think> answer``)."""
-    spans: list[tuple[int, int]] = []
-    start: int | None = None
-    for match in tag.finditer(text):
-        closing = bool(match.group(1))
-        if start is None and not closing:
-            start = match.start()
-        elif start is not None and closing:
-            spans.append((start, match.end()))
-            start = None
-        elif closing and lone_close_opens_at_start and not spans:
-            spans.append((0, match.end()))
-    if start is not None:
-        spans.append((start, len(text)))
-    return spans
 
 
 def _balanced_spans(text: str) -> tuple[list[tuple[int, int]], int | None, bool]:
@@ -405,8 +377,8 @@ def extract_calls(
     if len(text) > MAX_TEXT_CHARS:
         text = text[:MAX_TEXT_CHARS]
         reader.problem("too_long")
-    text = _blank(text, _block_spans(text, _THINK_TAG, lone_close_opens_at_start=True))
-    results = _block_spans(text, _RESULT_TAG, lone_close_opens_at_start=False)
+    text = _blank(text, reasoning_spans(text))
+    results = block_spans(text, _RESULT_TAG, lone_close_opens_at_start=False)
     if results:
         reader.problem("imitated_result")
         text = _blank(text, results)

@@ -132,7 +132,9 @@ class LLMOptions(PolicyOptions):
     max_queries: WholeNumber = Field(3, ge=0, le=50, description="queries per move")
     max_invalid: WholeNumber = Field(3, ge=1, le=20, description="invalid calls per move before the fallback")
     provider_retries: WholeNumber = Field(4, ge=0, le=20, description="retries of a failed provider call")
-    retry_budget: WholeNumber = Field(40, ge=0, le=10_000, description="provider retries per game")
+    retry_budget: WholeNumber = Field(
+        40, ge=0, le=10_000, description="provider retries per game (0: no limit)"
+    )
     backoff: float = Field(1.0, ge=0, le=60, description="seconds of the first retry's backoff (it doubles)")
     move_seconds: float = Field(
         300.0, ge=0.1, le=86_400, description="no model call or retry starts later than this into a move"

@@ -19,6 +19,7 @@ call's canonical text (``prompts.call_text``) plus a user message ``Result of <n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -34,8 +35,11 @@ from agents.llm.tools import TOOL_OF_TYPE, ToolSpec
 ENVELOPE_NAME = "tradecraft_call"
 """The ``json_schema.name`` of the envelope schema sent as ``response_format``."""
 
-JSON_MODE_STOP = ("<tool_response>", "Result of", "\n\nUser:")
-"""Default stop sequences of the JSON modes: where a model starts imitating a tool's answer or the user."""
+JSON_MODE_STOP = ("\n\nUser:",)
+"""Default stop sequences of the JSON modes: where a model starts imitating the user. Not an imitated tool
+result (``<tool_response>``, ``Result of``): a model may write one *before* its call, and a stop there would
+cut the answer at its start; :func:`~agents.llm.extract.extract_calls` never reads an imitated result and
+stops reading at one that follows a call, and ``max_tokens`` bounds the rest."""
 
 NATIVE_STOP: tuple[str, ...] = ()
 """Native mode sends none by default: hosted reasoning models refuse ``stop``, and the API's tool calls do
@@ -43,16 +47,24 @@ not run on into imitated results."""
 
 TOOL_CHOICES = ("auto", "required", "none")
 
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+"""What a tool name of an API tool call may look like; any other name is refused unread."""
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_\-]")
+
 
 @dataclass(frozen=True)
 class ReadCall:
     """One call read from an answer: ``source`` ``api`` (the server's tool call), ``text`` (read from
-    the reply text) or ``invalid`` (an API tool call whose arguments were not JSON)."""
+    the reply text) or ``invalid`` (an API tool call that cannot be used: ``problem`` says why,
+    ``not_json`` arguments, arguments ``too_long`` or a ``bad_name``; its ``args`` are then None and its
+    name is cut to a safe one)."""
 
     name: str
     args: Any
     call_id: str
     source: Literal["api", "text", "invalid"]
+    problem: Literal["", "not_json", "too_long", "bad_name"] = ""
+    written: str = ""  # a call read from text: how it was written (extract's ``fenced``, ``tagged``, ...)
 
 
 @dataclass(frozen=True)
@@ -63,11 +75,6 @@ class Reading:
     calls: list[ReadCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     text: str = ""
-
-    @property
-    def readable(self) -> bool:
-        """Whether some call names a known tool with an arguments object (the model's intent is legible)."""
-        return any(call.source != "invalid" for call in self.calls)
 
 
 class ToolMode:
@@ -93,15 +100,15 @@ class ToolMode:
     def system_text(
         self, prefix: str, specs: Sequence[ToolSpec], *, instructions: str, strict: bool, compact: bool
     ) -> str:
-        """The stable system prompt: the narrator's ``prefix``, the mode's ``instructions`` (and in
-        prompted mode the tool catalogue)."""
+        """The stable system prompt: the narrator's ``prefix`` and the mode's ``instructions`` (in the JSON
+        modes they carry the tool catalogue, :func:`agents.llm.prompts.mode_instructions`)."""
         return prefix + "\n\n" + instructions
 
     def read(self, answer: AIMessage, tool_names: Sequence[str]) -> Reading:
         """The calls of ``answer`` (see :class:`Reading`)."""
         text = answer_text(answer)
         found = extract.extract_calls(text, tool_names, TOOL_OF_TYPE)
-        calls = [ReadCall(c.name, c.args, "", "text") for c in found.calls]
+        calls = [ReadCall(c.name, c.args, "", "text", written=c.source) for c in found.calls]
         return Reading(calls, list(found.problems), text)
 
     def call_messages(self, call: ReadCall, answer: Mapping[str, Any], call_id: str) -> list[BaseMessage]:
@@ -129,9 +136,9 @@ class NativeMode(ToolMode):
         return model.bind_tools(list(tools), **options)
 
     def read(self, answer: AIMessage, tool_names: Sequence[str]) -> Reading:
-        calls = [ReadCall(c["name"], c["args"], c.get("id") or "", "api") for c in answer.tool_calls]
+        calls = [_api_call(c.get("name"), c["args"], c.get("id")) for c in answer.tool_calls]
         calls += [
-            ReadCall(str(c.get("name")), c.get("args"), c.get("id") or "", "invalid")
+            _api_call(c.get("name"), c.get("args"), c.get("id"), problem="not_json")
             for c in answer.invalid_tool_calls
         ]
         if calls:
@@ -145,6 +152,24 @@ class NativeMode(ToolMode):
             AIMessage(content="", tool_calls=[tool_call]),
             ToolMessage(json.dumps(answer, ensure_ascii=False), tool_call_id=call_id),
         ]
+
+
+def _api_call(name: Any, args: Any, call_id: Any, problem: Literal["", "not_json"] = "") -> ReadCall:
+    """An API tool call, bounded before anything reads it: a name that is no tool name or arguments
+    longer than ``extract.MAX_TEXT_CHARS`` make it ``invalid`` (its name cut to a safe one, no args)."""
+    call_id = str(call_id or "")[:64]
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        shown = _NOT_NAME_CHARS.sub("_", str(name)[:64]) or "unnamed"
+        return ReadCall(shown, None, call_id, "invalid", "bad_name")
+    if problem:
+        return ReadCall(name, None, call_id, "invalid", "not_json")
+    try:
+        size = len(args) if isinstance(args, str) else len(json.dumps(args, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        size = extract.MAX_TEXT_CHARS + 1
+    if size > extract.MAX_TEXT_CHARS:
+        return ReadCall(name, None, call_id, "invalid", "too_long")
+    return ReadCall(name, args, call_id, "api")
 
 
 class JsonSchemaMode(ToolMode):
@@ -190,20 +215,9 @@ class PromptedMode(JsonSchemaMode):
     ) -> Runnable[Any, Any]:
         return model
 
-    def system_text(
-        self, prefix: str, specs: Sequence[ToolSpec], *, instructions: str, strict: bool, compact: bool
-    ) -> str:
-        catalogue = prompts.tool_catalogue(specs, strict=strict, compact=compact)
-        return prefix + "\n\n" + instructions + "\n\n" + catalogue
-
 
 MODES: dict[str, ToolMode] = {mode.name: mode for mode in (NativeMode(), JsonSchemaMode(), PromptedMode())}
 assert tuple(MODES) == prompts.TOOL_MODES
-
-
-def args_schema(spec: ToolSpec, *, strict: bool, compact: bool) -> dict[str, Any]:
-    """A tool's argument schema (its one declaration), compact when asked."""
-    return spec.args_schema(strict, compact=True) if compact else spec.args_schema(strict)  # type: ignore[call-arg]
 
 
 def envelope_schema(specs: Sequence[ToolSpec], *, strict: bool, compact: bool = False) -> dict[str, Any]:
@@ -214,24 +228,28 @@ def envelope_schema(specs: Sequence[ToolSpec], *, strict: bool, compact: bool = 
     options: list[dict[str, Any]] = []
     definitions: dict[str, Any] = {}
     for spec in specs:
-        arguments = args_schema(spec, strict=strict, compact=compact)
+        arguments = spec.args_schema(strict, compact)
         local = arguments.pop("$defs", {})
         renamed = {name: f"{spec.name}.{name}" for name in local}
         arguments = _renamed_refs(arguments, renamed)
         for name, definition in local.items():
             definitions[renamed[name]] = _renamed_refs(definition, renamed)
-        options.append(
-            {
-                "type": "object",
-                "properties": {"tool": {"const": spec.name}, "arguments": arguments},
-                "required": ["tool", "arguments"],
-                "additionalProperties": False,
-            }
-        )
+        options.append(envelope_option(spec.name, arguments))
     schema: dict[str, Any] = {"anyOf": options}
     if definitions:
         schema["$defs"] = definitions
     return schema
+
+
+def envelope_option(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The schema of one tool's envelope ``{"tool": name, "arguments": <arguments>}`` (the probe's
+    ``confirm`` uses it as it is)."""
+    return {
+        "type": "object",
+        "properties": {"tool": {"const": name}, "arguments": arguments},
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
 
 
 def _renamed_refs(value: Any, renamed: Mapping[str, str]) -> Any:

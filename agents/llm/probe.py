@@ -27,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 
-from agents.llm.modes import ENVELOPE_NAME, answer_text
+from agents.llm.modes import ENVELOPE_NAME, answer_text, envelope_option
 
 PROBE_MARKER = "TradeCraft connection check"
 """Every probe request's last user message contains this (the test server's brain recognises it)."""
@@ -52,12 +52,7 @@ CONFIRM_DECLARATION: dict[str, Any] = {
         "parameters": CONFIRM_SCHEMA,
     },
 }
-ENVELOPE: dict[str, Any] = {
-    "type": "object",
-    "properties": {"tool": {"const": CONFIRM_TOOL}, "arguments": CONFIRM_SCHEMA},
-    "required": ["tool", "arguments"],
-    "additionalProperties": False,
-}
+ENVELOPE: dict[str, Any] = envelope_option(CONFIRM_TOOL, CONFIRM_SCHEMA)
 
 _SYSTEM = "You are about to play a trading game through tool calls. First, a short connection check."
 _ASK_NATIVE = (
@@ -91,15 +86,24 @@ _key_locks: dict[tuple[str, str, str], threading.Lock] = {}
 _guard = threading.Lock()
 
 
+def endpoint_url(model: BaseChatModel) -> str:
+    """The base URL ``model`` sends to: its client's own (which also reads ``OPENAI_BASE_URL``), else the
+    URL the model was given; "" when it has none."""
+    client = getattr(model, "root_client", None)
+    base = getattr(client, "base_url", None) if client is not None else None
+    if not base:
+        base = (
+            getattr(model, "openai_api_base", None)
+            or getattr(model, "azure_endpoint", None)
+            or getattr(model, "base_url", None)
+        )
+    return str(base or "")
+
+
 def probe_key(model: BaseChatModel) -> tuple[str, str, str]:
     """(model class, base URL, model name): what a probe result holds for."""
     cls = type(model)
-    base = (
-        getattr(model, "openai_api_base", None)
-        or getattr(model, "azure_endpoint", None)
-        or getattr(model, "base_url", None)
-        or ""
-    )
+    base = endpoint_url(model)
     name = (
         getattr(model, "deployment_name", None)
         or getattr(model, "model_name", None)

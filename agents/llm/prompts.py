@@ -59,12 +59,6 @@ def refusal_note(action_type: str, error: dict[str, object]) -> str:
     )
 
 
-NOT_A_TOOL_CALL = (
-    "Your answer was not a tool call. Answer with exactly one call of one of the action tools the last "
-    "game message allows."
-)
-
-
 # --- per tool mode (agents/llm/modes.py) -----------------------------------------------------------------
 TOOL_MODES = ("native", "json_schema", "prompted")
 """How the model answers: the API's tool calls; one JSON object constrained by ``response_format``; one

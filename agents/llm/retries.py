@@ -4,8 +4,8 @@ A failure is classified (``rate_limit`` | ``server_error`` | ``client_error`` | 
 ``connection``); HTTP 408 / 409 / 429 / 5xx and failures without a status (timeouts, dropped connections)
 are retried, other client errors are not. Each wait is exponential backoff with jitter, at least the
 server's ``Retry-After`` and at most the cap. Retries stop after ``provider_retries`` per call, once the
-game's ``game_retry_budget`` is spent, or when the wait would end past the move's deadline: a provider
-outage ends the decision, never hangs the game.
+game's ``game_retry_budget`` is spent (0: no limit per game), or when the wait would end past the move's
+deadline: a provider outage ends the decision, never hangs the game.
 """
 
 from __future__ import annotations
@@ -32,12 +32,11 @@ class RetrySettings(Protocol):
 class CallOutcome(Generic[Answer]):
     """One model call with its retries: the ``answer`` (None when the call failed for good), a record per
     failure (kind, error, status, message, latency and the wait before the retry, if any), one per
-    attempt (``latency_s``, ``outcome``: ``answered`` or the failure's kind), the latency of the last
-    attempt and the call's whole time (``elapsed``: attempts and waits)."""
+    attempt (``latency_s``, ``outcome``: ``answered`` or the failure's kind) and the call's whole time
+    (``elapsed``: attempts and waits)."""
 
     answer: Answer | None
     failures: list[dict[str, Any]] = field(default_factory=list)
-    latency: float = 0.0
     attempts: list[dict[str, Any]] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -82,16 +81,16 @@ class ProviderRetries:
             try:
                 outcome.answer = invoke()
             except Exception as err:  # any provider or transport failure: classify, back off, retry
-                outcome.latency = time.monotonic() - started
+                latency = time.monotonic() - started
                 status = status_of(err)
                 kind = failure_kind(err, status)
-                outcome.attempts.append({"latency_s": round(outcome.latency, 4), "outcome": kind})
+                outcome.attempts.append({"latency_s": round(latency, 4), "outcome": kind})
                 failure: dict[str, Any] = {
                     "kind": kind,
                     "error": type(err).__name__,
                     "status": status,
                     "message": str(err)[:500],
-                    "latency_s": round(outcome.latency, 4),
+                    "latency_s": round(latency, 4),
                 }
                 outcome.failures.append(failure)
                 wait = self.backoff(attempt, retry_after(err))
@@ -99,7 +98,7 @@ class ProviderRetries:
                 if (
                     not retryable
                     or attempt >= self.settings.provider_retries
-                    or self.used >= self.settings.game_retry_budget
+                    or self.budget_spent
                     or time.monotonic() + wait >= deadline
                 ):
                     outcome.elapsed = time.monotonic() - began
@@ -109,13 +108,14 @@ class ProviderRetries:
                 attempt += 1
                 self._sleep(wait)
                 continue
-            outcome.latency = time.monotonic() - started
-            outcome.attempts.append({"latency_s": round(outcome.latency, 4), "outcome": "answered"})
+            latency = time.monotonic() - started
+            outcome.attempts.append({"latency_s": round(latency, 4), "outcome": "answered"})
             outcome.elapsed = time.monotonic() - began
             return outcome
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with full jitter in [d/2, d], at least the server's Retry-After, capped."""
+        """Exponential backoff d with equal jitter (a wait in [d/2, d]), at least the server's Retry-After,
+        capped."""
         cap = self.settings.backoff_cap
         delay = min(cap, self.settings.backoff_base * 2**attempt)
         wait = delay * (0.5 + 0.5 * self._rng.random())

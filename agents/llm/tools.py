@@ -34,6 +34,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
 from agents.connection import SeatConnection
+from agents.llm.tags import THINK_TAG, reasoning_spans
 from server.game.actions import ACTION_MODELS
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import from_strict, strict_args_schema, to_strict
@@ -59,7 +60,6 @@ TOOL_OF_TYPE: dict[str, str] = {t: name for name, t in (ACTION_TOOLS | QUERY_TOO
 
 assert set(ACTION_TOOLS.values()) == set(ACTION_MODELS) - {"timeout", "resign"}
 
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _MESSAGE_FIELDS = ("message",)
 
 
@@ -138,9 +138,30 @@ def _drop_prose(schema: Any) -> None:
             _drop_prose(value)
 
 
+def split_reasoning(text: str) -> tuple[list[str], str]:
+    """(the reasoning pieces of ``text``, what is left outside them, stripped): the blocks of
+    :func:`agents.llm.tags.reasoning_spans` without their tags. Text with no reasoning tag comes back
+    as it is."""
+    spans = reasoning_spans(text)
+    if not spans:
+        return [], text
+    pieces: list[str] = []
+    outside: list[str] = []
+    last = 0
+    for start, end in spans:
+        outside.append(text[last:start])
+        inner = THINK_TAG.sub("", text[start:end]).strip()
+        if inner:
+            pieces.append(inner)
+        last = end
+    outside.append(text[last:])
+    return pieces, "".join(outside).strip()
+
+
 def strip_reasoning(text: str) -> str:
-    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK.sub("", text).strip() if "<think" in text.lower() else text
+    """``text`` without its reasoning (:func:`split_reasoning`): ``<think>...</think>`` and
+    ``<thinking>`` blocks, an unclosed one to the end, everything before a lone ``</think>``."""
+    return split_reasoning(text)[1]
 
 
 def tool_specs(*, actions: bool = True, queries: bool = True) -> list[ToolSpec]:

@@ -33,9 +33,20 @@ def _encoding() -> Any:
     return bpe_openai.get_encoding("o200k_base")
 
 
+COUNTED_CHARS = 100_000
+"""Text longer than this is counted on its first this-many characters and the figure scaled to its length
+(the encoder refuses very long input, and whatever a model writes must not stop a count)."""
+
+
 def count_tokens(text: str) -> int:
-    """o200k tokens of ``text`` (special-token look-alikes count as plain text)."""
-    return len(_encoding().encode_ordinary(text)) if text else 0
+    """o200k tokens of ``text`` (special-token look-alikes count as plain text); an estimate beyond
+    :data:`COUNTED_CHARS` characters."""
+    if not text:
+        return 0
+    if len(text) <= COUNTED_CHARS:
+        return len(_encoding().encode_ordinary(text))
+    counted = len(_encoding().encode_ordinary(text[:COUNTED_CHARS]))
+    return -(-counted * len(text) // COUNTED_CHARS)
 
 
 def message_text(message: BaseMessage) -> str:
@@ -69,15 +80,37 @@ def message_record(message: BaseMessage, max_chars: int | None = None) -> dict[s
     if isinstance(message, AIMessage):
         if message.tool_calls:
             record["tool_calls"] = [
-                {"id": c.get("id"), "name": c["name"], "args": c["args"]} for c in message.tool_calls
+                _call_record(c.get("id"), c["name"], c["args"], max_chars) for c in message.tool_calls
             ]
         if message.invalid_tool_calls:
             record["invalid_tool_calls"] = [
-                {"id": c.get("id"), "name": c.get("name"), "args": c.get("args"), "error": c.get("error")}
+                {
+                    **_call_record(c.get("id"), c.get("name"), c.get("args"), max_chars),
+                    "error": c.get("error"),
+                }
                 for c in message.invalid_tool_calls
             ]
     if isinstance(message, ToolMessage):
         record["tool_call_id"] = message.tool_call_id
+    return record
+
+
+MAX_NAME_CHARS = 100
+"""A tool call's id and name are cut to this many characters in a trace record."""
+
+
+def _call_record(call_id: Any, name: Any, args: Any, max_chars: int | None) -> dict[str, Any]:
+    """A tool call as a trace record; with ``max_chars``, arguments longer than that (as JSON text) are
+    kept as their text cut there (``args_chars`` says how long it was), and the id and name cut short."""
+    record: dict[str, Any] = {"id": call_id, "name": name, "args": args}
+    if max_chars is None:
+        return record
+    record["id"] = call_id[:MAX_NAME_CHARS] if isinstance(call_id, str) else call_id
+    record["name"] = name[:MAX_NAME_CHARS] if isinstance(name, str) else name
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    if len(text) > max_chars:
+        record["args"] = text[:max_chars]
+        record["args_chars"] = len(text)
     return record
 
 

@@ -571,6 +571,17 @@ class OpenAITestServer:
                     time.sleep(min(remaining, _POLL_SECONDS))  # bytes of a next request: still there
                 return True
 
+            def _completion(
+                self, reply: Reply, rendered: bool, request: dict[str, Any], index: int
+            ) -> Completion:
+                if rendered:
+                    completion = finish(render(server.behaviour, reply, request, index), request)
+                    if reply.usage is not None:
+                        completion.usage = reply.usage
+                    return completion
+                calls = [(name, _arguments_text(args)) for name, args in reply.tool_calls]
+                return Completion(reply.content, calls, "tool_calls" if calls else "stop", usage=reply.usage)
+
             def do_GET(self) -> None:
                 if urlsplit(self.path).path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
@@ -581,7 +592,13 @@ class OpenAITestServer:
                 if not urlsplit(self.path).path.rstrip("/").endswith("/chat/completions"):
                     self._error(404, f"unknown path {self.path}")
                     return
-                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if length < 0:
+                    self._error(400, "Content-Length is not a whole number of bytes")
+                    return
                 if length > MAX_BODY_BYTES:
                     self._error(413, "request too large")
                     return
@@ -607,19 +624,18 @@ class OpenAITestServer:
                     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                         self._error(reply.status, reply.content or "error", headers)
                     return
-                if rendered:
-                    try:
-                        completion = finish(render(server.behaviour, reply, request, index), request)
-                    except BadRequest as error:
-                        self._error(400, str(error))
-                        return
-                    if reply.usage is not None:
-                        completion.usage = reply.usage
-                else:
-                    calls = [(name, _arguments_text(args)) for name, args in reply.tool_calls]
-                    completion = Completion(
-                        reply.content, calls, "tool_calls" if calls else "stop", usage=reply.usage
+                try:
+                    completion = self._completion(reply, rendered, request, index)
+                except BadRequest as error:
+                    self._error(400, str(error))
+                    return
+                except (
+                    Exception
+                ) as error:  # a reply the server cannot write: its typed 500, not a dead thread
+                    self._error(
+                        500, f"reply could not be written: {type(error).__name__}: {str(error)[:200]}"
                     )
+                    return
                 if not self._client_waits(wait + completion.generation_seconds):
                     return
                 # a client that gave up just now has closed the socket: nothing to answer
