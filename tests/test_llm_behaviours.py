@@ -131,8 +131,10 @@ def test_an_answer_cut_at_max_tokens_under_a_json_schema_is_truncated_not_a_prov
 
 
 def test_imitated_tool_results_cut_by_a_stop_sequence_do_not_silence_the_model() -> None:
-    # the replies open with a fake <tool_response>, a JSON mode's stop sequence: the answer comes back empty
-    result, server = play_behaviour("imitates_tool_results", tool_mode="prompted")
+    # the replies open with a fake <tool_response>; with it among the (configured) stop sequences the answer
+    # comes back empty, so the agent drops its stops for the rest of the game
+    stops = ("<tool_response>", "\n\nUser:")
+    result, server = play_behaviour("imitates_tool_results", tool_mode="prompted", stop=stops)
     share, moves = own_share(result)
     assert moves >= 6 and share >= 0.95
     dropped = trace_records(result, "stop_dropped")
