@@ -254,11 +254,7 @@ def rules_preamble(
     lines.append(f"- The game ends after turn {settings.max_turns} at the latest; nobody wins then.")
     lines.append("- " + scoring_text(settings))
     lines.append("- When the game ends, every player's target is revealed to everyone.")
-    deadlines = {
-        phase: seconds
-        for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
-        if (seconds := settings.deadlines.for_phase(phase)) is not None
-    }
+    deadlines = _phase_deadlines(settings)
     if deadlines:
         policy = {
             "tom_report": "no report is recorded",
@@ -347,11 +343,7 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
         f"- Points: {scoring.sole_win} for winning alone, {scoring.shared_win} each when several win at "
         f"once, else {scoring.no_win}."
     )
-    deadlines = {
-        phase: seconds
-        for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
-        if (seconds := settings.deadlines.for_phase(phase)) is not None
-    }
+    deadlines = _phase_deadlines(settings)
     if deadlines:
         policy = {
             "tom_report": "no report",
@@ -383,6 +375,15 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
         if action_formats:
             lines.append(_report_format(orders))
     return "\n".join(lines)
+
+
+def _phase_deadlines(settings: GameSettings) -> dict[str, float]:
+    """The phases with a time limit in this game, in the order of a turn, and their seconds."""
+    return {
+        phase: seconds
+        for phase in ("tom_report", "trade_propose", "trade_decide", "craft")
+        if (seconds := settings.deadlines.for_phase(phase)) is not None
+    }
 
 
 def scoring_text(settings: GameSettings) -> str:

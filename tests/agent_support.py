@@ -97,3 +97,30 @@ class Proposer:
         action = fallback_action({**view, "legal_actions": legal})
         assert action is not None
         return action
+
+
+class Recording:
+    """A seat connection that records the actions and queries that reach it and accepts every one
+    (for declaring and calling tools without a game)."""
+
+    seat, finished = 0, False
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def view(self) -> dict[str, Any]:
+        return {}
+
+    def events(self) -> list[dict[str, Any]]:
+        return []
+
+    def act(self, action: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(action)
+        return {"ok": True}
+
+    def query(self, query: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(query)
+        return {"ok": True, "answer": {}}
+
+    def wait_for_turn(self, timeout: float | None = None) -> bool:
+        return True

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from agent_support import Recording
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
@@ -39,32 +40,6 @@ def paper_view(seat: int = 0) -> dict[str, Any]:
     instance = get_instance(instance_set_ids("paper")[0])
     game = Game.new(instance, settings_for(instance, 0), RULES, seed=0)
     return player_view(game, seat)
-
-
-class Declarations:
-    """A connection for declaring tools only; calls are recorded and accepted."""
-
-    seat, finished = 0, False
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def view(self) -> dict[str, Any]:
-        return {}
-
-    def events(self) -> list[dict[str, Any]]:
-        return []
-
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append(action)
-        return {"ok": True}
-
-    def query(self, query: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append(query)
-        return {"ok": True, "answer": {}}
-
-    def wait_for_turn(self, timeout: float | None = None) -> bool:
-        return True
 
 
 # --- the instructions per mode ------------------------------------------------------------------------------
@@ -172,7 +147,7 @@ def test_every_retry_example_is_a_call_the_engine_accepts(mode: str, strict: boo
         parse = parse_action if spec.kind == "action" else parse_query
         assert parse(request).type == spec.type  # type: ignore[union-attr]
         # and it is what the tool itself sends on when called so
-        recording = Declarations()
+        recording = Recording()
         assert SeatTools(recording, strict=strict).call(spec.name, call["arguments"])["ok"]
         assert parse(recording.sent[-1]) == parse(request)
 
@@ -283,7 +258,7 @@ def test_the_compact_preamble_keeps_the_games_facts(settings: dict[str, Any]) ->
 def test_the_compact_prompt_costs_far_fewer_tokens_in_every_mode() -> None:
     view = paper_view()
     declared = {
-        compact: [convert_to_openai_tool(t) for t in SeatTools(Declarations()).tools(compact=compact)]
+        compact: [convert_to_openai_tool(t) for t in SeatTools(Recording()).tools(compact=compact)]
         for compact in (False, True)
     }
     assert count_tool_tokens(declared[True]) < 0.75 * count_tool_tokens(declared[False])
@@ -303,7 +278,7 @@ def test_the_compact_prompt_costs_far_fewer_tokens_in_every_mode() -> None:
 
 def test_compact_tools_go_through_chatopenai_and_the_scripted_model_plays_them() -> None:
     view = paper_view()
-    recording = Declarations()
+    recording = Recording()
     tools = SeatTools(recording)
     with OpenAITestServer(policy=ScriptedPlayer()) as server:
         model = ChatOpenAI(base_url=server.base_url, api_key="sk-test", model="m", max_retries=0, timeout=10)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from agent_support import Recording
 from langchain.agents import create_agent
 from langchain_openai import ChatOpenAI
 
@@ -34,32 +35,6 @@ def small_game(**settings: Any) -> Game:
         targets=({"torch": 4}, {"stone_pickaxe": 1}),
     )
     return Game.new(instance, GameSettings(ruleset="minecraft", **settings), RULES, seed=0)
-
-
-class Recording:
-    """A connection that records what reaches it and accepts everything."""
-
-    seat, finished = 0, False
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def view(self) -> dict[str, Any]:
-        return {}
-
-    def events(self) -> list[dict[str, Any]]:
-        return []
-
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append(action)
-        return {"ok": True}
-
-    def query(self, query: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append(query)
-        return {"ok": True, "answer": {}}
-
-    def wait_for_turn(self, timeout: float | None = None) -> bool:
-        return True
 
 
 def test_one_tool_per_action_and_query_with_the_papers_names_and_the_models_schemas() -> None:
