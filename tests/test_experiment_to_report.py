@@ -90,8 +90,8 @@ def test_an_llm_config_runs_against_the_scripted_server_and_its_report_counts_to
     out, report_dir = tmp_path / "run", tmp_path / "report"
     store = f"sqlite:///{tmp_path / 'experiments.db'}"
     run = ("experiment", "run", str(path), "--store", store, "--out", str(out), "--no-progress")
-    with scripted_provider(
-        monkeypatch, CountedPlayer(accept_every=1), model="gpt-4o-mini-2024-07-18"
+    with scripted_provider(  # the player answers the probe too, so every call carries the usage block
+        monkeypatch, CountedPlayer(accept_every=1), model="gpt-4o-mini-2024-07-18", answer_probes=False
     ) as server:
         said = tradecraft(*run)
         requests = len(server.requests)
