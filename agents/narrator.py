@@ -223,9 +223,8 @@ def rules_preamble(
             "makes items in proportion: running '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A and 1/4 B and "
             "makes 1 C."
         )
-    if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
+    if (example := _fuel_example(rules)) is not None:
         fuels = rules.fuels
-        example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
         lines.append(
             f"- Smelting, blasting and smoking also burn fuel: one run takes {fuels.smelt_ticks} ticks of "
             f"fuel (e.g. {item_label(rules, example)} burns {fuels.burn_ticks[example]} ticks, so one run "
@@ -319,9 +318,8 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
     else:
         runs = "runs may be fractions: '1 A + 1 B -> 4 C' 1/4 times uses 1/4 A, 1/4 B, makes 1 C"
     lines.append(f"- Craft: all craft privately, any number of times, then finish; {runs}.")
-    if rules.fuels.burn_ticks and any(r.burns_fuel for r in rules.recipes.values()):
+    if (example := _fuel_example(rules)) is not None:
         fuels = rules.fuels
-        example = "coal" if "coal" in fuels.burn_ticks else min(fuels.burn_ticks)
         lines.append(
             f"- Smelting/blasting/smoking burn {fuels.smelt_ticks} fuel ticks per run "
             f"({item_label(rules, example)} {fuels.burn_ticks[example]} = "
@@ -375,6 +373,14 @@ def _compact_preamble(rules: RuleSet, settings: GameSettings, seat: int, *, acti
         if action_formats:
             lines.append(_report_format(orders))
     return "\n".join(lines)
+
+
+def _fuel_example(rules: RuleSet) -> str | None:
+    """The fuel the rules text names as its example (coal where it burns); None: no recipe burns fuel."""
+    burn = rules.fuels.burn_ticks
+    if not burn or not any(r.burns_fuel for r in rules.recipes.values()):
+        return None
+    return "coal" if "coal" in burn else min(burn)
 
 
 def _phase_deadlines(settings: GameSettings) -> dict[str, float]:

@@ -21,14 +21,13 @@ Usage: ``python bench/bench_prompts.py [instance index in the paper set]``.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agents.bots.random_bot import RandomBot
 from agents.llm import prompts
-from agents.llm.tools import SeatTools
+from agents.llm.tools import DeclarationOnly, SeatTools
 from agents.llm.tracing import count_message_tokens, count_tool_tokens
 from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
 from agents.tournament import settings_for
@@ -39,29 +38,8 @@ from server.game import Game, player_view, viewer_log
 from server.game.legal import legal_actions
 
 
-class _Declarations:
-    """A connection for declaring tools only (they are never called here)."""
-
-    seat, finished = -1, False
-
-    def view(self) -> dict[str, Any]:
-        return {}
-
-    def events(self) -> list[dict[str, Any]]:
-        return []
-
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("declaration only")
-
-    def query(self, query: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("declaration only")
-
-    def wait_for_turn(self, timeout: float | None = None) -> bool:
-        return True
-
-
 def tool_tokens(compact: bool) -> int:
-    declared = SeatTools(_Declarations()).tools(compact=compact)
+    declared = SeatTools(DeclarationOnly()).tools(compact=compact)
     return count_tool_tokens([convert_to_openai_tool(tool) for tool in declared])
 
 

@@ -72,6 +72,7 @@ from agents.llm.probe import PROBE_MAX_TOKENS, ProbeResult, endpoint_url, probe
 from agents.llm.retries import ProviderRetries
 from agents.llm.tools import (
     TOOL_OF_TYPE,
+    DeclarationOnly,
     SeatTools,
     ToolSpec,
     error_answer,
@@ -434,7 +435,7 @@ class LLMAgent:
         )
         self._system = SystemMessage(text)
         # the tools only shape the schemas here; each decision dispatches through its own connection
-        seat_tools = SeatTools(_NoConnection(), strict=settings.strict)
+        seat_tools = SeatTools(DeclarationOnly(), strict=settings.strict)
         self._declared = seat_tools.tools(compact=True) if settings.compact else seat_tools.tools()
         if self._mode.name == "native":
             self._tool_schemas = [
@@ -1023,28 +1024,6 @@ def _hosted_openai(model: BaseChatModel) -> bool:
     """OpenAI's (or Azure's) own API: it refuses ``max_tokens`` next to ``max_completion_tokens``."""
     base = endpoint_url(model)
     return getattr(model, "azure_endpoint", None) is not None or not base or "api.openai.com" in base
-
-
-class _NoConnection:
-    """Stands in for a connection where tools are only declared, never called."""
-
-    seat = -1
-    finished = False
-
-    def view(self) -> dict[str, Any]:
-        return {}
-
-    def events(self) -> list[dict[str, Any]]:
-        return []
-
-    def act(self, action: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("declaration-only tools cannot act")
-
-    def query(self, query: dict[str, Any]) -> dict[str, Any]:
-        raise RuntimeError("declaration-only tools cannot query")
-
-    def wait_for_turn(self, timeout: float | None = None) -> bool:
-        return True
 
 
 def _reasoning_of(answer: AIMessage, text: str) -> str:

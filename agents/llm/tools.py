@@ -307,3 +307,26 @@ def make_tools(
     return SeatTools(
         connection, strict=strict, actions=actions, queries=queries, max_queries=max_queries
     ).tools()
+
+
+class DeclarationOnly:
+    """A seat connection for tools that are only declared (schemas for a prompt or a ``bind_tools``), never
+    called: calling one is a programming error."""
+
+    seat = -1
+    finished = False
+
+    def view(self) -> dict[str, Any]:
+        return {}
+
+    def events(self) -> list[dict[str, Any]]:
+        return []
+
+    def act(self, action: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("declaration-only tools cannot act")
+
+    def query(self, query: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("declaration-only tools cannot query")
+
+    def wait_for_turn(self, timeout: float | None = None) -> bool:
+        return True
