@@ -498,6 +498,27 @@ def test_values(store: Store) -> None:
     assert store.get_value("secret_key") == "abc"
 
 
+def test_replace_value_is_a_conditional_write(store: Store) -> None:
+    assert store.replace_value("k", None, None)  # absent, and stays so
+    assert store.replace_value("k", None, "a")
+    assert not store.replace_value("k", None, "b")  # it has a value now
+    assert not store.replace_value("k", "x", "b")
+    assert store.replace_value("k", "a", "a")  # same value: still a match
+    assert store.replace_value("k", "a", "b") and store.get_value("k") == "b"
+    assert not store.replace_value("k", "a", None)
+    assert store.replace_value("k", "b", None) and store.get_value("k") is None
+    assert not store.replace_value("k", "b", None)
+
+
+def test_racing_replacements_have_one_winner(store: Store) -> None:
+    store.set_value_if_absent("epoch", "0")
+    wins = _race(8, lambda w: store.replace_value("epoch", "0", f"w{w}"))
+    assert wins.count(True) == 1
+    assert store.get_value("epoch") == f"w{wins.index(True)}"
+    claims = _race(8, lambda w: store.replace_value("seat", None, f"w{w}"))
+    assert claims.count(True) == 1
+
+
 def test_describe_names_backend_without_credentials(store: Store) -> None:
     assert store.backend in ("memory", "sqlite", "mongodb")
     assert "@" not in store.describe()

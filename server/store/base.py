@@ -473,6 +473,12 @@ class Store(ABC):
         """Atomically store ``value`` unless ``key`` has one; return the value now stored (first writer
         wins)."""
 
+    @abstractmethod
+    def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
+        """Atomically: if ``key`` now holds ``expected`` (None: no value), make it hold ``value`` (None:
+        remove it) and answer True; else change nothing and answer False. The one conditional write behind
+        every "check, then act" invariant (a seat per person, open games per user, session versions)."""
+
     # ---- lifecycle
     @abstractmethod
     def close(self) -> None:

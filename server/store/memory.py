@@ -221,5 +221,15 @@ class MemoryStore(Store):
         with self._lock:
             return self._values.setdefault(key, str(value))
 
+    def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
+        with self._lock:
+            if self._values.get(key) != expected:
+                return False
+            if value is None:
+                self._values.pop(key, None)
+            else:
+                self._values[key] = str(value)
+            return True
+
     def close(self) -> None:
         """Nothing to release: the records go with the object."""

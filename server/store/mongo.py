@@ -485,6 +485,21 @@ class MongoStore(Store):
                 raise StoreError("store_failure", f"could not store the value of {key!r}; retry")
             return str(doc["value"])
 
+    def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
+        with self._errors("replace_value"), self._write_guard():
+            if expected is None and value is None:
+                return self.kv.find_one({"_id": key}) is None
+            if expected is None:
+                try:
+                    self.kv.insert_one({"_id": key, "value": str(value)})
+                except DuplicateKeyError:
+                    return False
+                return True
+            if value is None:
+                return self.kv.delete_one({"_id": key, "value": expected}).deleted_count == 1
+            result = self.kv.update_one({"_id": key, "value": expected}, {"$set": {"value": str(value)}})
+            return result.matched_count == 1
+
 
 # --------------------------------------------------------------------------------------------------- helpers
 def _without_id(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -595,6 +595,22 @@ class SQLiteStore(Store):
             conn.execute("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)", (key, str(value)))
             return str(conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()[0])
 
+    def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
+        with self._write() as conn:
+            if expected is None and value is None:
+                return conn.execute("SELECT 1 FROM kv WHERE key = ?", (key,)).fetchone() is None
+            if expected is None:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)", (key, str(value))
+                )
+            elif value is None:
+                cursor = conn.execute("DELETE FROM kv WHERE key = ? AND value = ?", (key, expected))
+            else:
+                cursor = conn.execute(
+                    "UPDATE kv SET value = ? WHERE key = ? AND value = ?", (str(value), key, expected)
+                )
+            return cursor.rowcount == 1
+
 
 # --------------------------------------------------------------------------------------------------- helpers
 # An append checks its game and next sequence number with one query, then inserts its events with one

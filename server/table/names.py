@@ -41,3 +41,15 @@ def normalise_name(raw: Any, what: str = "name") -> str:
             f"A {what} cannot contain control, format (e.g. right-to-left override) or unassigned characters."
         )
     return name
+
+
+def name_clash(name: str, others: list[str]) -> str | None:
+    """The name among ``others`` (or the reserved word) that ``name`` could be mistaken for, or None.
+
+    Contract for issue 18 item 7 (a confusable-skeleton check against the seats of the same game and the
+    reserved words); until it lands this compares casefolded names only."""
+    folded = name.casefold()
+    for other in others:
+        if other.casefold() == folded:
+            return other
+    return None
