@@ -39,6 +39,7 @@ import socketio
 from pydantic import BaseModel
 
 from agents.connection import ConnectionFailed, oversized
+from server.table.log_text import log_text
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,9 @@ class RemoteConnection:
             record_bytes = len(json.dumps(record, ensure_ascii=False, default=str).encode())
             if record_bytes > TRACE_REQUEST_BYTES:
                 log.warning(
-                    "game %s: a trace record of %d bytes is too large to send", self.game_id, record_bytes
+                    "game %s: a trace record of %d bytes is too large to send",
+                    log_text(self.game_id),
+                    record_bytes,
                 )
                 dropped += 1
                 continue
@@ -358,7 +361,7 @@ class RemoteConnection:
             try:
                 return self._send(client, event, data)
             except _Lost:
-                log.info("game %s: the socket dropped during %r; reconnecting", self.game_id, event)
+                log.info("game %s: the socket dropped during %r; reconnecting", log_text(self.game_id), event)
                 self._drop(client)
                 if time.monotonic() >= deadline:
                     raise ConnectionFailed(
@@ -416,7 +419,9 @@ class RemoteConnection:
                     self._open_and_join()
                     if not first:
                         self.reconnects += 1
-                        log.info("game %s: reconnected and rejoined seat %s", self.game_id, self.seat)
+                        log.info(
+                            "game %s: reconnected and rejoined seat %s", log_text(self.game_id), self.seat
+                        )
                     return
                 except _Lost:
                     pass

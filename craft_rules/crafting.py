@@ -35,6 +35,7 @@ from typing import Literal
 
 from craft_rules.errors import TradeCraftError
 from craft_rules.model import Hand, Recipe, RuleSet
+from craft_rules.number_text import rational_number
 
 MAX_RUNS = 10**6
 """The one run limit: a craft runs at most ``MAX_RUNS`` times, in steps of at least ``1/MAX_RUNS``."""
@@ -112,21 +113,26 @@ class TooFinelyDividedError(CraftError):
     code = "too_finely_divided"
 
 
-def _check_runs_text(runs: str) -> None:
-    """Refuse run-amount text whose exact value would be costly to build, before building it."""
+def _runs_from_text(runs: str) -> Fraction:
+    """A run amount's text read by the one number grammar (craft_rules/number_text.py: ASCII digits, no
+    spaces, "_" or "+"), bounded in length and exponent before the exact value is built."""
     if len(runs) > RUNS_TEXT_MAX_CHARS:
         raise InvalidRunsError(
             f"run amount text has {len(runs)} characters; write it in at most {RUNS_TEXT_MAX_CHARS}, "
             "like 2, 0.25 or 1/4"
         )
-    _, sep, exponent = runs.strip().lower().partition("e")
-    if sep:
-        digits = exponent.lstrip("+-")
-        if not digits.isdigit() or len(digits) > 3 or int(digits) > RUNS_TEXT_MAX_EXPONENT:
-            raise InvalidRunsError(
-                f"run amount {runs!r} has an exponent beyond +-{RUNS_TEXT_MAX_EXPONENT}; "
-                "write it like 2, 0.25 or 1/4"
-            )
+    exponent = runs.lower().partition("e")[2].lstrip("+-")
+    if exponent.isascii() and exponent.isdigit() and int(exponent[-4:]) > RUNS_TEXT_MAX_EXPONENT:
+        raise InvalidRunsError(
+            f"run amount {runs!r} has an exponent beyond +-{RUNS_TEXT_MAX_EXPONENT}; "
+            "write it like 2, 0.25 or 1/4"
+        )
+    value = rational_number(runs, RUNS_TEXT_MAX_CHARS)
+    if value is None:
+        raise InvalidRunsError(
+            f"run amount {runs!r} is not a number like 1, 0.25 or 1/4 (ASCII digits, no spaces or signs)"
+        )
+    return value
 
 
 def parse_runs(runs: int | str | Fraction, *, whole_runs: bool = False) -> Fraction:
@@ -135,13 +141,14 @@ def parse_runs(runs: int | str | Fraction, *, whole_runs: bool = False) -> Fract
     ``whole`` rule). Text and ints are bounded before the exact value is built, so no input costs more
     than a tiny parse."""
     if isinstance(runs, str):
-        _check_runs_text(runs)
-    elif isinstance(runs, int) and not isinstance(runs, bool) and abs(runs) > MAX_RUNS:
-        raise InvalidRunsError(f"run amount is too large (at most {MAX_RUNS})")
-    try:
-        value = Fraction(runs)
-    except (ValueError, ZeroDivisionError, TypeError) as exc:
-        raise InvalidRunsError(f"run amount {runs!r} is not a number like 1, 0.25 or 1/4") from exc
+        value = _runs_from_text(runs)
+    else:
+        if isinstance(runs, int) and not isinstance(runs, bool) and abs(runs) > MAX_RUNS:
+            raise InvalidRunsError(f"run amount is too large (at most {MAX_RUNS})")
+        try:
+            value = Fraction(runs)
+        except (ValueError, ZeroDivisionError, TypeError) as exc:
+            raise InvalidRunsError(f"run amount {runs!r} is not a number like 1, 0.25 or 1/4") from exc
     if value <= 0:
         raise InvalidRunsError(f"run amount must be positive, got {fmt_qty(value)}")
     if value.denominator > MAX_RUNS or value > MAX_RUNS:

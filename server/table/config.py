@@ -230,6 +230,16 @@ class LimitsSection(_Section):
     open_games_per_user: int | None = Field(
         10, ge=1, description="games waiting for players that one user may have created; null = unbounded"
     )
+    socket_events_per_connection: RateRule | None = Field(
+        RateRule(count=100, seconds=2),
+        description="Socket.IO events one connection may send per window (counted in each process: a "
+        "connection lives in one); a fast bot game sends about 10 per second per seat",
+    )
+    socket_events_per_user: RateRule | None = Field(
+        RateRule(count=400, seconds=2),
+        description="Socket.IO events one user or API token may send per window over all its connections "
+        "(a bot runner playing many games with one token shares it)",
+    )
 
     @field_validator("storage")
     @classmethod

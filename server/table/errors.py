@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from craft_rules.errors import TradeCraftError
+from craft_rules.number_text import NUMBER_TEXT_MAX_CHARS, decimal_number, whole_number
 
-#: Longest number text (query arguments, limits) read from a client; checked before conversion.
-NUMBER_TEXT_MAX_CHARS = 18
+__all__ = ["NUMBER_TEXT_MAX_CHARS", "ServerError", "parse_count", "parse_seconds"]
 
 
 class ServerError(TradeCraftError):
@@ -24,22 +24,40 @@ class ServerError(TradeCraftError):
         self.status = status
 
 
-def parse_count(raw: Any, name: str) -> int:
-    """An integer from a client (a JSON number or its text), refused as ``invalid_request`` unless it has at
-    most :data:`NUMBER_TEXT_MAX_CHARS` characters: the text is checked before any conversion."""
-    if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) < 10**NUMBER_TEXT_MAX_CHARS:
-        return raw
-    if isinstance(raw, str) and len(raw) <= NUMBER_TEXT_MAX_CHARS:
-        try:
-            return int(raw)
-        except ValueError:
-            pass
-    shown = raw[:NUMBER_TEXT_MAX_CHARS] if isinstance(raw, str) else type(raw).__name__
+def parse_count(raw: Any, name: str, *, negative: bool = False) -> int:
+    """An integer from a client: a JSON number, or its text in the one number grammar
+    (craft_rules/number_text.py: ASCII digits, a leading '-' only with ``negative``, at most
+    :data:`NUMBER_TEXT_MAX_CHARS` characters, checked before any conversion); else ``invalid_request``."""
+    is_int = isinstance(raw, int) and not isinstance(raw, bool)
+    if is_int and abs(raw) < 10**NUMBER_TEXT_MAX_CHARS and (raw >= 0 or negative):
+        return int(raw)
+    value = whole_number(raw, negative=negative) if isinstance(raw, str) else None
+    if value is not None:
+        return value
     raise ServerError(
         "invalid_request",
-        f"{name} must be a whole number of at most {NUMBER_TEXT_MAX_CHARS} digits.",
-        {name: shown},
+        f"{name} must be a whole number written in ASCII digits (at most {NUMBER_TEXT_MAX_CHARS}), like "
+        + ("-1, 0 or 12." if negative else "0 or 12."),
+        {name: _shown(raw)},
     )
+
+
+def parse_seconds(raw: Any, name: str) -> float:
+    """A duration in seconds from a client's text: ASCII digits with an optional ``.`` fraction (``10``,
+    ``0.5``; no sign, exponent, nan or inf), at most :data:`NUMBER_TEXT_MAX_CHARS` characters."""
+    value = decimal_number(raw) if isinstance(raw, str) else None
+    if value is None:
+        raise ServerError(
+            "invalid_request",
+            f"{name} must be a number of seconds written in ASCII digits, like 10 or 0.5.",
+            {name: _shown(raw)},
+        )
+    return value
+
+
+def _shown(raw: Any) -> str:
+    """What the client sent, for an error's details: the first characters of its text, or its type."""
+    return raw[:NUMBER_TEXT_MAX_CHARS] if isinstance(raw, str) else type(raw).__name__
 
 
 # Machine-readable codes of the web layer (the engine's are in server.game.errors.ERROR_CODES).
@@ -74,8 +92,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "unknown_ruleset": "no hall of this server plays a rule set of that name",
     "replay_failed": "(admin export) the stored log cannot be replayed, so no participant view exists",
     "answer_failed": "the action was applied and stored but its answer could not be built; read the view",
-    "rate_limited": "too many requests of this kind (games created, logins, admin passwords); retry after "
-    "details.retry_after seconds (HTTP 429 + Retry-After)",
+    "rate_limited": "too many requests of this kind (games created, logins, admin passwords, Socket.IO "
+    "events); retry after details.retry_after seconds (HTTP 429 + Retry-After)",
     "too_many_open_games": "you created too many games that still wait for players; start or abandon one",
     "not_an_agent": "only agents connected with an API token send trace records for their seat",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",

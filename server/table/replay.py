@@ -28,13 +28,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from craft_rules.model import RuleSet
+from craft_rules.number_text import whole_number
 from craft_rules.tasks import TaskInstance
 from server.game.events import Event, as_events, visible_to
 from server.game.settings import GameSettings
 from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
 from server.table.envelope import number_events
-from server.table.errors import ServerError, parse_count
+from server.table.errors import ServerError
 from server.table.live import LiveGame
 from server.table.master import Table
 from server.table.principal import Principal
@@ -177,7 +178,7 @@ def parse_viewer(raw: str | None, players: int) -> tuple[Viewer, int | None]:
         return "spectator", None
     if raw == "researcher":
         return "researcher", None
-    seat = parse_count(raw, "view") if raw.lstrip("-").isdigit() else None
+    seat = whole_number(raw)  # the one number grammar: ASCII digits, bounded
     if seat is None or not 0 <= seat < players:
         raise ServerError(
             "invalid_request",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import zipfile
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, session, stream_with_context
 
 from server.table.errors import ServerError, parse_count
+from server.table.log_text import log_text
 from server.web.auth import (
     SCOPES,
     basic_password,
@@ -41,12 +43,20 @@ def _scopes(raw: Any) -> list[str]:
 
 
 def _whole_number(raw: str, name: str) -> int:
-    """A count or seat number from a query string: the text is bounded before int() (which refuses
-    some text str.isdigit() accepts, such as a superscript two, and more than 4,300 digits)."""
-    value = parse_count(raw, name)
-    if value < 0:
-        raise ServerError("invalid_request", f"{name} must be a whole number such as 0 or 1.", {name: raw})
-    return value
+    """A count or seat number from a query string, read by the one number grammar (ASCII digits,
+    bounded; see server.table.errors.parse_count)."""
+    return parse_count(raw, name)
+
+
+#: What a game id may hold to appear in a download's file name (the lobby's ids: token_urlsafe).
+_FILE_NAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def attachment(game_id: str, suffix: str) -> str:
+    """A ``Content-Disposition`` value built from validated parts only (RFC 6266, quoted): a game id of
+    another shape than the lobby's is named "game", so no request text can reach the header."""
+    name = game_id if _FILE_NAME_ID.fullmatch(game_id) else "game"
+    return f'attachment; filename="{name}{suffix}"'
 
 
 #: The admin area under ``/api/admin``; every route needs the admin password (see the module's docstring).
@@ -61,7 +71,7 @@ def password_accepted(password: Any) -> bool:
     limiter.check("admin_failures_per_address", address)
     if check_admin_password(current_services().settings, password):
         return True
-    log.warning("wrong admin password from %s", address)
+    log.warning("wrong admin password from %s", log_text(address))
     limiter.hit("admin_failures_per_address", address)
     return False
 
@@ -135,14 +145,18 @@ def create_token() -> tuple[Response, int]:
         raise ServerError("invalid_name", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.')
     name = clean_display_name(data.get("name"), "token name")
     plaintext, record = current_services().store.create_token(name, _scopes(data.get("scopes")))
-    log.info("admin created API token %s (%s)", record["id"], record["name"])
+    log.info("admin created API token %s (%s)", record["id"], log_text(record["name"]))
     return jsonify({"ok": True, "token": plaintext, "record": record}), 201
 
 
 @admin.delete("/tokens/<token_id>")
 def revoke_token(token_id: str) -> tuple[Response, int]:
     revoked = current_services().store.revoke_token(token_id)
-    log.info("admin revoked API token %s (%s)", token_id, "done" if revoked else "unknown or already revoked")
+    log.info(
+        "admin revoked API token %s (%s)",
+        log_text(token_id),
+        "done" if revoked else "unknown or already revoked",
+    )
     return jsonify({"ok": True, "revoked": revoked}), 200
 
 
@@ -174,18 +188,19 @@ def export_game(game_id: str) -> Response:
     seat = request.args.get("seat")
     try:
         if seat is not None:
-            lines = export.export_participant(store, game_id, _whole_number(seat, "seat"))
-            filename = f"{game_id}-seat{seat}.jsonl"
+            seat_number = _whole_number(seat, "seat")
+            lines = export.export_participant(store, game_id, seat_number)
+            disposition = attachment(game_id, f"-seat{seat_number}.jsonl")
         else:
             lines = export.export_game_jsonl(store, game_id)
-            filename = f"{game_id}.jsonl"
+            disposition = attachment(game_id, ".jsonl")
     except export.ExportError as err:  # raised before anything is streamed
         status = 404 if err.code in ("unknown_game", "unknown_seat") else 409
         raise ServerError(err.code, err.message, err.details, status=status) from None
     return Response(
         stream_with_context(_lines(lines)),
         mimetype="application/x-ndjson",
-        headers={"Content-Disposition": f"attachment; filename={filename}"},
+        headers={"Content-Disposition": disposition},
     )
 
 
@@ -209,7 +224,7 @@ def export_tables() -> Response:
     return Response(
         buffer.getvalue(),
         mimetype="application/zip",
-        headers={"Content-Disposition": "attachment; filename=tradecraft-tables.zip"},
+        headers={"Content-Disposition": 'attachment; filename="tradecraft-tables.zip"'},
     )
 
 

@@ -25,6 +25,7 @@ from flask_socketio import SocketIO
 from craft_rules.loader import load_rule_set
 from server.store import Store, open_store
 from server.table.config import Settings, load_settings
+from server.table.log_text import install_log_escaping
 from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
@@ -85,6 +86,7 @@ def create_app(
         level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("server").setLevel(settings.server.log_level)
+    install_log_escaping()  # client text in any log line (ours, werkzeug's, engine.io's) is escaped, bounded
     store = _open_store(settings)
 
     app = Flask(__name__, static_folder=None)

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from flask import Response, jsonify, request
+from flask import Response, jsonify, request, session
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from server.game.errors import GameError
 from server.store import StoreError
 from server.table.errors import ServerError
+from server.table.log_text import RefusalLog, log_text
 from server.table.principal import Principal
+from server.web.auth import resolve_principal
 from server.web.limits import retry_after_of
+from server.web.services import current_services
 
 log = logging.getLogger(__name__)
+
+#: Refusals of this process, summarised per connection (Socket.IO) or network address (REST).
+REFUSALS = RefusalLog(log)
 
 #: Engine error codes that mean the request itself is malformed (HTTP 400); the others conflict with the
 #: game's state (409).
@@ -48,12 +55,45 @@ def http_status(err: BaseException) -> int:
     return 500
 
 
-def log_refusal(where: str, principal: Principal | None, err: BaseException) -> None:
-    who = principal.id if principal else "anonymous"
+def log_refusal(where: str, who: Callable[[], str], key: str, err: BaseException) -> None:
+    """Log a refused request (its error code) or a failed one (with its trace), at most one line per
+    caller ``key`` and minute (the others are counted: :class:`RefusalLog`). ``where`` may hold client text
+    (a path, an event name): it is escaped and bounded; ``who()`` names the caller."""
     if isinstance(err, GameError | ServerError):
-        log.info("refused %s from %s: %s", where, who, err.code)
+        # refusals and failures are counted apart: a flood of refusals must not hide a bug's first trace
+        caller = REFUSALS.should_log(f"{key} refused", who)
+        if caller is not None:
+            log.info("refused %s from %s: %s", log_text(where), caller, log_text(err.code))
     else:
-        log.exception("failed %s from %s", where, who)
+        caller = REFUSALS.should_log(f"{key} failed", who)
+        if caller is not None:
+            log.exception("failed %s from %s", log_text(where), caller)
+
+
+def forget_caller(key: str) -> None:
+    """The caller ``key`` of :func:`log_refusal` went away: write its pending summaries now."""
+    REFUSALS.forget(f"{key} refused")
+    REFUSALS.forget(f"{key} failed")
+
+
+def principal_label(principal: Principal | None, address: str | None) -> str:
+    """Who made a request, for a log line: the user or token id (never a secret) and the address."""
+    who = log_text(principal.id) if principal is not None else "anonymous"
+    return f"{who} at {log_text(address or 'unknown address')}"
+
+
+def rest_caller_label() -> str:
+    """The caller of the current HTTP request, for a log line: user or API token, admin session, address.
+    Called only when a line is written; never raises."""
+    try:
+        principal = resolve_principal(current_services().store, request.headers, session)
+        unknown = "anonymous"
+    except Exception:  # an unknown or revoked token: the refusal being logged may well be about it
+        principal, unknown = None, "an invalid token"
+    label = principal_label(principal, request.remote_addr)
+    if principal is None:
+        label = unknown + label.removeprefix("anonymous")
+    return f"admin session, {label}" if session.get("admin") is True else label
 
 
 def as_object(data: Any, limit: int) -> dict[str, Any]:
@@ -122,9 +162,10 @@ def rest_error(err: BaseException, max_payload_bytes: int) -> tuple[Response, in
         return jsonify({"ok": False, "error": typed.to_dict()}), typed.status
     if isinstance(err, RequestEntityTooLarge):
         err = _too_large(request.content_length or 0, max_payload_bytes)
-    log_refusal(f"{request.method} {request.path}", None, err)
+    address = request.remote_addr or "unknown"
+    log_refusal(f"{request.method} {request.path}", rest_caller_label, f"address {address}", err)
     response = jsonify({"ok": False, "error": error_body(err)})
     retry_after = retry_after_of(err)
-    if retry_after is not None:
+    if isinstance(retry_after, int) and not isinstance(retry_after, bool):  # a header takes no other text
         response.headers["Retry-After"] = str(retry_after)
     return response, http_status(err)

@@ -1,4 +1,5 @@
-"""Abuse limits: how often one user or network address may create games, log in or try the admin password.
+"""Abuse limits: how often one user or network address may create games, log in or try the admin password,
+and how many Socket.IO events one connection or user may send.
 
 Counting is a fixed window per rule: at most ``count`` events per ``seconds``, counted in windows that start
 at multiples of ``seconds``; the answer to one more is ``rate_limited`` with ``retry_after`` (seconds until
@@ -100,6 +101,8 @@ class RateLimiter:
             RedisCounters(settings.storage) if settings.storage else MemoryCounters()
         )
         self._last_backend_warning = 0.0
+        # a connection lives in one process: its counter needs no sharing (nor a Redis round trip per event)
+        self.local_backend: CounterBackend = MemoryCounters()
 
     def rule(self, name: str) -> RateRule | None:
         rule: RateRule | None = getattr(self.settings, name)
@@ -120,11 +123,12 @@ class RateLimiter:
         now = self.clock()
         window = int(now // rule.seconds)
         key = f"{name}|{who}|{rule.seconds}"
+        backend = self.local_backend if name in PROCESS_LOCAL_RULES else self.backend
         try:
             if add:
-                over = self.backend.add(key, window, rule.seconds) > rule.count
+                over = backend.add(key, window, rule.seconds) > rule.count
             else:
-                over = self.backend.peek(key, window, rule.seconds) >= rule.count
+                over = backend.peek(key, window, rule.seconds) >= rule.count
         except Exception as exc:  # a limiter that cannot count must not lock everyone out
             if now - self._last_backend_warning > 60:
                 self._last_backend_warning = now
@@ -135,11 +139,16 @@ class RateLimiter:
             raise rate_limited(name, rule, retry_after)
 
 
+#: Rules whose counters stay in the process whatever ``limits.storage`` says.
+PROCESS_LOCAL_RULES = frozenset({"socket_events_per_connection"})
+
 LIMIT_SENTENCES = {
     "games_per_user": "games created by one user",
     "games_per_address": "games created from one network address",
     "logins_per_address": "logins from one network address",
     "admin_failures_per_address": "wrong admin passwords from one network address",
+    "socket_events_per_connection": "Socket.IO events from one connection",
+    "socket_events_per_user": "Socket.IO events from one user",
 }
 
 
@@ -161,6 +170,14 @@ def open_games_limited(open_games: int, limit: int) -> ServerError:
         {"open_games": open_games, "limit": limit},
         status=409,
     )
+
+
+def count_socket_event(limiter: RateLimiter, connection: str, user: str | None) -> None:
+    """Count one Socket.IO event before any work on it (its payload is not even read yet):
+    ``rate_limited`` when its connection or its user sent too many."""
+    limiter.hit("socket_events_per_connection", connection)
+    if user is not None:
+        limiter.hit("socket_events_per_user", user)
 
 
 def retry_after_of(err: BaseException) -> Any:

@@ -567,8 +567,8 @@ class Lobby:
             own = live.seats_of(principal)
         if seat is None and own:
             return own[0]
-        if seat is not None and seat in own:
-            return int(seat)
+        if isinstance(seat, int) and not isinstance(seat, bool) and seat in own:
+            return seat
         if own and principal.kind == "human":
             raise ServerError(
                 "seat_taken",

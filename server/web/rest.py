@@ -6,7 +6,6 @@ docs/protocol.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,7 +15,7 @@ from server.game.actions import ACTION_MODELS, PLAYER_ACTION_TYPES, action_json_
 from server.game.errors import ERROR_CODES
 from server.game.queries import QUERY_MODELS
 from server.game.schemas import strict_args_schema
-from server.table.errors import NUMBER_TEXT_MAX_CHARS, SERVER_ERROR_CODES, ServerError, parse_count
+from server.table.errors import SERVER_ERROR_CODES, ServerError, parse_count, parse_seconds
 from server.table.principal import Principal
 from server.web.auth import clean_display_name, require_principal, resolve_principal
 from server.web.errors import request_object, rest_error
@@ -120,14 +119,8 @@ def view(game_id: str) -> tuple[Response, int]:
 
 @api.get("/games/<game_id>/events")
 def events(game_id: str) -> tuple[Response, int]:
-    after = _int_arg("after")
-    wait = request.args.get("wait", "0")
-    try:
-        wait_seconds = float(wait) if len(wait) <= NUMBER_TEXT_MAX_CHARS else math.nan
-    except ValueError:
-        wait_seconds = math.nan
-    if not math.isfinite(wait_seconds):
-        raise ServerError("invalid_request", "wait must be a number of seconds, like 10.") from None
+    after = _int_arg("after", negative=True)  # -1: the whole log
+    wait_seconds = parse_seconds(request.args.get("wait", "0"), "wait")
     result = current_services().table.events_since(
         game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
     )
@@ -225,9 +218,9 @@ def unknown(anything: str) -> tuple[Response, int]:
     )
 
 
-def _int_arg(name: str) -> int | None:
-    """An integer query argument; its text is bounded before conversion (see parse_count)."""
+def _int_arg(name: str, negative: bool = False) -> int | None:
+    """An integer query argument, read by the one number grammar (see parse_count)."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
-    return parse_count(raw, name)
+    return parse_count(raw, name, negative=negative)

@@ -32,7 +32,8 @@ from server.table.errors import ServerError
 from server.table.principal import Principal
 from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
-from server.web.errors import as_object, error_body, log_refusal
+from server.web.errors import as_object, error_body, forget_caller, log_refusal, principal_label
+from server.web.limits import count_socket_event
 from server.web.messages import create_game_request, split_action
 from server.web.services import current_services
 from server.web.transport_guards import guard_transport
@@ -106,13 +107,19 @@ class SocketProtocol:
         message_sized: bool,
     ) -> Callable[..., dict[str, Any]]:
         def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
-            conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
+            sid: str = request.sid  # type: ignore[attr-defined]
+            conn = self.connections.get(sid) or Connection(None)
             try:
-                limits = current_services().settings.server
+                services = current_services()
+                user = conn.principal.id if conn.principal else None
+                count_socket_event(services.lobby.limiter, sid, user)  # before reading the payload
+                limits = services.settings.server
                 limit = limits.max_payload_bytes if message_sized else limits.max_action_bytes
                 return {"ok": True, **handler(conn, as_object(data, limit))}
             except Exception as err:
-                log_refusal(f"socket event {name!r}", conn.principal, err)
+                address = request.remote_addr
+                who = lambda: principal_label(conn.principal, address)  # noqa: E731
+                log_refusal(f"socket event {name!r}", who, f"socket {sid}", err)
                 return {"ok": False, "error": error_body(err)}
 
         wrapped.__name__ = f"on_{name}"
@@ -123,7 +130,9 @@ class SocketProtocol:
         try:
             principal = resolve_principal(current_services().store, request.headers, session, auth)
         except ServerError as err:
-            log.info("refused a Socket.IO connection: %s", err.code)
+            address = request.remote_addr
+            who = lambda: principal_label(None, address)  # noqa: E731
+            log_refusal("a Socket.IO connection", who, f"address {address}", err)
             # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
             raise SocketIOConnectionRefused(err.message, err.to_dict()) from None
         with self._lock:
@@ -133,6 +142,7 @@ class SocketProtocol:
     def on_disconnect(self, reason: Any = None) -> None:
         with self._lock:
             conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
+        forget_caller(f"socket {request.sid}")  # type: ignore[attr-defined]
         if conn is None:
             return
         table = current_services().table
