@@ -64,11 +64,11 @@ def test_hostile_run_amounts_are_refused_before_any_big_arithmetic(runs: str | i
 
 def test_ordinary_run_amounts_still_parse() -> None:
     assert parse_runs("1/4") == Fraction(1, 4)
-    assert parse_runs(" 0.25 ") == Fraction(1, 4)
     assert parse_runs("2.5e-1") == Fraction(1, 4)
     assert parse_runs("1e6") == MAX_RUNS
     assert parse_runs(3) == 3
-    for refused in ("0", "-1/2", "1e7", "1/1000001", "lots", "1e", "1e+", "1/0"):
+    # " 0.25 ": the one number grammar (craft_rules/number_text.py) takes no spaces
+    for refused in ("0", "-1/2", "1e7", "1/1000001", "lots", "1e", "1e+", "1/0", " 0.25 "):
         with pytest.raises(InvalidRunsError):
             parse_runs(refused)
 
