@@ -29,7 +29,7 @@ from agents.bots.random_bot import RandomBot
 from agents.llm import prompts
 from agents.llm.tools import DeclarationOnly, SeatTools
 from agents.llm.tracing import count_message_tokens, count_tool_tokens
-from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
+from agents.narrator import describe_view, narrate_events, stable_prefix, state_and_news
 from agents.tournament import settings_for
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
@@ -47,7 +47,7 @@ def observation_tokens(game: Game, rules: RuleSet, seen: int) -> int:
     """o200k tokens of seat 0's observation now: the state and the events after the first ``seen``."""
     view = player_view(game, 0)
     events = narrate_events(viewer_log(game.events, 0)[seen:], 0, rules)
-    text = describe_view(view, rules) + "\n\n" + SECTION_EVENTS + "\n" + events
+    text = state_and_news(describe_view(view, rules), events)
     return count_message_tokens([HumanMessage(text)])
 
 

@@ -57,7 +57,7 @@ def test_kill_9_and_restart_resumes_every_game(make_server: MakeServer) -> None:
         timed_id, t0, _t1 = _seat_pair(server.url, made, "slow")
         phase_started_at = t0.call("events", {"game_id": timed_id})["events"][-1]["time"]
         # a game whose bot seat is about to decide (it waits BOT_DELAY before moving)
-        person = Client(server.url, "vs-bot").connect()
+        person = Client(server.url, "Vesna").connect()
         made.append(person)
         created = person.call("create_game", {"hall": "duel", "seats": ["open", "bot"], "join": True})
         bot_game = created["game"]["game_id"]

@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from agents.narrator import (
-    SECTION_EVENTS,
     NarrationMemo,
     describe_view,
     event_lines,
     stable_prefix,
+    state_and_news,
 )
 from craft_rules.model import RuleSet
 from server.game.events import Event
@@ -115,7 +115,7 @@ class SeatObserver:
         if self._prefix is None:
             self._prefix = escape_text(stable_prefix(view, self.rules))
         news = "\n".join(self._news) if self._news else "(nothing new)"
-        changing = describe_view(view, self.rules, self._memo) + "\n\n" + SECTION_EVENTS + "\n" + news
+        changing = state_and_news(describe_view(view, self.rules, self._memo), news)
         return self._prefix + "\n\n" + escape_text(changing)
 
     def mask(

@@ -90,7 +90,7 @@ from agents.llm.tracing import (
     secrets_in_environment,
 )
 from agents.local import derive_seed
-from agents.narrator import SECTION_EVENTS, describe_view, narrate_events, stable_prefix
+from agents.narrator import describe_view, narrate_events, stable_prefix, state_and_news
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from server.game.actions import Action
@@ -524,7 +524,7 @@ class LLMAgent:
         rules = self._rules_of(view)
         new, self._unseen = self._unseen, []
         events = narrate_events(new, view["seat"], rules)
-        text = describe_view(view, rules) + "\n\n" + SECTION_EVENTS + "\n" + events
+        text = state_and_news(describe_view(view, rules), events)
         if self._pending_note:
             text = self._pending_note + "\n\n" + text
             self._pending_note = None

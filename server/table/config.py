@@ -330,7 +330,7 @@ class SeatSpec(_Section):
     @field_validator("name")
     @classmethod
     def _name_rule(cls, name: str | None) -> str | None:
-        return None if name is None else normalise_name(name, "bot seat name")
+        return None if name is None else normalise_name(name, "bot seat name", kind="bot")
 
     @model_validator(mode="after")
     def _bot_only_for_bots(self) -> SeatSpec:

@@ -143,7 +143,7 @@ def create_token() -> tuple[Response, int]:
     data = body()
     if data.get("name") is None:
         raise ServerError("invalid_name", 'Name the token (who or what will use it), e.g. {"name": "bot-1"}.')
-    name = clean_display_name(data.get("name"), "token name")
+    name = clean_display_name(data.get("name"), "token name", "agent")
     plaintext, record = current_services().store.create_token(name, _scopes(data.get("scopes")))
     log.info("admin created API token %s (%s)", record["id"], log_text(record["name"]))
     return jsonify({"ok": True, "token": plaintext, "record": record}), 201

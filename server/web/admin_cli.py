@@ -39,7 +39,7 @@ def _open(settings: Any) -> Any:
 def create_token_cmd(settings: Any, name: str, scopes: tuple[str, ...]) -> None:
     """Create an API token for a bot or agent called NAME; prints it once."""
     try:
-        name = normalise_name(name, "token name")
+        name = normalise_name(name, "token name", kind="agent")
     except InvalidName as exc:
         raise click.ClickException(str(exc)) from None
     with _open(settings) as store:

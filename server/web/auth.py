@@ -26,7 +26,7 @@ from typing import Any
 from server.store import Store
 from server.table.config import Settings
 from server.table.errors import ServerError
-from server.table.names import InvalidName, normalise_name
+from server.table.names import InvalidName, NameKind, normalise_name
 from server.table.principal import Principal
 
 log = logging.getLogger(__name__)
@@ -36,11 +36,11 @@ TOKEN_PRINCIPAL_PREFIX = "token:"
 SCOPES = ("play", "admin")
 
 
-def clean_display_name(raw: Any, what: str = "display name") -> str:
+def clean_display_name(raw: Any, what: str = "display name", kind: NameKind = "human") -> str:
     """A name as stored (display names, bot seat names, token names): the rule of server/table/names.py,
     refused as ``invalid_name``."""
     try:
-        return normalise_name(raw, what)
+        return normalise_name(raw, what, kind=kind)
     except InvalidName as exc:
         raise ServerError("invalid_name", str(exc)) from None
 

@@ -314,7 +314,7 @@ class Lobby:
                 raw = {"kind": raw}
             if isinstance(raw, dict) and raw.get("name") is not None:  # the one rule for names, typed
                 try:
-                    raw = {**raw, "name": clean_display_name(raw["name"], "bot seat name")}
+                    raw = {**raw, "name": clean_display_name(raw["name"], "bot seat name", "bot")}
                 except ServerError as err:
                     raise ServerError(err.code, f"Seat {index}: {err.message}", {"seat": index}) from None
             try:
