@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import pymongo
 from bson.errors import InvalidDocument
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, WriteConcern
+from pymongo import ASCENDING, DESCENDING, IndexModel, WriteConcern
 from pymongo.errors import (
     BulkWriteError,
     ConnectionFailure,
@@ -68,6 +68,8 @@ from server.store.base import (
 
 DEFAULT_DATABASE = "tradecraft"
 DUPLICATE_KEY = 11000
+#: Tries of a conditional write that keeps losing to writers that delete what it found (then ``store_busy``).
+CONDITIONAL_WRITE_ATTEMPTS = 5
 #: Number of per-game lock stripes serialising appends within one process.
 LOCK_STRIPES = 64
 #: mongomock "servers" by host, so two stores opened on the same mongomock URL share data like a real server.
@@ -467,23 +469,21 @@ class MongoStore(Store):
         return str(doc["value"]) if doc else None
 
     def set_value_if_absent(self, key: str, value: str) -> str:
+        """A conditional insert, then a read of whoever won. Not an upsert: two racing upserts of a new key
+        make MongoDB raise DuplicateKeyError to the loser but may make other servers of its wire protocol
+        (SecantusDB) answer ``None``; an insert that the unique ``_id`` refuses means the same everywhere."""
         with self._errors("set_value_if_absent"), self._write_guard():
-            for _attempt in range(3):
+            for _attempt in range(CONDITIONAL_WRITE_ATTEMPTS):
                 try:
-                    doc = self.kv.find_one_and_update(
-                        {"_id": key},
-                        {"$setOnInsert": {"value": str(value)}},
-                        upsert=True,
-                        return_document=ReturnDocument.AFTER,
-                    )
-                    return str(doc["value"])
+                    self.kv.insert_one({"_id": key, "value": str(value)})
+                    return str(value)
                 except DuplicateKeyError:
-                    # Two concurrent upserts of a new key: the loser retries and now finds the winner's value.
-                    continue
-            doc = self.kv.find_one({"_id": key})
-            if doc is None:
-                raise StoreError("store_failure", f"could not store the value of {key!r}; retry")
-            return str(doc["value"])
+                    pass
+                doc = self.kv.find_one({"_id": key})
+                if doc is not None:
+                    return str(doc["value"])
+                # deleted (replace_value(key, old, None)) between our insert and read: try again
+            raise StoreError("store_busy", f"could not store the value of {key!r}; retry")
 
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         with self._errors("replace_value"), self._write_guard():
