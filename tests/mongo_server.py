@@ -24,7 +24,9 @@ URI_VARIABLE = "TRADECRAFT_TEST_MONGO_URI"
 """Set it to test against another MongoDB (``mongodb://HOST:PORT``); then no server is started."""
 REQUIRE_VARIABLE = "TRADECRAFT_TEST_MONGO"
 """``require``: a missing server is a failure, not a skip (the Makefile's test targets set it)."""
-INSTALL_HINT = "run `make mongo-server` (make test and make test-fast do it) to install the test MongoDB server"
+INSTALL_HINT = (
+    "run `make mongo-server` (make test and make test-fast do it) to install the test MongoDB server"
+)
 CACHE_SIZE = "64M"
 """WiredTiger's cache (its default is 1 GB): the tests' databases are tiny and each xdist worker runs one."""
 

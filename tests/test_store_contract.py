@@ -1,6 +1,6 @@
 """One contract suite for every store backend: the in-process memory store, SQLite (memory and file), the
-MongoDB backend's own code under mongomock, and a real MongoDB wire-protocol server (the ``mongo_uri`` fixture of
-conftest.py: the SecantusDB test server, or the MongoDB that TRADECRAFT_TEST_MONGO_URI names)."""
+MongoDB backend's own code under mongomock, and a real MongoDB wire-protocol server (the ``mongo_uri`` fixture
+of conftest.py: the SecantusDB test server, or the MongoDB that TRADECRAFT_TEST_MONGO_URI names)."""
 
 from __future__ import annotations
 
