@@ -22,7 +22,7 @@ import pytest
 from e2e_helpers import Client, MakeServer, Participant
 from mongo_server import database_uri, drop_database
 
-from server.store import SequenceConflict, Store, open_store
+from server.store import SequenceConflict, Store, StoreError, open_store
 from server.store.mongo import MongoStore
 
 T = TypeVar("T")
@@ -160,6 +160,37 @@ def test_racing_appends_never_fork_nor_interleave(stores: list[MongoStore], path
     assert sum(wins) > 1 and len({batch[0]["actor"] for batch in batches}) > 1  # there was a race
 
 
+def test_racing_inserts_behind_unique_indexes_have_one_winner(stores: list[MongoStore]) -> None:
+    """The other writes that a unique index or a condition guards: trace numbering (the loser renumbers),
+    a game id, a token's revocation."""
+    game_id = new_game(stores[0])
+    race(
+        stores,
+        lambda store, w: [
+            store.append_traces(game_id, [{"writer": w, "k": k}, {"writer": w, "k": k + 1}])
+            for k in range(0, 10, 2)
+        ],
+    )
+    traces = stores[0].load_traces(game_id)
+    assert sorted((t["writer"], t["k"]) for t in traces) == [
+        (w, k) for w in range(WRITERS) for k in range(10)
+    ]
+    for w in range(WRITERS):  # each writer's records in its order
+        assert [t["k"] for t in traces if t["writer"] == w] == list(range(10))
+
+    def create(store: Store, _writer: int) -> bool:
+        try:
+            store.create_game("contested", {"mode": "1p_v_1p", "ruleset": "minecraft", "seed": 1})
+        except StoreError as error:
+            assert error.code == "game_exists"
+            return False
+        return True
+
+    assert race(stores, create).count(True) == 1
+    _, token = stores[0].create_token("bot", ["play"])
+    assert race(stores, lambda store, w: store.revoke_token(token["id"])).count(True) == 1
+
+
 # ------------------------------------------------------------------------------------------- two processes
 def _process_racer(url: str, game_id: str, start: Any, rounds: int, results: Any) -> None:
     """One 'worker process' with its own client: claims, counter increments and appends, each contested."""
@@ -184,6 +215,7 @@ def _process_racer(url: str, game_id: str, start: Any, rounds: int, results: Any
     results.put({"pid": os.getpid(), "claims": claims, "tries": tries, "appended": appended})
 
 
+@pytest.mark.slow  # two spawned processes
 def test_two_processes_racing_keep_every_guarantee(url: str) -> None:
     rounds = 60
     setup = open_store(url)
@@ -236,6 +268,7 @@ def play_some(person: Participant, game_id: str, moves: int | None = None, timeo
     return str(person.call("view", {"game_id": game_id})["status"])
 
 
+@pytest.mark.slow  # two server processes, one after the other
 def test_a_whole_game_on_the_wire_server_survives_a_restart(
     mongo_uri: str, make_server: MakeServer, clients: list[Participant]
 ) -> None:

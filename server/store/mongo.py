@@ -13,7 +13,9 @@ Appending a batch:
 - otherwise (standalone server, mongomock) it checks the next sequence number, inserts relying on the unique
   index, and if the index refuses an event part-way it deletes the events this call did insert (tagged with a
   per-call batch id) before raising :class:`SequenceConflict`. Appends to one game are also serialised within
-  the process, so only writers in other processes can ever observe that brief partial batch.
+  the process, so only writers in other processes can ever observe that brief partial batch; one that appends
+  right after it would leave a gap when the batch is taken back, so several server processes on one
+  MongoDB need a replica set (a single-node one will do), where the transaction path is taken.
 
 Writes use write concern ``majority`` with journaling (unless the URL sets its own ``w``), so an acknowledged
 append is on disk. A MongoClient must be created after a fork: open the store in each gunicorn worker.
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import threading
+import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -70,6 +74,9 @@ DEFAULT_DATABASE = "tradecraft"
 DUPLICATE_KEY = 11000
 #: Tries of a conditional write that keeps losing to writers that delete what it found (then ``store_busy``).
 CONDITIONAL_WRITE_ATTEMPTS = 5
+#: Tries of a trace append that keeps losing the race for the next numbers (one writer wins each round; eight
+#: writers with their own clients appending at once took up to 18 on the test server, 5 were too few).
+TRACE_APPEND_ATTEMPTS = 60
 #: Number of per-game lock stripes serialising appends within one process.
 LOCK_STRIPES = 64
 #: mongomock "servers" by host, so two stores opened on the same mongomock URL share data like a real server.
@@ -338,7 +345,9 @@ class MongoStore(Store):
         with self._errors("append_traces"), lock, self._write_guard():
             if self.games.find_one({"_id": game_id}, {"_id": 1}) is None:
                 raise unknown_game(game_id)
-            for _attempt in range(5):
+            for attempt in range(TRACE_APPEND_ATTEMPTS):
+                if attempt:  # lost to another writer: back off a little, at random, so the losers spread out
+                    time.sleep(random.uniform(0, 0.001 * min(attempt, 20)))
                 last = self.traces.find_one({"game_id": game_id}, {"n": 1}, sort=[("n", DESCENDING)])
                 stored = 0 if last is None else int(last["n"]) + 1
                 if not prepared:
