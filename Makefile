@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser valgrind run test test-fast lint bench clean
+.PHONY: setup browser valgrind mongo-server run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml package.json package-lock.json
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,19 @@ browser:
 	  { apt-get update -qq && apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; } || \
 	  { echo "Install Debian's chromium and fonts-noto-color-emoji (as root) for the browser tests."; exit 1; }
 
+# A MongoDB wire-protocol server for the tests (SecantusDB, on WiredTiger; GPL: a test server only, so it gets
+# its own virtualenv and nothing imports it). tests/mongo_server.py starts it; see README's Tests section.
+MONGO_VENV := .venv-mongo
+MONGO_STAMP := $(MONGO_VENV)/.installed
+MONGO_SERVER_PACKAGE := SecantusDB==0.7.0b3
+
+$(MONGO_STAMP):
+	$(PYTHON) -m venv $(MONGO_VENV)
+	$(MONGO_VENV)/bin/pip install --quiet '$(MONGO_SERVER_PACKAGE)'
+	touch $(MONGO_STAMP)
+
+mongo-server: $(MONGO_STAMP)
+
 # valgrind for bench/bench_env_instructions.py (instruction counts that other jobs on the machine do not move)
 valgrind:
 	@command -v valgrind >/dev/null || \
@@ -35,19 +48,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo
 
-test: $(STAMP) browser
+test: $(STAMP) browser mongo-server
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/pytest
+	TRADECRAFT_TEST_MONGO=require $(BIN)/pytest
 
 # the quick lane while working: no browser, no test marked slow (CI runs `make test`)
-test-fast: $(STAMP)
+test-fast: $(STAMP) mongo-server
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/pytest -m "not slow" --ignore=tests/browser -n 2
+	TRADECRAFT_TEST_MONGO=require $(BIN)/pytest -m "not slow" --ignore=tests/browser -n 2
 
 bench: $(STAMP) browser valgrind
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(MONGO_VENV) node_modules .pytest_cache .ruff_cache .hypothesis

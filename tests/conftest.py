@@ -11,6 +11,8 @@ ships, never what this machine happens to have.
 - Servers: ``make_server`` starts real server processes (for tests of the process and its sockets),
   ``make_app`` / ``app_client`` build the app in-process (for tests of what it answers); both write the test
   settings with :func:`e2e_helpers.write_config` and shut down all they started when the module ends.
+- MongoDB: ``mongo_uri`` starts one real MongoDB wire-protocol server per session (per xdist worker), only
+  when a test asks for it (tests/mongo_server.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ os.environ.pop("TRADECRAFT_RULE_SETS", None)
 from e2e_helpers import MakeServer, Participant, ServerProcess, write_config
 from in_process import InProcessApp, MakeApp
 from mini_rules import MINI_FUELS, MINI_RECIPES, MINI_TAGS, write_rule_set
+from mongo_server import INSTALL_HINT, SERVER_COMMAND, URI_VARIABLE, MongoWireServer, server_required
 from suite_support import shipped_rule_set
 
 from craft_rules.loader import load_rule_set_from
@@ -120,3 +123,26 @@ def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeApp]:
 def app_client(make_app: MakeApp) -> InProcessApp:
     """The module's in-process app over the default test settings: ``app_client.client("Ada").connect()``."""
     return make_app()
+
+
+@pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``mongodb://127.0.0.1:PORT`` of a MongoDB wire-protocol server started for this session (each xdist
+    worker starts its own on a free port, so no locks), or ``$TRADECRAFT_TEST_MONGO_URI`` when set. Skips
+    when the server is not installed, but fails under ``make test`` (``TRADECRAFT_TEST_MONGO=require``)."""
+    given = os.environ.get(URI_VARIABLE)
+    if given:
+        yield given
+        return
+    if not SERVER_COMMAND.exists():
+        message = f"no MongoDB test server at {SERVER_COMMAND}: {INSTALL_HINT}"
+        if server_required():
+            pytest.fail(message)
+        pytest.skip(message)
+    server = MongoWireServer(tmp_path_factory.mktemp("mongo")).start()
+    os.environ[URI_VARIABLE] = server.uri  # processes the tests start find the same server
+    try:
+        yield server.uri
+    finally:
+        os.environ.pop(URI_VARIABLE, None)
+        server.stop()

@@ -1,5 +1,6 @@
 """One contract suite for every store backend: the in-process memory store, SQLite (memory and file), the
-MongoDB backend's own code under mongomock, and a real MongoDB when TRADECRAFT_TEST_MONGO_URI is set (e.g. mongodb://127.0.0.1:27017)."""
+MongoDB backend's own code under mongomock, and a real MongoDB wire-protocol server (the ``mongo_uri`` fixture
+of conftest.py: the SecantusDB test server, or the MongoDB that TRADECRAFT_TEST_MONGO_URI names)."""
 
 from __future__ import annotations
 
@@ -16,20 +17,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mongo_server import database_uri, drop_database
 
 from server.store import SequenceConflict, Store, StoreError, open_store
 from server.store.base import MAX_TRACE_BYTES, MAX_TRACES_PER_GAME, check_trace_limit
 
-MONGO_URI = os.environ.get("TRADECRAFT_TEST_MONGO_URI", "")
 BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "mongomock", "mongodb"]
-
-
-def _mongo_url(database: str) -> str:
-    base = MONGO_URI.split("?", 1)[0].rstrip("/")
-    if base.count("/") > 2:  # the URI names a database: replace it with this test's own
-        base = base.rsplit("/", 1)[0]
-    query = "?" + MONGO_URI.split("?", 1)[1] if "?" in MONGO_URI else ""
-    return f"{base}/{database}{query}"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -47,17 +40,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         pytest.importorskip("mongomock", reason="mongomock is a dev dependency: pip install -e '.[dev]'")
         yield f"mongomock://localhost/{database}"
     else:
-        if not MONGO_URI:
-            pytest.skip(
-                "no MongoDB server here: set TRADECRAFT_TEST_MONGO_URI=mongodb://HOST:PORT to run these"
-            )
-        url = _mongo_url(database)
+        url = database_uri(request.getfixturevalue("mongo_uri"), database)
         yield url
-        import pymongo
-
-        client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(url)
-        client.drop_database(database)
-        client.close()
+        drop_database(url)
 
 
 @pytest.fixture

@@ -13,7 +13,9 @@ Appending a batch:
 - otherwise (standalone server, mongomock) it checks the next sequence number, inserts relying on the unique
   index, and if the index refuses an event part-way it deletes the events this call did insert (tagged with a
   per-call batch id) before raising :class:`SequenceConflict`. Appends to one game are also serialised within
-  the process, so only writers in other processes can ever observe that brief partial batch.
+  the process, so only writers in other processes can ever observe that brief partial batch; one that appends
+  right after it would leave a gap when the batch is taken back, so several server processes on one
+  MongoDB need a replica set (a single-node one will do), where the transaction path is taken.
 
 Writes use write concern ``majority`` with journaling (unless the URL sets its own ``w``), so an acknowledged
 append is on disk. A MongoClient must be created after a fork: open the store in each gunicorn worker.
@@ -23,14 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import threading
+import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import pymongo
 from bson.errors import InvalidDocument
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, WriteConcern
+from pymongo import ASCENDING, DESCENDING, IndexModel, WriteConcern
 from pymongo.errors import (
     BulkWriteError,
     ConnectionFailure,
@@ -68,6 +72,11 @@ from server.store.base import (
 
 DEFAULT_DATABASE = "tradecraft"
 DUPLICATE_KEY = 11000
+#: Tries of a conditional write that keeps losing to writers that delete what it found (then ``store_busy``).
+CONDITIONAL_WRITE_ATTEMPTS = 5
+#: Tries of a trace append that keeps losing the race for the next numbers (one writer wins each round; eight
+#: writers with their own clients appending at once took up to 18 on the test server, 5 were too few).
+TRACE_APPEND_ATTEMPTS = 60
 #: Number of per-game lock stripes serialising appends within one process.
 LOCK_STRIPES = 64
 #: mongomock "servers" by host, so two stores opened on the same mongomock URL share data like a real server.
@@ -336,7 +345,9 @@ class MongoStore(Store):
         with self._errors("append_traces"), lock, self._write_guard():
             if self.games.find_one({"_id": game_id}, {"_id": 1}) is None:
                 raise unknown_game(game_id)
-            for _attempt in range(5):
+            for attempt in range(TRACE_APPEND_ATTEMPTS):
+                if attempt:  # lost to another writer: back off a little, at random, so the losers spread out
+                    time.sleep(random.uniform(0, 0.001 * min(attempt, 20)))
                 last = self.traces.find_one({"game_id": game_id}, {"n": 1}, sort=[("n", DESCENDING)])
                 stored = 0 if last is None else int(last["n"]) + 1
                 if not prepared:
@@ -467,23 +478,21 @@ class MongoStore(Store):
         return str(doc["value"]) if doc else None
 
     def set_value_if_absent(self, key: str, value: str) -> str:
+        """A conditional insert, then a read of whoever won. Not an upsert: two racing upserts of a new key
+        make MongoDB raise DuplicateKeyError to the loser but may make other servers of its wire protocol
+        (SecantusDB) answer ``None``; an insert that the unique ``_id`` refuses means the same everywhere."""
         with self._errors("set_value_if_absent"), self._write_guard():
-            for _attempt in range(3):
+            for _attempt in range(CONDITIONAL_WRITE_ATTEMPTS):
                 try:
-                    doc = self.kv.find_one_and_update(
-                        {"_id": key},
-                        {"$setOnInsert": {"value": str(value)}},
-                        upsert=True,
-                        return_document=ReturnDocument.AFTER,
-                    )
-                    return str(doc["value"])
+                    self.kv.insert_one({"_id": key, "value": str(value)})
+                    return str(value)
                 except DuplicateKeyError:
-                    # Two concurrent upserts of a new key: the loser retries and now finds the winner's value.
-                    continue
-            doc = self.kv.find_one({"_id": key})
-            if doc is None:
-                raise StoreError("store_failure", f"could not store the value of {key!r}; retry")
-            return str(doc["value"])
+                    pass
+                doc = self.kv.find_one({"_id": key})
+                if doc is not None:
+                    return str(doc["value"])
+                # deleted (replace_value(key, old, None)) between our insert and read: try again
+            raise StoreError("store_busy", f"could not store the value of {key!r}; retry")
 
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         with self._errors("replace_value"), self._write_guard():
