@@ -230,6 +230,12 @@ class LimitsSection(_Section):
     open_games_per_user: int | None = Field(
         10, ge=1, description="games waiting for players that one user may have created; null = unbounded"
     )
+    waiting_game_expiry_minutes: float | None = Field(
+        60,
+        gt=0,
+        description="a game still waiting for players this long after its creation is closed (aborted, "
+        "reason expired), freeing its creator's open-game slot; null = never",
+    )
 
     @field_validator("storage")
     @classmethod
