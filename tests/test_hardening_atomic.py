@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,7 @@ def test_parallel_joins_by_one_person_never_give_two_seats(server: ServerProcess
             game_id = body["game"]["game_id"]
             url = f"{server.url}/api/games/{game_id}/join"
             sessions = [session_of(person) for _ in range(parallel)]
-            answers = in_parallel(
-                [lambda s=s, seat=seat: post(s, url, {"seat": seat}) for seat, s in enumerate(sessions)]
-            )
+            answers = in_parallel([partial(post, s, url, {"seat": seat}) for seat, s in enumerate(sessions)])
             joined = [body["seat"] for status, body in answers if status == 200]
             refused = [body["error"]["code"] for status, body in answers if status != 200]
             assert len(joined) == 1, (attempt, answers)
@@ -160,17 +159,20 @@ def test_one_seat_per_person_holds_across_workers(two_workers: list[Worker]) -> 
         game_id = first.lobby.create_game("trio", host)["game_id"]
         second.table.get(game_id)  # both workers hold the game in memory, each with its own lock
 
-        def join(worker: Worker, seat: int) -> Any:
-            try:
-                return worker.lobby.join(game_id, ada, seat)
-            except ServerError as err:
-                return err.code
-
-        answers = in_parallel([lambda: join(first, 0), lambda: join(second, 1)])
+        answers = in_parallel(
+            [partial(join_or_code, first, game_id, ada, 0), partial(join_or_code, second, game_id, ada, 1)]
+        )
         seats = [answer for answer in answers if isinstance(answer, int)]
         assert len(seats) == 1 and answers.count("seat_taken") == 1, answers
         merged = first.lobby.my_games(ada)
         assert [g["your_seats"] for g in merged if g["game_id"] == game_id] == [seats], merged
+
+
+def join_or_code(worker: Worker, game_id: str, person: Principal, seat: int) -> Any:
+    try:
+        return worker.lobby.join(game_id, person, seat)
+    except ServerError as err:
+        return err.code
 
 
 def test_open_games_limit_holds_across_workers(two_workers: list[Worker]) -> None:
