@@ -210,6 +210,22 @@ def test_a_name_like_another_seats_is_refused_without_revealing_who(server: Serv
     twin.close()
 
 
+def test_parallel_joins_of_look_alike_names_never_both_sit(server: ServerProcess) -> None:
+    for attempt in range(10):
+        creator = Client(server.url, unique("Host"))
+        status, body = creator.rest("POST", "/api/games", {"hall": "trio"})
+        assert status == 201, body
+        game_id = body["game"]["game_id"]
+        name = unique("Twin")
+        twins = [Client(server.url, name), Client(server.url, name.upper())]
+        url = f"{server.url}/api/games/{game_id}/join"
+        answers = in_parallel([partial(post, twin.http, url, {}) for twin in twins])
+        statuses = sorted(status for status, _ in answers)
+        assert statuses == [200, 400], (attempt, answers)
+        for client in [creator, *twins]:
+            client.close()
+
+
 # ------------------------------------------------------------------------------------------------ seeds
 def test_only_admins_set_a_games_seed(server: ServerProcess) -> None:
     player = Client(server.url, unique("Seeder"))

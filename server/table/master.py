@@ -534,9 +534,11 @@ class Table(BotSeats, TraceRecords):
             raise not_waiting(f"already {decided}")
 
     def reload_waiting_status(self, live: LiveGame) -> None:
-        """A waiting game's status as the store has it (another worker may have closed it). Under the lock."""
+        """A waiting game's status and seat claims as the store has them (another worker may have closed it;
+        a join may have claimed a seat not yet recorded). Under the game's lock."""
         if live.status != "waiting":
             return
+        self._refresh_seats(live)
         stored = self.store.get_game(live.game_id)
         if stored is not None and stored.get("status") != "waiting":
             live.meta.update({k: stored[k] for k in ("status", "abort_reason", "finished_at") if k in stored})

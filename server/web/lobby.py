@@ -68,6 +68,7 @@ from server.table.config import HallSettings, SeatSpec, Settings
 from server.table.errors import ServerError, parse_count
 from server.table.live import (
     CLOSED_UNSTARTED,
+    LiveGame,
     SeatState,
     open_game_key,
     seat_claim_key,
@@ -668,20 +669,27 @@ class Lobby:
         return claimed
 
     def _claim(self, game_id: str, principal: Principal, seat: Any) -> int:
+        """Claim a seat for ``principal``. Under the game's lock, so the name check and the claim are one
+        step in this process (the person's one seat and the seat itself are conditional writes in the
+        store, which hold across processes too)."""
         live = self.table.get(game_id)
         with live.lock:
-            self.table.catch_up(live)
-            self.table.reload_waiting_status(live)  # another worker may have closed it
-            if live.status == "aborted" and live.game is None:
-                raise game_cancelled()
-            if live.status != "waiting":
-                raise ServerError(
-                    "game_full",
-                    "The game has started; every seat is taken. Watch it as a spectator.",
-                    status=409,
-                )
-            seats = live.seats
-            others = [(s.seat, s.name) for s in seats if s.taken and s.name and s.user_id != principal.id]
+            return self._claim_locked(live, principal, seat)
+
+    def _claim_locked(self, live: LiveGame, principal: Principal, seat: Any) -> int:
+        game_id = live.game_id
+        self.table.catch_up(live)
+        self.table.reload_waiting_status(live)  # another join or worker may have claimed seats, or closed it
+        if live.status == "aborted" and live.game is None:
+            raise game_cancelled()
+        if live.status != "waiting":
+            raise ServerError(
+                "game_full",
+                "The game has started; every seat is taken. Watch it as a spectator.",
+                status=409,
+            )
+        seats = live.seats
+        others = [(s.seat, s.name) for s in seats if s.taken and s.name and s.user_id != principal.id]
         if seat is not None:
             if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < len(seats):
                 raise ServerError(
