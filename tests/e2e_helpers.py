@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import requests
 import socketio
@@ -252,6 +252,13 @@ class Participant(ABC):
         assert status == 200 and body["ok"], body
         self.user = body["user"]
         return body["user"]
+
+    def as_researcher(self) -> Self:
+        """Log this participant's session in to the admin area, as a researcher does to set a game's seed;
+        before ``connect()``: a Socket.IO connection keeps the session it connected with."""
+        status, body = self.rest("POST", "/api/admin/login", {"password": ADMIN_PASSWORD})
+        assert status == 200, body
+        return self
 
     def act(self, game_id: str, action_type: str, **fields: Any) -> dict[str, Any]:
         """Send one action; its ack (with the new events this seat may see) is recorded like a push."""

@@ -77,9 +77,9 @@ def server_export(app: InProcessApp, game_id: str) -> GameLog:
 
 
 def test_headless_log_and_server_export_read_back_the_same(app_client: InProcessApp) -> None:
-    seated = [app_client.client(f"log-{seat}").connect() for seat in range(2)]
+    seated = [app_client.client("log-0").as_researcher().connect(), app_client.client("log-1").connect()]
     try:
-        created = seated[0].call("create_game", {"hall": "duel", "seed": 4242})
+        created = seated[0].call("create_game", {"hall": "duel", "seed": 4242})  # a researcher's seed
         assert created["ok"], created
         game_id = created["game"]["game_id"]
         for seat, client in enumerate(seated):
@@ -134,7 +134,7 @@ def test_headless_log_and_server_export_read_back_the_same(app_client: InProcess
 def test_same_game_seed_gives_the_same_bot_moves_on_the_server(app_client: InProcessApp) -> None:
     """The server seeds each bot move from the game seed and where the seat is in its own play: two all-bot
     games with one seed play the same moves; another seed plays others."""
-    creator = app_client.client("bot-seeder").connect()
+    creator = app_client.client("bot-seeder").as_researcher().connect()  # it sets the seeds
     bots = [{"kind": "bot", "bot": "random"}, {"kind": "bot", "bot": "random"}]
     try:
         game_ids = []

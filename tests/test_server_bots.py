@@ -204,7 +204,7 @@ def test_an_illegal_bot_move_is_refused_like_a_clients_retried_with_other_seeds_
     live: tuple[ServerProcess, Path],
 ) -> None:
     server, records = live
-    human = Client(server.url, "vs-cheat").connect()
+    human = Client(server.url, "vs-cheat").as_researcher().connect()  # it sets the seed
     try:
         created = create(human, "duel", ["open", bot("illegal")], join=True, seed=4711)
         game_id = created["game"]["game_id"]
@@ -238,7 +238,7 @@ def test_a_refusal_aware_policy_is_told_why_and_asked_again(live: tuple[ServerPr
     """A policy with a refused(error) hook (an LLM agent) keeps its seat's policy: it is told the engine's
     typed error (the one a client gets) and asked again, instead of being replaced by another seed."""
     server, records = live
-    human = Client(server.url, "vs-stubborn").connect()
+    human = Client(server.url, "vs-stubborn").as_researcher().connect()  # it sets the seed
     try:
         created = create(human, "duel", ["open", bot("stubborn")], join=True, seed=4712)
         game_id = created["game"]["game_id"]
@@ -265,7 +265,7 @@ def test_traces_land_in_the_store_and_the_researcher_export_never_in_a_participa
     live: tuple[ServerProcess, Path],
 ) -> None:
     server, _ = live
-    host = Client(server.url, "tracing").connect()
+    host = Client(server.url, "tracing").as_researcher().connect()  # it sets the seed
     try:
         created = create(host, "duel", [bot("tracer?size=200000&count=10"), bot("random")], seed=31)
         game_id = created["game"]["game_id"]
@@ -389,7 +389,7 @@ def test_an_observing_policy_sees_each_event_once_in_order_across_a_restart(
     server, records = start_server(make_server, tmp_path)
     game_seed = 77
     try:
-        host = Client(server.url, "observer-host").connect()
+        host = Client(server.url, "observer-host").as_researcher().connect()  # it sets the seed
         created = create(host, "duel", [bot("observer?seconds=0.25")] * 2, seed=game_seed)
         game_id = created["game"]["game_id"]
         host.close()
@@ -428,7 +428,7 @@ def test_a_policy_that_hangs_past_the_move_time_limit_does_not_hang_the_game(
         make_server, tmp_path, workers=2, move_time_limit_seconds=1, fallback="random"
     )
     try:
-        host = Client(server.url, "hang-host").connect()
+        host = Client(server.url, "hang-host").as_researcher().connect()  # it sets the seed
         hung = create(host, "duel", [bot("hang"), bot("random")], seed=3)["game"]["game_id"]
         time.sleep(0.2)
         quick = create(host, "duel", [bot("sleepy?seconds=0.05")] * 2, seed=4)["game"]["game_id"]

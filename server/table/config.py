@@ -240,6 +240,12 @@ class LimitsSection(_Section):
         description="Socket.IO events one user or API token may send per window over all its connections "
         "(a bot runner playing many games with one token shares it)",
     )
+    waiting_game_expiry_minutes: float | None = Field(
+        60,
+        gt=0,
+        description="a game still waiting for players this long after its creation is closed (aborted, "
+        "reason expired), freeing its creator's open-game slot; null = never",
+    )
 
     @field_validator("storage")
     @classmethod

@@ -25,6 +25,29 @@ def seat_claim_key(game_id: str, seat: int) -> str:
     return f"seat:{game_id}:{seat}"
 
 
+def seat_holder_key(game_id: str, user_id: str) -> str:
+    """Store key of the one seat a person (a human principal) holds in a game (``{"seat", "at"}`` JSON),
+    claimed with ``replace_value(key, None, ...)`` before the seat itself, so two parallel joins of one person
+    never both get a seat, whichever worker process serves them."""
+    return f"game:{game_id}:holder:{user_id}"
+
+
+def waiting_ended_key(game_id: str) -> str:
+    """Store key written once when a waiting game stops waiting: ``started``, or why it closed unstarted
+    (:data:`CLOSED_UNSTARTED`). The conditional write decides a start racing a cancel or an expiry."""
+    return f"game:{game_id}:waiting_ended"
+
+
+def open_game_key(user_id: str, slot: int) -> str:
+    """Store key of one of a user's open-game slots (``limits.open_games_per_user`` of them), claimed by
+    the id of a waiting game the user created and released when that game stops waiting."""
+    return f"open:{user_id}:{slot}"
+
+
+#: Why a waiting game closed before it started (its ``abort_reason`` and :func:`waiting_ended_key` value).
+CLOSED_UNSTARTED = ("cancelled", "expired", "aborted")
+
+
 def overdue_key(game_id: str, seat: int) -> str:
     """Scheduler key of the watchdog that abandons a bot move past its time limit."""
     return f"botlimit:{game_id}:{seat}"

@@ -22,7 +22,9 @@ action id derived from the move (docs/protocol.md §6a).
 
 The store is the truth: the in-memory game is a cache rebuilt by replay whenever it may be stale, so several
 server processes sharing one store never fork a game. Seat ownership lives in the store too, as
-``set_value_if_absent`` claims (atomic across processes), see :func:`seat_claim_key`.
+``set_value_if_absent`` claims (atomic across processes), see :func:`seat_claim_key`; so does the one decision
+of how a waiting game stops waiting (it starts, or is cancelled, expires or is aborted unstarted), a
+conditional write of :func:`waiting_ended_key`, so a cancel racing the last join has one winner.
 """
 
 from __future__ import annotations
@@ -56,7 +58,15 @@ from server.table.bot_seats import BotSeats
 from server.table.config import Settings
 from server.table.envelope import envelope, number_events
 from server.table.errors import ServerError
-from server.table.live import LiveGame, SeatState, phase_anchor, seat_claim_key, takeover_key
+from server.table.live import (
+    CLOSED_UNSTARTED,
+    LiveGame,
+    SeatState,
+    phase_anchor,
+    seat_claim_key,
+    takeover_key,
+    waiting_ended_key,
+)
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.table.timers import Scheduler
@@ -76,6 +86,19 @@ def game_instance(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
         raise ServerError(
             "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
         ) from exc
+
+
+def expiry_timer_key(game_id: str) -> str:
+    """Scheduler key of the timer that closes a game still waiting for players."""
+    return f"expiry:{game_id}"
+
+
+def not_waiting(status: str) -> ServerError:
+    return ServerError(
+        "not_waiting",
+        f"The game no longer waits for players (it is {status}); only a waiting game can be cancelled.",
+        status=409,
+    )
 
 
 class Table(BotSeats, TraceRecords):
@@ -227,11 +250,13 @@ class Table(BotSeats, TraceRecords):
 
     # ----------------------------------------------------------------------------------------- seating
     def seats_changed(self, game_id: str) -> LiveGame:
-        """A seat was claimed: record the seats, tell everyone, start the game once every seat is taken."""
+        """A seat was claimed: record the seats, tell everyone, start the game once every seat is taken.
+        A waiting game's expiry timer is (re)armed here: at creation, after each join and on recovery."""
         live = self.get(game_id)
         with live.lock:
             self._refresh_seats(live)
             if live.status == "waiting":
+                self._arm_expiry(live)
                 records = [s.record() for s in live.seats]
                 if records != live.meta.get("seats"):
                     self.store.update_game(game_id, seats=records)
@@ -246,6 +271,11 @@ class Table(BotSeats, TraceRecords):
         self.catch_up(live)
         if live.game is not None:
             return
+        if self._end_waiting(live.game_id, "started") != "started":
+            self.reload_waiting_status(live)  # a cancel, an expiry or an abort won: it never starts
+            return
+        self.scheduler.cancel(expiry_timer_key(live.game_id))
+        self._release_open_slot(live)
         try:
             game = Game.new(live.instance, live.settings, live.rules, live.seed)
         except GameError as err:
@@ -457,6 +487,9 @@ class Table(BotSeats, TraceRecords):
             self.catch_up(live)
             if live.status in ("finished", "aborted"):
                 raise ServerError("game_over", f"The game is already {live.status}.", status=409)
+            if live.status == "waiting" and self._end_waiting(live.game_id, "aborted") == "aborted":
+                self.scheduler.cancel(expiry_timer_key(live.game_id))
+                self._release_open_slot(live)
             fields = {"status": "aborted", "abort_reason": reason, "finished_at": self.clock()}
             self.store.update_game(live.game_id, **fields)
             live.meta.update(fields)
@@ -466,6 +499,90 @@ class Table(BotSeats, TraceRecords):
             self._push_seats(live)
             self._lobby_changed(live)
             live.changed.notify_all()
+
+    # ------------------------------------------------------------------------------- waiting games
+    def close_waiting(self, game_id: Any, reason: str) -> None:
+        """Close a game that still waits for players (``reason``: cancelled or expired): aborted with that
+        reason, its expiry timer and open-game slot freed, its seats, spectators and the lobby told. Raises
+        ``not_waiting`` when it has started or closed: the conditional write of :func:`waiting_ended_key`
+        decides a close racing the start (or another close), in whatever process each runs."""
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            self.reload_waiting_status(live)
+            if live.status != "waiting":
+                raise not_waiting(live.status)
+            decided = self._end_waiting(live.game_id, reason)
+            if decided not in CLOSED_UNSTARTED:
+                raise not_waiting("running")
+            # a close another process decided but did not finish (it crashed) is finished here, as decided
+            fields = {"status": "aborted", "abort_reason": decided, "finished_at": self.clock()}
+            self.store.update_game(live.game_id, **fields)
+            live.meta.update(fields)
+            self.scheduler.cancel(expiry_timer_key(live.game_id))
+            self._release_open_slot(live)
+            closed = {"game_id": live.game_id, "reason": decided}
+            for seat in range(len(live.seats)):
+                self.transport.push("game_cancelled", closed, seat_room(live.game_id, seat), None)
+            self.transport.push("game_cancelled", closed, spectator_room(live.game_id), None)
+            self._push_seats(live)
+            self._lobby_changed(live)
+            live.changed.notify_all()
+        with self._registry_lock:
+            self._remember_finished(live.game_id)
+        if decided != reason:
+            raise not_waiting(f"already {decided}")
+
+    def reload_waiting_status(self, live: LiveGame) -> None:
+        """A waiting game's status and seat claims as the store has them (another worker may have closed it;
+        a join may have claimed a seat not yet recorded). Under the game's lock."""
+        if live.status != "waiting":
+            return
+        self._refresh_seats(live)
+        stored = self.store.get_game(live.game_id)
+        if stored is not None and stored.get("status") != "waiting":
+            live.meta.update({k: stored[k] for k in ("status", "abort_reason", "finished_at") if k in stored})
+
+    def _end_waiting(self, game_id: str, outcome: str) -> str:
+        """Decide once how the game stops waiting: ``outcome`` if this call decided it, else what did."""
+        key = waiting_ended_key(game_id)
+        for _ in range(3):
+            if self.store.replace_value(key, None, outcome):
+                return outcome
+            decided = self.store.get_value(key)
+            if decided is not None:
+                return decided
+        raise ServerError("conflict", "The game changed under concurrent requests; try again.", status=409)
+
+    def _arm_expiry(self, live: LiveGame) -> None:
+        """Schedule the close of a game that waits longer than ``limits.waiting_game_expiry_minutes`` after
+        its creation (a time in the store, so a restarted server arms the same one)."""
+        minutes = self.settings.limits.waiting_game_expiry_minutes
+        if minutes is None:
+            return
+        created = live.meta.get("created_at")
+        start = float(created) if isinstance(created, int | float) else self.clock()
+        self.scheduler.schedule(
+            expiry_timer_key(live.game_id), start + minutes * 60, partial(self._expire, live.game_id)
+        )
+
+    def _expire(self, game_id: str) -> None:
+        try:
+            self.close_waiting(game_id, "expired")
+        except ServerError as err:  # it started (or closed) meanwhile
+            log.info("game %s: expiry not applied: %s", game_id, err.code)
+            return
+        log.info(
+            "game %s: closed unstarted after %s minutes",
+            game_id,
+            self.settings.limits.waiting_game_expiry_minutes,
+        )
+
+    def _release_open_slot(self, live: LiveGame) -> None:
+        """Free the creator's open-game slot this game holds (server.web.lobby), if it still holds it."""
+        slot = live.meta.get("open_slot")
+        if isinstance(slot, dict) and isinstance(slot.get("key"), str) and isinstance(slot.get("claim"), str):
+            self.store.replace_value(slot["key"], slot["claim"], None)
 
     def _aborted(self, live: LiveGame) -> bool:
         if self.settings.socketio.message_queue:  # another worker may have aborted it: ask the store

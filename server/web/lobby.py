@@ -2,9 +2,22 @@
 
 A game is created "waiting" with one seat per player; a seat is *open* (anyone logged in), reserved
 for a *human* (session login) or an *agent* (API token), or a *bot* (filled at once by a built-in bot).
-When the last seat is taken the game starts (``Table.seats_changed``). Seat claims are atomic across
-server processes (``Store.set_value_if_absent``), so two people racing for the last seat never both
-get it.
+When the last seat is taken the game starts (``Table.seats_changed``). Every "one of" rule is a conditional
+write in the store, so it holds across server processes, never a read before a write:
+
+- a seat: ``Store.set_value_if_absent`` on its claim key, so two people racing for the last seat never both
+  get it;
+- a person's one seat per game: a human first claims :func:`~server.table.live.seat_holder_key` with
+  ``replace_value(key, None, ...)`` and releases it if the seat claim then loses (agents, API tokens, may hold
+  several seats as before);
+- a user's open games: ``limits.open_games_per_user`` slot keys (:func:`~server.table.live.open_game_key`),
+  each claimed by one waiting game's id and freed when the game starts or closes; a slot whose game no longer
+  waits is taken back with a conditional write, so a crash never locks a user out;
+- a waiting game starts or closes (cancelled by its creator, expired after ``limits.waiting_game_expiry_
+  minutes``, aborted) once: ``Table.close_waiting``.
+
+Only admins (researchers) set a game's ``seed`` from a client (it drives the bots' policies and the first
+proposer); the operator's in-process calls may.
 
 Instances: a hall deals each game a ``generated`` instance (made at creation, see below), or draws it
 from instance files: ``fixed`` (always the first id), ``sequential`` (the hall's k-th game gets the k-th
@@ -53,16 +66,28 @@ from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter
 from server.store import Store
 from server.table.config import HallSettings, SeatSpec, Settings
 from server.table.errors import ServerError, parse_count
-from server.table.live import SeatState, seat_claim_key
+from server.table.live import (
+    CLOSED_UNSTARTED,
+    LiveGame,
+    SeatState,
+    open_game_key,
+    seat_claim_key,
+    seat_holder_key,
+    waiting_ended_key,
+)
 from server.table.master import Table
+from server.table.names import NameKind, name_clash
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.web.auth import clean_display_name
 from server.web.limits import RateLimiter, open_games_limited
 
 GAME_ID_BYTES = 9
-#: Waiting games read to count a creator's open ones (the per-user bound keeps the real number far lower).
-OPEN_GAMES_SCAN = 5000
+#: An open-game slot naming a game that does not exist yet is a creation in progress for this long (a deal
+#: waits up to DEAL_WAIT_SECONDS, then generates); older, its creation crashed and the slot is taken back.
+OPEN_SLOT_CREATION_SECONDS = 120.0
+#: A person's seat-holder claim whose seat claim has not followed for this long was left by a crash.
+HOLDER_CLAIM_SECONDS = 30.0
 #: Difficulty bands a creator may ask for (the ``level`` the instance generator records).
 DIFFICULTY_BANDS = ("easy", "medium", "hard")
 #: A band is offered only when the hall's pool holds at least this many instances of it: asking for a band
@@ -223,6 +248,13 @@ class Lobby:
             not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_GAME_SEED
         ):
             raise ServerError("invalid_request", f"seed must be a whole number from 0 to {MAX_GAME_SEED}.")
+        if seed is not None and address is not None and not creator.is_admin:
+            # the seed drives the bots' policies and the first proposer: a player could pick a favourable one
+            raise ServerError(
+                "forbidden",
+                "Only admins (researchers) may set a game's seed; omit seed for a secret random one.",
+                status=403,
+            )
         seat_states = [
             SeatState(
                 seat=i,
@@ -239,9 +271,35 @@ class Lobby:
             if state.bot:
                 self.bots.require(state.bot, hall=hall_name)
         # every check that costs nothing is made: now the limits, then the instance (a deal costs CPU)
-        if address is not None and not creator.is_admin:
-            self._check_creation_limits(creator, address)
         game_id = secrets.token_urlsafe(GAME_ID_BYTES)
+        open_slot = None
+        if address is not None and not creator.is_admin:
+            open_slot = self._claim_open_slot(creator, game_id)
+        try:
+            if address is not None and not creator.is_admin:
+                self.limiter.hit("games_per_user", creator.id)
+                self.limiter.hit("games_per_address", address)
+            return self._create(
+                hall_name, hall, creator, seat_states, game_id, instance_id, seed, join, difficulty, open_slot
+            )
+        except BaseException:
+            if open_slot is not None and self.store.get_game(game_id) is None:
+                self.store.replace_value(open_slot["key"], open_slot["claim"], None)
+            raise
+
+    def _create(
+        self,
+        hall_name: str,
+        hall: HallSettings,
+        creator: Principal,
+        seat_states: list[SeatState],
+        game_id: str,
+        instance_id: Any,
+        seed: int | None,
+        join: bool,
+        difficulty: Any,
+        open_slot: dict[str, str] | None,
+    ) -> dict[str, Any]:
         choice, instance, root = self._choose_instance(
             hall, hall_name, game_id, instance_id, creator, difficulty
         )
@@ -274,6 +332,8 @@ class Lobby:
             "status": "waiting",
             "created_by": creator.id,
         }
+        if open_slot is not None:  # freed when the game stops waiting (Table.close_waiting, the start)
+            meta["open_slot"] = open_slot
         if choice["choice"] == "generated":  # the whole instance, for replay, recovery and exports
             meta["instance"] = instance.to_json()
         self.store.create_game(game_id, meta)
@@ -287,15 +347,38 @@ class Lobby:
             summary["instance_id"] = instance.id
         return {**summary, "your_seat": joined}
 
-    def _check_creation_limits(self, creator: Principal, address: str) -> None:
+    def _claim_open_slot(self, creator: Principal, game_id: str) -> dict[str, str] | None:
+        """One of the creator's ``limits.open_games_per_user`` slots, claimed for ``game_id`` by a conditional
+        write (so parallel creations never exceed the bound), or ``too_many_open_games``. A slot whose game
+        stopped waiting, or whose creation crashed, is taken back on the way."""
         bound = self.settings.limits.open_games_per_user
-        if bound is not None:
-            waiting = self.store.list_games(status="waiting", limit=OPEN_GAMES_SCAN)
-            mine = sum(1 for meta in waiting if meta.get("created_by") == creator.id)
-            if mine >= bound:
-                raise open_games_limited(mine, bound)
-        self.limiter.hit("games_per_user", creator.id)
-        self.limiter.hit("games_per_address", address)
+        if bound is None:
+            return None
+        claim = json.dumps({"game_id": game_id, "at": round(time.time(), 3)})
+        for slot in range(bound):
+            key = open_game_key(creator.id, slot)
+            for _ in range(3):
+                if self.store.replace_value(key, None, claim):
+                    return {"key": key, "claim": claim}
+                held = self.store.get_value(key)
+                if held is None:
+                    continue  # freed meanwhile: try again
+                if not self._open_slot_is_free(held):
+                    break
+                self.store.replace_value(key, held, None)  # only if nobody else has changed it
+        raise open_games_limited(bound, bound)
+
+    def _open_slot_is_free(self, held: str) -> bool:
+        """Whether a slot's claim no longer stands for a waiting game."""
+        try:
+            claim = json.loads(held)
+            game_id, at = str(claim["game_id"]), float(claim["at"])
+        except (ValueError, TypeError, KeyError):
+            return True
+        meta = self.store.get_game(game_id)
+        if meta is None:
+            return time.time() - at > OPEN_SLOT_CREATION_SECONDS
+        return meta.get("status") != "waiting"
 
     def _seat_specs(self, hall: HallSettings, seats: Any) -> list[SeatSpec]:
         if seats is None:
@@ -508,7 +591,9 @@ class Lobby:
                     self._merge_claims(meta["game_id"], seats)
                 held = [s.seat for s in seats if s.user_id == principal.id]
                 if held:
-                    mine.append({**summarize(meta, seats), "your_seats": held})
+                    # the caller's own fact (never another's user id): the GUI offers Cancel on it
+                    cancellable = status == "waiting" and meta.get("created_by") == principal.id
+                    mine.append({**summarize(meta, seats), "your_seats": held, "cancellable": cancellable})
         mine.sort(key=lambda g: g.get("created_at") or 0, reverse=True)
         return mine[:limit]
 
@@ -579,19 +664,32 @@ class Lobby:
         if on_claimed is not None:
             on_claimed(claimed)
         self.table.seats_changed(live.game_id)
+        if self.store.get_value(waiting_ended_key(live.game_id)) in CLOSED_UNSTARTED:
+            raise game_cancelled()  # a cancel (or expiry) won the race against this join: it never starts
         return claimed
 
     def _claim(self, game_id: str, principal: Principal, seat: Any) -> int:
+        """Claim a seat for ``principal``. Under the game's lock, so the name check and the claim are one
+        step in this process (the person's one seat and the seat itself are conditional writes in the
+        store, which hold across processes too)."""
         live = self.table.get(game_id)
         with live.lock:
-            self.table.catch_up(live)
-            if live.status != "waiting":
-                raise ServerError(
-                    "game_full",
-                    "The game has started; every seat is taken. Watch it as a spectator.",
-                    status=409,
-                )
-            seats = live.seats
+            return self._claim_locked(live, principal, seat)
+
+    def _claim_locked(self, live: LiveGame, principal: Principal, seat: Any) -> int:
+        game_id = live.game_id
+        self.table.catch_up(live)
+        self.table.reload_waiting_status(live)  # another join or worker may have claimed seats, or closed it
+        if live.status == "aborted" and live.game is None:
+            raise game_cancelled()
+        if live.status != "waiting":
+            raise ServerError(
+                "game_full",
+                "The game has started; every seat is taken. Watch it as a spectator.",
+                status=409,
+            )
+        seats = live.seats
+        others = [(s.seat, s.name) for s in seats if s.taken and s.name and s.user_id != principal.id]
         if seat is not None:
             if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < len(seats):
                 raise ServerError(
@@ -604,6 +702,7 @@ class Lobby:
                 (s for s in seats if not s.taken and s.accepts in ("open", principal.kind)),
                 key=lambda s: s.accepts != principal.kind,
             )
+        check_name_clash(principal.name, others, principal.kind)
         holder = json.dumps({"user_id": principal.id, "name": principal.name, "kind": principal.kind})
         for candidate in candidates:
             if candidate.accepts not in ("open", principal.kind):
@@ -613,13 +712,94 @@ class Lobby:
                     {"seat": candidate.seat, "accepts": candidate.accepts},
                     status=403,
                 )
+            person_claim = None
+            if principal.kind == "human":  # a person plays one seat: claim that first, atomically
+                person_claim, held = self._claim_person(game_id, principal, candidate.seat)
+                if held is not None:
+                    if seat is None or seat == held:
+                        return held
+                    raise ServerError(
+                        "seat_taken",
+                        "You already hold a seat in this game; a person plays one seat.",
+                        {"seat": held},
+                        status=409,
+                    )
             if self.store.set_value_if_absent(seat_claim_key(game_id, candidate.seat), holder) == holder:
                 return candidate.seat
+            if person_claim is not None:  # the seat went to someone else: the person holds none
+                self.store.replace_value(seat_holder_key(game_id, principal.id), person_claim, None)
             if seat is not None:
                 raise ServerError(
                     "seat_taken", f"Seat {seat} is taken; pick another or omit seat.", status=409
                 )
         raise ServerError("game_full", "Every seat you may take in this game is taken.", status=409)
+
+    def _claim_person(self, game_id: str, principal: Principal, seat: int) -> tuple[str | None, int | None]:
+        """Claim the person's one seat of the game for ``seat`` (conditional write): ``(claim, None)`` when
+        claimed, ``(None, held)`` when the person already holds seat ``held``; ``seat_taken`` while another
+        of their joins is taking a seat. A claim a crash left behind (no seat followed) is taken back."""
+        key = seat_holder_key(game_id, principal.id)
+        claim = json.dumps({"seat": seat, "at": round(time.time(), 3)})
+        for _ in range(3):
+            if self.store.replace_value(key, None, claim):
+                return claim, None
+            current = self.store.get_value(key)
+            if current is None:
+                continue  # released meanwhile: try again
+            try:
+                taking = json.loads(current)
+                held, at = int(taking["seat"]), float(taking["at"])
+            except (ValueError, TypeError, KeyError):
+                held, at = -1, 0.0
+            seat_claim = self.store.get_value(seat_claim_key(game_id, held)) if held >= 0 else None
+            if seat_claim is not None and json.loads(seat_claim).get("user_id") == principal.id:
+                return None, held
+            if time.time() - at < HOLDER_CLAIM_SECONDS:
+                raise ServerError(
+                    "seat_taken",
+                    "You are already taking a seat in this game; a person plays one seat.",
+                    {"seat": held},
+                    status=409,
+                )
+            if self.store.replace_value(key, current, claim):
+                return claim, None
+        raise ServerError("conflict", "Your joins of this game raced each other; join again.", status=409)
+
+    # -------------------------------------------------------------------------------------- cancelling
+    def cancel_game(self, game_id: Any, principal: Principal) -> dict[str, Any]:
+        """The creator (or an admin) closes a game that still waits for players: it is aborted with the
+        reason ``cancelled``, its seated players are told (``game_cancelled``), its open-game slot is freed.
+        ``forbidden`` for anyone else; ``not_waiting`` once it has started (or closed)."""
+        live = self.table.get(game_id)
+        with live.lock:
+            creator = live.meta.get("created_by")
+        if not principal.is_admin and (creator is None or creator != principal.id):
+            raise ServerError("forbidden", "Only the player who created this game may cancel it.", status=403)
+        self.table.close_waiting(live.game_id, "cancelled")
+        return self.summary(live.game_id)
+
+
+def check_name_clash(name: str, others: list[tuple[int, str]], kind: NameKind) -> None:
+    """Refuse a seated name that could be mistaken for another seat's or a reserved word (``invalid_name``,
+    naming the seat, never its holder's id); a person's name stored before the name rule may read as a bot's."""
+    clash = name_clash(name, [other for _, other in others], kind)
+    if clash is None:
+        return
+    seat = next((number for number, other in others if other == clash), None)
+    where = f"{clash!r} at seat {seat} of this game" if seat is not None else f"the reserved name {clash!r}"
+    raise ServerError(
+        "invalid_name",
+        f"Your name {name!r} could be mistaken for {where}; log in with another name to join it.",
+        {"seat": seat},
+    )
+
+
+def game_cancelled() -> ServerError:
+    return ServerError(
+        "game_cancelled",
+        "This game was closed before it started (cancelled by its creator, expired or aborted).",
+        status=409,
+    )
 
 
 OVER_STATUSES = ("finished", "aborted")

@@ -112,6 +112,11 @@ def join(game_id: str) -> tuple[Response, int]:
         return ok({**table.envelope(live, seat), "events": table.history(live, seat)})
 
 
+@api.post("/games/<game_id>/cancel")
+def cancel(game_id: str) -> tuple[Response, int]:
+    return ok({"game": current_services().lobby.cancel_game(game_id, require_principal(caller()))})
+
+
 @api.get("/games/<game_id>/view")
 def view(game_id: str) -> tuple[Response, int]:
     return ok(current_services().table.view(game_id, caller(), _int_arg("seat")))

@@ -86,6 +86,7 @@ class SocketProtocol:
             "lobby": self.lobby,
             "create_game": self.create_game,
             "join": self.join,
+            "cancel_game": self.cancel_game,
             "watch": self.watch,
             "leave": self.leave,
             "view": self.view,
@@ -194,6 +195,10 @@ class SocketProtocol:
         with live.lock:
             table.catch_up(live)
             return {**table.envelope(live, seat), "events": table.history(live, seat)}
+
+    def cancel_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        principal = require_principal(conn.principal)
+        return {"game": current_services().lobby.cancel_game(data.get("game_id"), principal)}
 
     def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         table = current_services().table

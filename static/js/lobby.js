@@ -191,6 +191,22 @@ $("create-form").addEventListener("submit", async (event) => {
   window.location.assign(answer.game.your_seat === null || answer.game.your_seat === undefined ? `/games/${gameId}/watch` : `/games/${gameId}`);
 });
 
+// ------------------------------------------------------------------------------------------- cancel
+// the creator of a game that still waits for players may cancel it (My games); its seated players are told
+const minePanel = $("mine-panel");
+if (minePanel) {
+  minePanel.addEventListener("click", async (event) => {
+    const button = event.target.closest("button.cancel-game");
+    if (!button) return;
+    button.disabled = true;
+    const answer = await request("POST", `/api/games/${encodeURIComponent(button.dataset.gameId)}/cancel`, {});
+    const box = $("mine-error");
+    if (box) showError(box, answer);
+    if (answer.ok) await refreshTables();
+    else button.disabled = false;
+  });
+}
+
 // ------------------------------------------------------------------------------------------- live tables
 const LIVE_PANELS = ["mine-panel", "games-panel"];
 let refreshTimer = null;
