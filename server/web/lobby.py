@@ -781,7 +781,8 @@ class Lobby:
 
 def check_name_clash(name: str, others: list[tuple[int, str]], kind: NameKind) -> None:
     """Refuse a seated name that could be mistaken for another seat's or a reserved word (``invalid_name``,
-    naming the seat, never its holder's id); a person's name stored before the name rule may read as a bot's."""
+    naming the seat, never its holder's id); ``kind`` catches a person's name that was stored before the name
+    rule and reads as a bot's."""
     clash = name_clash(name, [other for _, other in others], kind)
     if clash is None:
         return
