@@ -134,7 +134,7 @@ def test_headless_log_and_server_export_read_back_the_same(app_client: InProcess
 def test_same_game_seed_gives_the_same_bot_moves_on_the_server(app_client: InProcessApp) -> None:
     """The server seeds each bot move from the game seed and where the seat is in its own play: two all-bot
     games with one seed play the same moves; another seed plays others."""
-    creator = app_client.client("bot-seeder").as_researcher().connect()  # it sets the seeds
+    creator = app_client.client("seeder").as_researcher().connect()  # it sets the seeds
     bots = [{"kind": "bot", "bot": "random"}, {"kind": "bot", "bot": "random"}]
     try:
         game_ids = []

@@ -155,3 +155,16 @@ def test_the_server_keeps_ordinary_names(server: ServerProcess) -> None:
         answer = requests.post(server.url + "/api/login", json={"name": raw}, timeout=10)
         assert answer.status_code == 200, answer.text
         assert answer.json()["user"]["name"] == unicodedata.normalize("NFKC", raw)
+
+
+@pytest.mark.parametrize(
+    ("seated", "joining"), [("Twin-1a2b", "TWIN-1A2B"), ("Iris", "lris"), ("iris", "IRIS")]
+)
+def test_case_variants_clash_like_look_alikes(seated: str, joining: str) -> None:
+    # capital I looks like l, small i does not: the two cases of a letter must share a class
+    assert name_clash(joining, [seated]) == seated
+
+
+def test_ordinary_different_names_do_not_clash() -> None:
+    assert name_clash("Iris", ["Irif"]) is None
+    assert name_clash("Sam", ["Tom", "Anna", "Lily"]) is None

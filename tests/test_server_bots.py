@@ -329,7 +329,7 @@ def test_bound_trace_cuts_long_strings_and_secrets() -> None:
 # ------------------------------------------------------------------------------------------- LLM seats
 def test_llm_seats_only_from_listed_specs_and_never_with_a_key(live: tuple[ServerProcess, Path]) -> None:
     server, _ = live
-    host = Client(server.url, "llm-host").connect()
+    host = Client(server.url, "model-host").connect()
     try:
         refused = create(host, "duel", ["open", bot("llm:test:other")])
         assert refused["ok"] is False and refused["error"]["code"] == "bot_not_allowed"
@@ -604,7 +604,7 @@ def test_a_hall_seats_real_llm_agents_whose_traces_reach_only_the_researcher(
         env = {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": model_server.base_url}
         server = make_server(path, env=env)
         try:
-            host = Client(server.url, "llm-watcher").connect()
+            host = Client(server.url, "model-watcher").connect()
             created = create(host, "llm_duel")
             assert created["ok"], created
             game_id = created["game"]["game_id"]

@@ -480,7 +480,7 @@ def test_idle_seat_is_handed_to_a_bot(app_client: InProcessApp, clients: list[Pa
 
 
 def test_bot_seat_plays_against_a_person(app_client: InProcessApp, clients: list[Participant]) -> None:
-    person = new_client(app_client, clients, "vs-bot")
+    person = new_client(app_client, clients, "vs-random")
     created = person.call(
         "create_game", {"hall": "duel", "seats": ["open", {"kind": "bot", "bot": "random"}], "join": True}
     )

@@ -30,6 +30,7 @@ rest of category Cf.
 
 from __future__ import annotations
 
+import string
 import unicodedata
 from functools import cache
 from importlib.metadata import entry_points
@@ -177,6 +178,15 @@ def _prototypes() -> dict[str, str]:
                 sequences[key] = other
             elif len(other) == 1:
                 sequences[other] = key
+    # Names are compared case-folded, so an ASCII letter's two cases are one class: without this "TWIN"
+    # (I looks like l) and "twin" had different skeletons. Only ASCII: other scripts' case pairs chain
+    # unrelated classes together (long s folds to s and looks like f).
+    for upper in string.ascii_uppercase:
+        for ch in (upper, upper.lower()):
+            parent.setdefault(ch, ch)
+        a, b = root(upper), root(upper.lower())
+        if a != b:
+            parent[a] = b
     members: dict[str, list[str]] = {}
     for ch in list(parent):
         members.setdefault(root(ch), []).append(ch)
