@@ -92,7 +92,18 @@ class SecuritySection(_Section):
     session_cookie_secure: bool = Field(
         False, description="send the cookie over HTTPS only (set in production)"
     )
-    session_lifetime_hours: float = Field(720, gt=0, description="how long a login (cookie) stays valid")
+    session_lifetime_hours: float = Field(
+        720, gt=0, description="how long a login session lasts at most, however active (absolute lifetime)"
+    )
+    session_idle_hours: float = Field(
+        72, gt=0, description="a login session unused this long ends (REST requests and socket events use it)"
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="origins (scheme://host[:port]) besides the server's own host whose pages may send "
+        "cookie-authenticated POST/PUT/DELETE requests to /api; socketio.cors_allowed_origins (a list) "
+        "counts too",
+    )
 
 
 class SocketIOSection(_Section):

@@ -35,6 +35,7 @@ from server.web.auth import require_principal, resolve_principal
 from server.web.errors import as_object, error_body, log_refusal
 from server.web.messages import create_game_request, split_action
 from server.web.services import current_services
+from server.web.sessions import current_sessions
 from server.web.transport_guards import guard_transport
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class SocketProtocol:
         def wrapped(data: Any = None, *extra: Any) -> dict[str, Any]:
             conn = self.connections.get(request.sid) or Connection(None)  # type: ignore[attr-defined]
             try:
+                current_sessions().check_socket(request.sid, session)  # type: ignore[attr-defined]
                 limits = current_services().settings.server
                 limit = limits.max_payload_bytes if message_sized else limits.max_action_bytes
                 return {"ok": True, **handler(conn, as_object(data, limit))}
@@ -126,11 +128,13 @@ class SocketProtocol:
             log.info("refused a Socket.IO connection: %s", err.code)
             # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
             raise SocketIOConnectionRefused(err.message, err.to_dict()) from None
+        current_sessions().bind_socket(request.sid, principal)  # type: ignore[attr-defined]
         with self._lock:
             self.connections[request.sid] = Connection(principal)  # type: ignore[attr-defined]
         return True
 
     def on_disconnect(self, reason: Any = None) -> None:
+        current_sessions().unbind_socket(request.sid)  # type: ignore[attr-defined]
         with self._lock:
             conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
         if conn is None:
