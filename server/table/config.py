@@ -88,7 +88,9 @@ class SecuritySection(_Section):
     admin_password: SecretStr | None = Field(
         None, description="password of the admin area and admin API; null = admin area disabled"
     )
-    session_cookie_name: str = Field("tradecraft_session", description="name of the signed session cookie")
+    session_cookie_name: str = Field(
+        "tradecraft_session", description="name of the session cookie (it holds a session id only)"
+    )
     session_cookie_secure: bool = Field(
         False, description="send the cookie over HTTPS only (set in production)"
     )

@@ -2,8 +2,9 @@
 
 Access needs the admin password from the settings (``security.admin_password``; no password
 configured = the area is closed): ``POST /api/admin/login {"password": ...}`` once per browser
-session, or HTTP Basic auth on each request (``curl -u admin:PASSWORD``), or an API token with the
-``admin`` scope. Token plaintexts are shown exactly once, when created, and never logged.
+session (until ``POST /api/admin/logout`` or another configured password), or HTTP Basic auth on
+each request (``curl -u admin:PASSWORD``), or an API token with the ``admin`` scope. Token plaintexts
+are shown exactly once, when created, and never logged.
 
 Also the ``tradecraft admin`` commands, which work on the store directly (no running server needed).
 """
