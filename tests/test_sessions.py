@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+import socketio
 import yaml
 from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess
 
@@ -89,9 +90,14 @@ def test_a_logout_elsewhere_refuses_the_next_socket_event(
     with store_of(server) as store:
         key = session_key(player.http.cookies["tradecraft_session"])
         assert store.replace_value(key, store.get_value(key), None)
-    ack = player.call("create_game", {"hall": "duel", "join": True})
-    assert not ack["ok"] and ack["error"]["code"] == "not_logged_in", ack
+    before = requests.get(server.url + "/api/games?status=waiting", timeout=15).json()["games"]
+    try:
+        ack = player.call("create_game", {"hall": "duel", "join": True}, timeout=5)
+        assert not ack["ok"] and ack["error"]["code"] == "not_logged_in", ack
+    except socketio.exceptions.TimeoutError:  # disconnected before the answer: refused as well
+        assert not player.sio.connected
     assert refused_on_socket(player)
+    assert requests.get(server.url + "/api/games?status=waiting", timeout=15).json()["games"] == before
 
 
 def test_login_starts_a_new_session_id(server: ServerProcess, clients: list[Client]) -> None:

@@ -50,6 +50,9 @@ SEEN_REFRESH_MAX_SECONDS = 60.0
 #: The cookie's session id: 32 random bytes, URL-safe base64 (43 characters).
 SESSION_ID_BYTES = 32
 SESSION_ID_MAX_CHARS = 64
+#: How long a socket whose session ended stays connected so that its refusal reaches it (it is in no room
+#: meanwhile, and every event it sends is refused).
+ANSWER_GRACE_SECONDS = 2.0
 #: Where the connect request of a socket keeps the session id it was opened with.
 ENVIRON_SESSION_ID = "tradecraft.session_id"
 #: Set by Flask-SocketIO (``manage_session``) on a socket's environ once it copied the connect-time session:
@@ -124,6 +127,8 @@ class StoredSession(dict[str, Any], SessionMixin):
 class BoundSocket:
     session_id: str
     user: str | None
+    #: its session ended: every event is refused until the socket is gone
+    ended: bool = False
 
 
 class Sessions(SessionInterface):
@@ -268,10 +273,13 @@ class Sessions(SessionInterface):
             bound = self._sockets.get(socket_id)
         if bound is None:
             return
-        record = self.load(bound.session_id)
+        record = None if bound.ended else self.load(bound.session_id)
         if record is None:
-            self.unbind_socket(socket_id)
-            self.socketio.start_background_task(self._disconnect_socket, socket_id)
+            if not bound.ended:
+                bound.ended = True
+                self._leave_rooms(socket_id)  # no more pushes of its seats
+                # later, so that this refusal reaches the client first (no harm if it does not)
+                self.socketio.start_background_task(self._disconnect_socket, socket_id, ANSWER_GRACE_SECONDS)
             raise _session_ended()
         if self.is_admin(record):
             socket_session["admin"] = True
@@ -282,11 +290,19 @@ class Sessions(SessionInterface):
         with self._lock:
             ended = [sid for sid, bound in self._sockets.items() if which(bound)]
             for sid in ended:
-                del self._sockets[sid]
+                self._sockets[sid].ended = True  # an event racing the disconnect is refused too
         for sid in ended:
             self._disconnect_socket(sid)
 
-    def _disconnect_socket(self, socket_id: str) -> None:
+    def _leave_rooms(self, socket_id: str) -> None:
+        server = self.socketio.server
+        for room in server.rooms(socket_id, namespace="/"):
+            if room != socket_id:
+                server.leave_room(socket_id, room, namespace="/")
+
+    def _disconnect_socket(self, socket_id: str, after_seconds: float = 0) -> None:
+        if after_seconds:
+            self.socketio.sleep(after_seconds)
         try:
             self.socketio.server.disconnect(socket_id, namespace="/")
         except Exception:  # already gone
