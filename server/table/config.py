@@ -88,11 +88,24 @@ class SecuritySection(_Section):
     admin_password: SecretStr | None = Field(
         None, description="password of the admin area and admin API; null = admin area disabled"
     )
-    session_cookie_name: str = Field("tradecraft_session", description="name of the signed session cookie")
+    session_cookie_name: str = Field(
+        "tradecraft_session", description="name of the session cookie (it holds a session id only)"
+    )
     session_cookie_secure: bool = Field(
         False, description="send the cookie over HTTPS only (set in production)"
     )
-    session_lifetime_hours: float = Field(720, gt=0, description="how long a login (cookie) stays valid")
+    session_lifetime_hours: float = Field(
+        720, gt=0, description="how long a login session lasts at most, however active (absolute lifetime)"
+    )
+    session_idle_hours: float = Field(
+        72, gt=0, description="a login session unused this long ends (REST requests and socket events use it)"
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="origins (scheme://host[:port]) besides the server's own host whose pages may send "
+        "cookie-authenticated POST/PUT/DELETE requests to /api; socketio.cors_allowed_origins (a list) "
+        "counts too",
+    )
 
 
 class SocketIOSection(_Section):

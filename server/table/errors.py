@@ -67,10 +67,15 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "not_logged_in": "log in with a display name, or send an API token",
     "invalid_token": "the API token is unknown or revoked",
     "forbidden": "you are logged in but may not do this",
+    "unsupported_media_type": "POST, PUT and DELETE requests under /api send their body as Content-Type: "
+    "application/json (HTTP 415); a body-less request may omit the header",
+    "cross_site_request": "a cookie-authenticated request came from a page of another origin (Origin or "
+    "Referer not the server's host or security.allowed_origins); HTTP 403",
     "admin_disabled": "no admin password is configured on this server",
     "invalid_name": "a display, bot seat or token name is empty, too long or has control/bidi characters",
     "unknown_hall": "no such hall (game mode)",
     "unknown_game": "no such game",
+    "unknown_user": "(admin) no user has that id",
     "unknown_instance": "no such task instance for this hall",
     "instance_choice_forbidden": "only admins pick an exact task instance; choose a difficulty or random",
     "difficulty_not_offered": "this hall offers no such difficulty (or deals its instances in a set order)",

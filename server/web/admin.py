@@ -2,8 +2,9 @@
 
 Access needs the admin password from the settings (``security.admin_password``; no password
 configured = the area is closed): ``POST /api/admin/login {"password": ...}`` once per browser
-session, or HTTP Basic auth on each request (``curl -u admin:PASSWORD``), or an API token with the
-``admin`` scope. Token plaintexts are shown exactly once, when created, and never logged.
+session (until ``POST /api/admin/logout`` or another configured password), or HTTP Basic auth on
+each request (``curl -u admin:PASSWORD``), or an API token with the ``admin`` scope. Token plaintexts
+are shown exactly once, when created, and never logged.
 
 Also the ``tradecraft admin`` commands, which work on the store directly (no running server needed).
 """
@@ -31,6 +32,7 @@ from server.web.auth import (
 )
 from server.web.errors import request_object, rest_error
 from server.web.services import current_services
+from server.web.sessions import current_sessions
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +113,24 @@ def body() -> dict[str, Any]:
 def login() -> tuple[Response, int]:
     if not password_accepted(body().get("password")):
         raise ServerError("forbidden", "Wrong admin password.", status=403)
-    session["admin"] = True
+    current_sessions().grant_admin()
     return jsonify({"ok": True}), 200
 
 
 @admin.post("/logout")
 def logout() -> tuple[Response, int]:
-    session.pop("admin", None)
+    current_sessions().revoke_admin()
     return jsonify({"ok": True}), 200
+
+
+@admin.post("/users/<user_id>/end-sessions")
+def end_user_sessions(user_id: str) -> tuple[Response, int]:
+    """Every login session of that person ends now, over REST and on their open sockets."""
+    if current_services().store.get_user(user_id) is None:
+        raise ServerError("unknown_user", "No user has that id.", {"user_id": user_id[:64]}, status=404)
+    current_sessions().end_user_sessions(user_id)
+    log.info("admin ended every session of user %s", user_id)
+    return jsonify({"ok": True, "user_id": user_id}), 200
 
 
 @admin.get("/settings")

@@ -16,7 +16,6 @@ import gc
 import logging
 import sys
 import time
-from datetime import timedelta
 from importlib.metadata import PackageNotFoundError, version
 
 from flask import Flask, Response, jsonify
@@ -29,6 +28,7 @@ from server.table.log_text import install_log_escaping
 from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
+from server.web import csrf, sessions
 from server.web.admin import admin
 from server.web.auth import secret_key
 from server.web.item_catalog import item_catalog
@@ -97,7 +97,6 @@ def create_app(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_SECURE=settings.security.session_cookie_secure,
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.security.session_lifetime_hours),
         JSON_SORT_KEYS=False,
     )
     origins = settings.socketio.cors_allowed_origins
@@ -123,6 +122,8 @@ def create_app(
     lobby = Lobby(settings, store, table, bots)
     services = Services(settings, store, table, lobby, bots, socketio, scheduler, tradecraft_version())
     app.extensions[EXTENSION_KEY] = services  # what current_services() answers in this app
+    sessions.install(app, settings, store, socketio)  # server-side sessions (server/web/sessions.py)
+    csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
 
     SocketProtocol(socketio).register()
     for blueprint in (api, admin, replay, item_catalog, viewer_pages):

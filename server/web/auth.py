@@ -1,14 +1,16 @@
-"""Who is asking: people (display-name login, signed session cookie), bots (API tokens), the admin.
+"""Who is asking: people (display-name login, session cookie), bots (API tokens), the admin.
 
-- A person logs in with a display name only; the signed Flask session cookie keeps their user id, so the
-  same browser gets its seats back after a reload or a reconnect.
+- A person logs in with a display name only; their server-side session (``server/web/sessions.py``, the
+  cookie holds its id) keeps their user id, so the same browser gets its seats back after a reload or a
+  reconnect, until logout, expiry or an admin ends it.
 - A bot or remote agent sends an API token (``Authorization: Bearer tc_...`` over HTTP, or
   ``auth={"token": "tc_..."}`` when opening the Socket.IO connection). Tokens are created by an admin
   (``tradecraft admin create-token`` or the admin API); the store keeps only their sha256. Tokens are
   never logged: this module is the only place that reads them and it logs token ids only.
 - The admin: the password from ``security.admin_password`` (env ``TRADECRAFT__SECURITY__ADMIN_PASSWORD``),
-  given once to ``POST /api/admin/login`` (then the session remembers it) or as HTTP Basic auth on each
-  request; or an API token with the ``admin`` scope. No password configured = no admin access at all.
+  given once to ``POST /api/admin/login`` (then the session remembers it until admin logout or a password
+  change) or as HTTP Basic auth on each request; or an API token with the ``admin`` scope. No password
+  configured = no admin access at all.
 
 Refusals are :class:`server.table.errors.ServerError`, shaped like the engine's ``GameError``.
 """

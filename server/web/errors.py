@@ -30,6 +30,7 @@ REFUSALS = RefusalLog(log)
 #: Engine error codes that mean the request itself is malformed (HTTP 400); the others conflict with the
 #: game's state (409).
 BAD_INPUT_CODES = frozenset({"invalid_action", "invalid_query"})
+JSON_MIMETYPE = "application/json"
 
 
 def error_body(err: BaseException) -> dict[str, Any]:
@@ -143,9 +144,31 @@ def _too_large(size: int, limit: int) -> ServerError:
     )
 
 
+def require_json_body() -> None:
+    """The current request's body is JSON: ``Content-Type: application/json`` (any charset parameter), or
+    no body and no Content-Type at all; else ``unsupported_media_type`` (415). A form or ``text/plain``
+    body, the only kinds a page of another site can make a browser POST without a CORS preflight, never
+    reaches a route."""
+    content_type = request.headers.get("Content-Type")
+    if content_type is None:
+        has_body = bool(request.content_length) or "chunked" in request.headers.get("Transfer-Encoding", "")
+        if not has_body:
+            return
+    elif request.mimetype == JSON_MIMETYPE:
+        return
+    raise ServerError(
+        "unsupported_media_type",
+        "Send the request body as JSON with the header Content-Type: application/json.",
+        {"content_type": (content_type or "")[:100]},
+        status=415,
+    )
+
+
 def request_object(limit: int) -> dict[str, Any]:
     """The body of the current HTTP request as a JSON object (empty body: ``{}``), read under ``limit``
-    bytes; anything the JSON parser refuses (bad UTF-8, deep nesting, huge numbers) is ``invalid_request``."""
+    bytes; anything the JSON parser refuses (bad UTF-8, deep nesting, huge numbers) is ``invalid_request``,
+    a body that is not ``application/json`` is ``unsupported_media_type``."""
+    require_json_body()
     if request.content_length and request.content_length > limit:
         raise _too_large(request.content_length, limit)
     raw = request.get_data(cache=True)

@@ -22,6 +22,7 @@ from server.web.errors import request_object, rest_error
 from server.web.messages import create_game_request, split_action
 from server.web.schema_catalog import schema_catalogue
 from server.web.services import current_services
+from server.web.sessions import current_sessions
 
 #: The REST mirror under ``/api``: lobby, games, joining, views, events, actions, schemas.
 api = Blueprint("api", __name__, url_prefix="/api")
@@ -51,15 +52,13 @@ def login() -> tuple[Response, int]:
     services = current_services()
     services.lobby.limiter.hit("logins_per_address", request.remote_addr or "unknown")
     user = services.store.create_user(name)
-    session.clear()
-    session.permanent = True
-    session["user_id"] = user["id"]
+    current_sessions().log_in(user["id"])
     return ok({"user": {"id": user["id"], "name": user["name"], "kind": "human"}})
 
 
 @api.post("/logout")
 def logout() -> tuple[Response, int]:
-    session.clear()
+    current_sessions().log_out()
     return ok({})
 
 

@@ -36,6 +36,7 @@ from server.web.errors import as_object, error_body, forget_caller, log_refusal,
 from server.web.limits import count_socket_event
 from server.web.messages import create_game_request, split_action
 from server.web.services import current_services
+from server.web.sessions import current_sessions
 from server.web.transport_guards import guard_transport
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ class SocketProtocol:
                 services = current_services()
                 user = conn.principal.id if conn.principal else None
                 count_socket_event(services.lobby.limiter, sid, user)  # before reading the payload
+                current_sessions().check_socket(sid, session)
                 limits = services.settings.server
                 limit = limits.max_payload_bytes if message_sized else limits.max_action_bytes
                 return {"ok": True, **handler(conn, as_object(data, limit))}
@@ -136,11 +138,13 @@ class SocketProtocol:
             log_refusal("a Socket.IO connection", who, f"address {address}", err)
             # the client's connect_error handler gets {"message": ..., "data": {"code", "message", "details"}}
             raise SocketIOConnectionRefused(err.message, err.to_dict()) from None
+        current_sessions().bind_socket(request.sid, principal)  # type: ignore[attr-defined]
         with self._lock:
             self.connections[request.sid] = Connection(principal)  # type: ignore[attr-defined]
         return True
 
     def on_disconnect(self, reason: Any = None) -> None:
+        current_sessions().unbind_socket(request.sid)  # type: ignore[attr-defined]
         with self._lock:
             conn = self.connections.pop(request.sid, None)  # type: ignore[attr-defined]
         forget_caller(f"socket {request.sid}")  # type: ignore[attr-defined]
