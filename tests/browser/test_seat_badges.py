@@ -12,6 +12,7 @@ from typing import Any
 
 from conftest import AXE
 from e2e_helpers import ServerProcess
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 from playwright.sync_api import Browser, Locator, Page, expect
 
 BOT_NAME = "random bot"  # the server's name for a "random" bot seat
@@ -146,7 +147,8 @@ def test_bots_and_people_are_marked_on_every_screen(
     page.get_by_role("button", name="Last").click()
     expect(page.locator("#replay-event")).to_contain_text("Game over")
     assert_bot_marked(page.locator("#replay-board .board-hands"), person="Vesna", person_kinds={"person"})
-    assert_bot_marked(page.locator("#replay-timeline"), person="Vesna", person_kinds={""})  # unmarked in sentences
+    # in running sentences only bots, agents and "you" are marked: the person's name stands alone
+    assert_bot_marked(page.locator("#replay-timeline"), person="Vesna", person_kinds={""})
     assert axe_violations(page) == []
     page.screenshot(path=artifacts / "badges-replay.png", full_page=True)
 
@@ -154,4 +156,66 @@ def test_bots_and_people_are_marked_on_every_screen(
     finished = lobby.get_by_role("table", name="Finished").get_by_role("row").filter(has_text=game_id)
     assert_bot_marked(finished, person="Vesna", person_kinds={"person"})
     assert errors == []
+    context.close()
+
+
+def seat(index: int, kind: str, name: str, bot: str | None = None) -> dict[str, Any]:
+    """A taken seat as the server sends it (SeatInfo)."""
+    accepts = kind if kind in ("bot", "agent") else "open"
+    return {"seat": index, "accepts": accepts, "kind": kind, "name": name, "bot": bot, "taken": True}
+
+
+# The kind decides the badge, whatever the name says.
+SEATS = [
+    seat(0, "human", "tom1 bot"),  # a person's name from before the name rule
+    seat(1, "bot", "Ada", "tom1"),  # an operator's bot seat named like a person
+    seat(2, "bot", "Gemma", "llm:openai:gpt-4o?tom=0,1"),
+    seat(3, "agent", "Scripty"),
+    seat(4, "human", "Lin", "random"),  # away: a built-in bot stands in, the seat is still a person's
+]
+EXPECTED_KINDS = ["person", "bot", "llm", "agent", "person"]
+
+READ_LABELS = """const readLabels = root => [...root.querySelectorAll('.seat-label')].map(label => {
+    const badge = label.querySelector('.seat-kind');
+    return {
+        name: label.querySelector('.seat-name').textContent,
+        kind: badge.dataset.seatKind,
+        word: badge.querySelector('[aria-hidden=true]').textContent,
+        spoken: badge.querySelector('.visually-hidden').textContent,
+        title: badge.title,
+    };
+});"""
+
+
+def test_the_badge_follows_the_kind_and_the_lobby_draws_the_same_badges(
+    server: ServerProcess, browser: Browser
+) -> None:
+    """seat_label.js (room, replay, watch) and templates/_seat_label.html (lobby) mark the same seats with
+    the same words: an `llm:` bot "LLM", an agent "agent", a person "person" even when the name reads as a
+    bot, a bot "bot" even when its name reads as a person's."""
+    templates = Path(__file__).resolve().parents[2] / "templates"
+    environment = Environment(loader=FileSystemLoader(templates), autoescape=select_autoescape(["html"]))
+    macro = environment.get_template("_seat_label.html").module.seat_label  # type: ignore[attr-defined]
+    server_html = "".join(f"<p>{macro(seat)}</p>" for seat in SEATS)
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.url + "/how-to-play")  # any page of the site: the module loads from its origin
+    drawn = page.evaluate(
+        "async ([seats, serverHtml]) => {"
+        + READ_LABELS
+        + """
+            const { seatLabel } = await import('/static/js/seat_label.js');
+            const box = document.createElement('div');
+            seats.forEach(seat => box.append(seatLabel(seats, seat.seat)));
+            const parsed = new DOMParser().parseFromString(serverHtml, 'text/html').body;
+            return { js: readLabels(box), jinja: readLabels(parsed) };
+        }""",
+        [SEATS, server_html],
+    )
+    assert [label["kind"] for label in drawn["js"]] == EXPECTED_KINDS
+    assert [label["name"] for label in drawn["js"]] == [seat["name"] for seat in SEATS]
+    assert drawn["js"][2]["word"] == "LLM" and "openai:gpt-4o" in drawn["js"][2]["title"]
+    assert drawn["js"][1]["title"] == "built-in bot (tom1): Ada"
+    assert drawn["jinja"] == drawn["js"]
     context.close()
