@@ -2,7 +2,7 @@
 // for a seat its own target, crafting hand and pending proposal. Used by the replay viewer and the
 // spectator page. Every text goes in with textContent; every name with its badge (seat_label.js).
 import { itemChip } from "./icons.js";
-import { seatName, itemsText, parts, partsText, joinParts, seatRef } from "./narrate.js";
+import { seatName, itemsText, parts, joinParts, seatRef } from "./narrate.js";
 import { seatLabel, partsNodes } from "./seat_label.js";
 
 function el(tag, className, text) {
@@ -44,11 +44,6 @@ export function statusParts(view, mine = null) {
     fields.push(view.winners && view.winners.length ? parts`won by ${joinParts(view.winners.map(name), " and ")}` : ["nobody won"]);
   }
   return joinParts(fields, " · ");
-}
-
-/** The status line as text. */
-export function statusText(view, seats, mine = null) {
-  return partsText(statusParts(view, mine), seats);
 }
 
 /** A person's or agent's seat that a built-in bot plays while they are away (the seat's `bot` is then

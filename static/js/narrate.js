@@ -1,6 +1,6 @@
 // One plain sentence per game event, for timelines (room, replay, spectator page). A sentence is built as
-// parts: text and seat references (`seatRef`); `describeEvent` gives it as text, and seat_label.js draws it
-// as nodes with each name's badge. Either way names and messages go in as text, never as markup.
+// parts: text and seat references (`seatRef`); seat_label.js `partsNodes` draws it with each name's badge.
+// Names and messages always go in as text, never as markup.
 import { itemName } from "./icons.js";
 
 /** "2 Coal and 1 Iron Ingot" (or "nothing"). */
@@ -57,11 +57,6 @@ export function joinParts(lists, separator) {
   return lists.flatMap((list, index) => (index === 0 ? [list] : [separator, list])).flat();
 }
 
-/** The parts as text: each seat by its display name. */
-export function partsText(sentenceParts, seats) {
-  return sentenceParts.map((part) => (isSeatRef(part) ? seatName(seats, part.seat) : part)).join("");
-}
-
 const PHASES = {
   tom_report: "value reports: each player asked rates how much every item is worth",
   trade_propose: "proposes a trade (or passes)",
@@ -84,12 +79,8 @@ export function sentence(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** A sentence for one event as a viewer received it ({type, actor, payload}). */
-export function describeEvent(event, seats, ruleset) {
-  return sentence(partsText(eventParts(event, ruleset), seats));
-}
-
-/** The event's sentence as parts (seat_label.js `partsNodes` draws them with badges). */
+/** The sentence of one event as a viewer received it ({type, actor, payload}), as parts (seat_label.js
+ * `partsNodes` draws them with badges). */
 export function eventParts(event, ruleset) {
   const p = event.payload || {};
   const who = seatRef;
