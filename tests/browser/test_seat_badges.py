@@ -188,7 +188,7 @@ READ_LABELS = """const readLabels = root => [...root.querySelectorAll('.seat-lab
 
 
 def test_the_badge_follows_the_kind_and_the_lobby_draws_the_same_badges(
-    server: ServerProcess, browser: Browser
+    server: ServerProcess, browser: Browser, artifacts: Path
 ) -> None:
     """seat_label.js (room, replay, watch) and templates/_seat_label.html (lobby) mark the same seats with
     the same words: an `llm:` bot "LLM", an agent "agent", a person "person" even when the name reads as a
@@ -209,6 +209,9 @@ def test_the_badge_follows_the_kind_and_the_lobby_draws_the_same_badges(
             const box = document.createElement('div');
             seats.forEach(seat => box.append(seatLabel(seats, seat.seat)));
             const parsed = new DOMParser().parseFromString(serverHtml, 'text/html').body;
+            box.id = 'every-kind';
+            box.className = 'players-bar';
+            document.querySelector('main').prepend(box);  // for the screenshot
             return { js: readLabels(box), jinja: readLabels(parsed) };
         }""",
         [SEATS, server_html],
@@ -218,4 +221,5 @@ def test_the_badge_follows_the_kind_and_the_lobby_draws_the_same_badges(
     assert drawn["js"][2]["word"] == "LLM" and "openai:gpt-4o" in drawn["js"][2]["title"]
     assert drawn["js"][1]["title"] == "built-in bot (tom1): Ada"
     assert drawn["jinja"] == drawn["js"]
+    page.locator("#every-kind").screenshot(path=artifacts / "badges-every-kind.png")
     context.close()
