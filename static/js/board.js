@@ -1,8 +1,9 @@
 // A read-only picture of a game view (spectator or seat): status line, every public hand with icons, and
 // for a seat its own target, crafting hand and pending proposal. Used by the replay viewer and the
-// spectator page. Every text goes in with textContent.
+// spectator page. Every text goes in with textContent; every name with its badge (seat_label.js).
 import { itemChip } from "./icons.js";
-import { seatName, itemsText } from "./narrate.js";
+import { seatName, itemsText, parts, joinParts, seatRef } from "./narrate.js";
+import { seatLabel, partsNodes } from "./seat_label.js";
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -32,17 +33,25 @@ function itemList(counts, ruleset, emptyText) {
   return list;
 }
 
-/** The one-line status of a view: turn, phase, proposer, who is awaited. */
-export function statusText(view, seats, mine = null) {
-  if (!view) return "The game has not started yet.";
-  const name = (seat) => (seat === mine ? "you" : seatName(seats, seat));
-  const parts = [`Turn ${view.turn} of ${view.max_turns}`, PHASE_NAMES[view.phase] || view.phase];
-  if (!view.finished && view.phase !== "craft") parts.push(`proposer: ${name(view.proposer)}`);
-  if (view.awaiting && view.awaiting.length) parts.push(`waiting for ${view.awaiting.map(name).join(", ")}`);
+/** The one-line status of a view as sentence parts: turn, phase, proposer, who is awaited. */
+export function statusParts(view, mine = null) {
+  if (!view) return ["The game has not started yet."];
+  const name = (seat) => (seat === mine ? "you" : seatRef(seat));
+  const fields = [[`Turn ${view.turn} of ${view.max_turns}`], [PHASE_NAMES[view.phase] || view.phase]];
+  if (!view.finished && view.phase !== "craft") fields.push(parts`proposer: ${name(view.proposer)}`);
+  if (view.awaiting && view.awaiting.length) fields.push(parts`waiting for ${joinParts(view.awaiting.map(name), ", ")}`);
   if (view.finished) {
-    parts.push(view.winners && view.winners.length ? `won by ${view.winners.map(name).join(" and ")}` : "nobody won");
+    fields.push(view.winners && view.winners.length ? parts`won by ${joinParts(view.winners.map(name), " and ")}` : ["nobody won"]);
   }
-  return parts.join(" · ");
+  return joinParts(fields, " · ");
+}
+
+/** A person's or agent's seat that a built-in bot plays while they are away (the seat's `bot` is then
+ * the stand-in, its `kind` still the holder's). */
+export function standInBadge(info) {
+  const badge = el("span", "badge", "bot standing in");
+  badge.title = `Away: the built-in bot ${info.bot} plays this seat for now`;
+  return badge;
 }
 
 /** Draw `view` into `root` (replacing what was there). `revealed`: the targets_revealed payload, if any. */
@@ -52,13 +61,14 @@ export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
     root.append(el("p", "muted", "The game has not started yet."));
     return;
   }
-  const status = el("p", "board-status", statusText(view, seats));
+  const status = el("p", "board-status");
+  status.append(...partsNodes(statusParts(view), seats));
   root.append(status);
 
   if (view.seat !== null && view.seat !== undefined) {
     const own = el("section", "board-private");
     own.setAttribute("aria-label", "Private to this seat");
-    own.append(el("h3", null, `${seatName(seats, view.seat)}'s private information`));
+    own.append(el("h3", null, `${seatName(seats, view.seat)}'s private information`)); // its label: on its hand
     own.append(el("p", "board-label", "Target (only this player sees it):"));
     own.append(itemList(view.target, ruleset, "none"));
     if (view.crafting_hand) {
@@ -67,13 +77,9 @@ export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
     }
     if (view.pending_proposal) {
       const p = view.pending_proposal;
-      own.append(
-        el(
-          "p",
-          "board-proposal",
-          `Pending: ${seatName(seats, p.proposer)} offers ${itemsText(p.offer, ruleset)} for ${itemsText(p.request, ruleset)}.`,
-        ),
-      );
+      const pending = el("p", "board-proposal");
+      pending.append(...partsNodes(parts`Pending: ${seatRef(p.proposer)} offers ${itemsText(p.offer, ruleset)} for ${itemsText(p.request, ruleset)}.`, seats));
+      own.append(pending);
     }
     root.append(own);
   }
@@ -81,9 +87,10 @@ export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
   const hands = el("div", "board-hands");
   (view.hands || []).forEach((hand, seat) => {
     const card = el("section", "board-hand");
-    const title = el("h3", null, seatName(seats, seat));
+    const title = el("h3");
+    title.append(seatLabel(seats, seat));
     const info = (seats || []).find((s) => s.seat === seat);
-    if (info && info.kind) title.append(el("span", "badge", info.bot ? `bot: ${info.bot}` : info.kind));
+    if (info && info.kind !== "bot" && info.bot) title.append(standInBadge(info));
     if (info && !info.bot && info.online === false) title.append(el("span", "badge badge-offline", "offline"));
     if (view.winners && view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
     if (view.active && view.active[seat] === false) title.append(el("span", "badge", "left"));

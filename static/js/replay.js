@@ -2,8 +2,9 @@
 // seat saw them (GET /api/games/<id>/replay, server/web/replay.py). First / previous / play / next / last,
 // a speed, jump to a turn, and the view to follow. The URL keeps the position, so a reload returns to it.
 import { loadIcons } from "./icons.js";
-import { describeEvent, seatName } from "./narrate.js";
+import { eventParts, seatName } from "./narrate.js";
 import { renderBoard } from "./board.js";
+import { partsNodes, seatKind } from "./seat_label.js";
 
 const root = document.getElementById("replay");
 const gameId = root.dataset.gameId;
@@ -74,6 +75,13 @@ async function go(query) {
   return true;
 }
 
+/** "Ada (seat 0)"; a bot's seat (an admin may follow any) says so: "random bot (seat 1, built-in bot)". */
+function viewerOptionText(seats, seat) {
+  const kind = seatKind(seats.find((s) => s.seat === seat));
+  const who = { bot: ", built-in bot", llm: ", language-model bot", agent: ", program over the API" }[kind] || "";
+  return `${seatName(seats, seat)} (seat ${seat}${who})`;
+}
+
 function fillViewers(answer) {
   const wanted = answer.viewers.join(",");
   if (controls.viewer.dataset.options !== wanted) {
@@ -86,7 +94,7 @@ function fillViewers(answer) {
           ? "Spectator (public information only)"
           : viewer === "researcher"
             ? "Researcher (everything)"
-            : `${seatName(answer.seats, Number(viewer))} (seat ${viewer})`;
+            : viewerOptionText(answer.seats, Number(viewer));
       controls.viewer.append(option);
     }
     controls.viewer.dataset.options = wanted;
@@ -111,7 +119,7 @@ function fillTurns(answer) {
 
 function timelineItem(event, answer, isCurrent) {
   const item = document.createElement("li");
-  item.textContent = describeEvent(event, answer.seats, ruleset);
+  item.append(...partsNodes(eventParts(event, ruleset), answer.seats));
   item.dataset.n = String(event.n);
   if (event.visibility !== "public") {
     const badge = document.createElement("span");
@@ -132,7 +140,7 @@ function show(answer) {
   fillTurns(answer);
   const last = answer.steps - 1;
   output.position.textContent = `Event ${answer.step + 1} of ${answer.steps} · turn ${answer.turn}`;
-  output.event.textContent = describeEvent(answer.event, answer.seats, ruleset);
+  output.event.replaceChildren(...partsNodes(eventParts(answer.event, ruleset), answer.seats));
   controls.first.disabled = controls.prev.disabled = answer.step === 0;
   controls.next.disabled = controls.last.disabled = answer.step === last;
   if (answer.step === last) stopPlaying();

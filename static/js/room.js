@@ -5,8 +5,9 @@
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
-import { describeEvent, seatName, itemsText, sentence } from "./narrate.js";
-import { statusText } from "./board.js";
+import { eventParts, seatName, itemsText, parts, joinParts, seatRef } from "./narrate.js";
+import { statusParts, standInBadge } from "./board.js";
+import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
 
@@ -108,10 +109,11 @@ function restoreFocus(focusKey) {
 function renderAll() {
   const view = envelope ? envelope.view : null;
   const mine = envelope ? envelope.seat : null;
-  let status = statusText(view, seats, mine);
-  if (envelope && envelope.status === "waiting") status = "Waiting for the other players to join…";
-  if (view && view.your_turn) status = `Your move. ${status}`;
-  $("room-status").textContent = status;
+  let status = partsNodes(statusParts(view, mine), seats, { mine });
+  if (envelope && envelope.status === "waiting") status = ["Waiting for the other players to join…"];
+  if (view && view.your_turn) status = ["Your move. ", ...status];
+  $("room-status").replaceChildren(...status);
+  renderPlayers(mine);
   root.dataset.logSize = String(envelope ? envelope.log_size : 0);
   renderTabTitle(view);
   renderWaitingRoom();
@@ -140,6 +142,18 @@ const baseTitle = document.title;
 /** A background tab says when the game waits for you. */
 function renderTabTitle(view) {
   document.title = view && view.your_turn && !view.finished ? `(Your move) ${baseTitle}` : baseTitle;
+}
+
+/** Who sits at the table, each name with its badge (bot, LLM, agent, person, you): from the seats' kinds. */
+function renderPlayers(mine) {
+  $("room-players").replaceChildren(
+    ...seats.map((info) => {
+      const item = el("li");
+      if (info.taken) item.append(seatLabel(seats, info.seat, { mine }));
+      else item.append(el("span", "seat-open", `seat ${info.seat + 1}: open`));
+      return item;
+    }),
+  );
 }
 
 /** Before the game starts: who is still missing, and how others can join. */
@@ -191,10 +205,12 @@ function renderHands(view, mine) {
   view.hands.forEach((hand, seat) => {
     const card = el("section", "board-hand");
     card.setAttribute("aria-label", `${seatName(seats, seat)}'s hand`);
-    const title = el("h3", null, seat === mine ? `${seatName(seats, seat)} (you)` : seatName(seats, seat));
+    const title = el("h3");
+    title.append(seatLabel(seats, seat, { mine }));
     const info = seats.find((s) => s.seat === seat);
-    if (info && info.bot) title.append(el("span", "badge", `bot: ${info.bot}`));
-    if (info && !info.bot) title.append(presenceBadge(info));
+    if (info && info.kind !== "bot" && info.bot) title.append(standInBadge(info));
+    const presence = info && !info.bot ? presenceBadge(info) : null;
+    if (presence) title.append(presence);
     if (view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
     if (view.crafting_finished.includes(seat) && view.phase === "craft") title.append(el("span", "badge", "done crafting"));
     card.append(title);
@@ -235,10 +251,11 @@ function placeHands(view) {
   }
 }
 
-/** "online" / "offline" for a seat a person or an agent holds (from `presence` and `seats` pushes). */
+/** "online" / "offline" for a seat a person or an agent holds (from `presence` and `seats` pushes); null
+ * while unknown (the seat's label already says who holds it). */
 function presenceBadge(info) {
   if (!info.taken) return el("span", "badge", "seat open");
-  if (info.online === undefined || info.online === null) return el("span", "badge", info.kind || "player");
+  if (info.online === undefined || info.online === null) return null;
   const badge = el("span", info.online ? "badge badge-online" : "badge badge-offline", info.online ? "online" : "offline");
   badge.title = info.online ? "Connected now" : "Not connected: a deadline may play for this seat";
   return badge;
@@ -262,7 +279,7 @@ function renderPropose(view, mine) {
   const select = $("propose-to");
   if (select.dataset.options !== partners.join(",")) {
     select.replaceChildren(...partners.map((seat) => {
-      const option = el("option", null, seatName(seats, seat));
+      const option = el("option", null, seatOptionText(seats, seat));
       option.value = String(seat);
       return option;
     }));
@@ -329,15 +346,17 @@ function renderToM(view, mine) {
   const groups = $("tom-groups");
   groups.replaceChildren();
   const asked = [];
-  if (duty.orders.includes(0)) asked.push({ order: "v0", opponent: null, title: "How much do YOU need each item?" });
+  if (duty.orders.includes(0)) asked.push({ order: "v0", opponent: null, title: ["How much do YOU need each item?"] });
   for (const opponent of duty.opponents) {
-    const who = seatName(seats, opponent);
-    if (duty.orders.includes(1)) asked.push({ order: "v1", opponent, title: `How much does ${who} need each item?` });
-    if (duty.orders.includes(2)) asked.push({ order: "v2", opponent, title: `How much does ${who} think YOU need each item?` });
+    const who = seatRef(opponent);
+    if (duty.orders.includes(1)) asked.push({ order: "v1", opponent, title: parts`How much does ${who} need each item?` });
+    if (duty.orders.includes(2)) asked.push({ order: "v2", opponent, title: parts`How much does ${who} think YOU need each item?` });
   }
   for (const { order, opponent, title } of asked) {
     const fieldset = el("fieldset", "tom-group");
-    fieldset.append(el("legend", null, title));
+    const legend = el("legend");
+    legend.append(...partsNodes(title, seats, { mine }));
+    fieldset.append(legend);
     for (const item of duty.items) {
       const row = el("div", "tom-row");
       const id = `tom-${order}-${opponent ?? "self"}-${item}`;
@@ -397,8 +416,11 @@ function renderDecide(view) {
   panel.hidden = !(view.legal_actions.includes("decide") && pending);
   if (panel.hidden) return;
   const message = pending.message ? ` Their message: “${pending.message}”` : "";
-  $("room-decide-text").textContent = sentence(
-    `${seatName(seats, pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`,
+  $("room-decide-text").replaceChildren(
+    ...partsNodes(
+      parts`${seatRef(pending.proposer)} offers you ${itemsText(pending.offer, ruleset)} and asks for ${itemsText(pending.request, ruleset)}.${message}`,
+      seats,
+    ),
   );
 }
 
@@ -409,9 +431,13 @@ function renderWaiting(view, mine) {
   panel.hidden = !(pending && pending.proposer === mine && !view.finished);
   if (panel.hidden) return;
   const message = pending.message ? ` Your message: “${pending.message}”` : "";
-  $("room-waiting-text").textContent =
-    `You offered ${seatName(seats, pending.to)} ${itemsText(pending.offer, ruleset)} for ${itemsText(pending.request, ruleset)}.` +
-    `${message} Waiting for ${seatName(seats, pending.to)} to accept or reject.`;
+  const to = seatRef(pending.to);
+  $("room-waiting-text").replaceChildren(
+    ...partsNodes(
+      parts`You offered ${to} ${itemsText(pending.offer, ruleset)} for ${itemsText(pending.request, ruleset)}.${message} Waiting for ${to} to accept or reject.`,
+      seats,
+    ),
+  );
 }
 
 // The outcome of this turn's proposal for its two parties: accepted (what changed hands) or rejected.
@@ -433,26 +459,27 @@ function renderOutcome(view, mine) {
   box.hidden = !(proposal && outcome) || view.finished;
   if (box.hidden) return;
   const p = outcome.payload;
-  const other = seatName(seats, proposal.proposer === mine ? proposal.to : proposal.proposer);
+  const other = seatRef(proposal.proposer === mine ? proposal.to : proposal.proposer);
   const mineGive = proposal.proposer === mine ? proposal.offer : proposal.request;
   const mineGet = proposal.proposer === mine ? proposal.request : proposal.offer;
   let text;
   if (outcome.type === "proposal_cancelled") {
-    text = `The proposal was withdrawn (${p.reason}): nothing was traded.`;
+    text = parts`The proposal was withdrawn (${p.reason}): nothing was traded.`;
   } else if (proposal.proposer === mine) {
     text = p.accept
-      ? `${other} accepted your proposal: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
-      : `${other} rejected your proposal: nothing was traded.`;
+      ? parts`${other} accepted your proposal: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
+      : parts`${other} rejected your proposal: nothing was traded.`;
   } else {
+    // "the proposal from X", not "X's proposal": a name ends with its badge
     text = p.accept
-      ? `You accepted ${other}'s proposal: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
-      : `You rejected ${other}'s proposal: nothing was traded.`;
+      ? parts`You accepted the proposal from ${other}: you gave ${itemsText(mineGive, ruleset)} and got ${itemsText(mineGet, ruleset)}.`
+      : parts`You rejected the proposal from ${other}: nothing was traded.`;
   }
-  if (p.reason && outcome.type === "decided") text += ` (${p.reason === "timeout" ? "time ran out" : p.reason})`;
+  if (p.reason && outcome.type === "decided") text.push(` (${p.reason === "timeout" ? "time ran out" : p.reason})`);
   if (p.message && outcome.type === "decided") {
-    text += proposal.proposer === mine ? ` ${other}'s reply: “${p.message}”` : ` Your reply: “${p.message}”`;
+    text.push(...(proposal.proposer === mine ? parts` Reply from ${other}: “${p.message}”` : [` Your reply: “${p.message}”`]));
   }
-  box.textContent = sentence(text);
+  box.replaceChildren(...partsNodes(text, seats));
   box.className = `outcome ${outcome.type === "decided" && p.accept ? "outcome-accepted" : "outcome-rejected"}`;
 }
 
@@ -461,14 +488,14 @@ function renderEnd(view, mine) {
   panel.hidden = !view.finished;
   if (panel.hidden) return;
   const reveal = [...events.values()].find((e) => e.type === "targets_revealed");
-  const winners = view.winners.map((s) => (s === mine ? "you" : seatName(seats, s)));
-  const parts = [winners.length ? `Won by ${winners.join(" and ")}.` : "Nobody won."];
+  const name = (seat) => (seat === mine ? "you" : seatRef(seat));
+  const said = [view.winners.length ? parts`Won by ${joinParts(view.winners.map(name), " and ")}.` : ["Nobody won."]];
   if (reveal) {
-    const needs = reveal.payload.targets.map((t, seat) => `${seat === mine ? "you" : seatName(seats, seat)} needed ${itemsText(t, ruleset)}`).join("; ");
-    parts.push(`${needs.charAt(0).toUpperCase()}${needs.slice(1)}.`);
-    if (mine !== null && reveal.payload.scores) parts.push(`Your score: ${reveal.payload.scores[mine]}.`);
+    const needs = reveal.payload.targets.map((target, seat) => parts`${name(seat)} needed ${itemsText(target, ruleset)}`);
+    said.push(parts`${joinParts(needs, "; ")}.`);
+    if (mine !== null && reveal.payload.scores) said.push([`Your score: ${reveal.payload.scores[mine]}.`]);
   }
-  $("room-end-text").textContent = parts.join(" ");
+  $("room-end-text").replaceChildren(...joinParts(said.map((sentence) => partsNodes(sentence, seats)), " "));
   renderRevealedTargets(reveal ? reveal.payload : null, view, mine);
 }
 
@@ -481,7 +508,8 @@ function renderRevealedTargets(revealed, view, mine) {
     const card = el("section", "board-hand");
     const who = seat === mine ? `${seatName(seats, seat)} (you)` : seatName(seats, seat);
     card.setAttribute("aria-label", `${who}: target and score`);
-    const title = el("h3", null, who);
+    const title = el("h3");
+    title.append(seatLabel(seats, seat, { mine }));
     if (revealed.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
     card.append(title, el("p", "board-label", "Target:"), itemListOf(target));
     if (revealed.scores) card.append(el("p", "board-score", `Score: ${revealed.scores[seat]}`));
@@ -505,7 +533,8 @@ function renderTimeline() {
   const atBottom = timeline.scrollTop + timeline.clientHeight >= timeline.scrollHeight - 8;
   timeline.start = ordered.length ? ordered[0].n + 1 : 1;
   timeline.replaceChildren(...ordered.map((event) => {
-    const item = el("li", null, describeEvent(event, seats, ruleset));
+    const item = el("li");
+    item.append(...partsNodes(eventParts(event, ruleset), seats, { mine: envelope ? envelope.seat : null }));
     if (event.visibility !== "public") item.append(" ", privateBadge(event.visibility));
     item.dataset.type = event.type;
     item.dataset.n = String(event.n);

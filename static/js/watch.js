@@ -3,8 +3,9 @@
 // the envelope with the highest log_size, and re-watches after a dropped connection.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons } from "./icons.js";
-import { describeEvent } from "./narrate.js";
+import { eventParts } from "./narrate.js";
 import { renderBoard } from "./board.js";
+import { partsNodes } from "./seat_label.js";
 
 const root = document.getElementById("watch");
 const gameId = root.dataset.gameId;
@@ -51,7 +52,7 @@ function render() {
   });
   const items = ordered.slice(-SHOWN_EVENTS).map((event) => {
     const item = document.createElement("li");
-    item.textContent = describeEvent(event, seats, ruleset);
+    item.append(...partsNodes(eventParts(event, ruleset), seats));
     return item;
   });
   const shown = ordered.slice(-SHOWN_EVENTS);
