@@ -78,5 +78,9 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "details.retry_after seconds (HTTP 429 + Retry-After)",
     "too_many_open_games": "you created too many games that still wait for players; start or abandon one",
     "not_an_agent": "only agents connected with an API token send trace records for their seat",
+    "too_many_connections": "this network address holds as many open Socket.IO connections as "
+    "server.max_sockets_per_address allows; close one first (HTTP 429)",
+    "too_many_waits": "this user or network address holds as many open long polls (events?wait=) as "
+    "server.max_waits_per_user / max_waits_per_address allow; poll without wait or close one (HTTP 429)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }
