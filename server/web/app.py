@@ -1,7 +1,7 @@
 """The Flask application factory: settings -> store -> live table -> Socket.IO + REST + admin.
 
-    gunicorn -c python:server.web.gunicorn_conf 'server.web.app:create_app()'   # production (docs/deployment.md)
-    python run_server.py [--config FILE] [--host H] [--port P]                  # development
+    gunicorn -c python:server.web.gunicorn_conf 'server.web.app:create_app()'  # production
+    python run_server.py [--config FILE] [--host H] [--port P]                 # development
 
 ``create_app()`` reads the settings (``TRADECRAFT_CONFIG`` or settings.yaml, plus ``TRADECRAFT__*``
 environment overrides), opens the store (creating the data dir of the embedded SQLite store), makes or
