@@ -4,10 +4,34 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class NativeThreads(Protocol):
+    """What is used of gevent's pool of real OS threads (``gevent.threadpool.ThreadPool``)."""
+
+    def apply(self, func: Callable[..., Any], args: tuple[Any, ...] = ...) -> Any: ...
+
+
+def native_threads(size: int) -> NativeThreads | None:
+    """Under gevent's event loop (the standard library patched: ``threading`` makes greenlets), the event
+    loop's pool of real OS threads, grown to ``size``; else None (threads are real already)."""
+    if "gevent.monkey" not in sys.modules:
+        return None
+    from gevent import get_hub, monkey
+
+    if not monkey.is_module_patched("threading"):
+        return None
+    pool = get_hub().threadpool
+    pool.maxsize = max(pool.maxsize, size)
+    return pool
 
 
 class BotExecutor:
@@ -26,8 +50,21 @@ class BotExecutor:
         self._written_off: set[int] = set()  # idents of threads whose move was abandoned
         self._threads: list[threading.Thread] = []
         self._closed = False
+        # one real thread per worker, plus one per abandoned move still running on its own
+        self._native = native_threads(workers + max_abandoned)
         for _ in range(workers):
             self._start_thread()
+
+    def think(self, step: Callable[..., T], *args: Any) -> T:
+        """Run a policy's CPU-heavy step (building a policy, deciding a move) called from a worker.
+
+        With threads, right here. Under gevent, the workers are greenlets of the one event loop, so a step
+        of 100s of ms (ToM or planner bots) would freeze every socket: it runs on a real OS thread of the
+        loop's pool instead, and its result (or exception) comes back to the waiting greenlet, which alone
+        touches the game, its lock and the sockets. The step must use no gevent object (a policy does not)."""
+        if self._native is None:
+            return step(*args)
+        return self._native.apply(step, args)  # type: ignore[no-any-return]
 
     def submit(self, task: Callable[[], None]) -> None:
         with self._lock:

@@ -170,13 +170,13 @@ class BotSeats:
         policy = move.live.policy if move.live is not None else None
         if policy is None:
             try:
-                policy = self.bots.make(move.spec, move.seed)
+                policy = self.bot_executor.think(self.bots.make, move.spec, move.seed)
             except Exception as err:
                 self._bot_decided(live, move, Decision(failure=err))
                 return
             if move.live is not None:
                 move.live.policy = policy
-        decision = decide(policy, move.view, move.legal, move.events, move.refusal)
+        decision = self.bot_executor.think(decide, policy, move.view, move.legal, move.events, move.refusal)
         if decision.trace_failure is not None:
             failure = decision.trace_failure
             log.error("game %s: seat %s's policy lost its traces: %r", live.game_id, move.seat, failure)

@@ -69,6 +69,35 @@ class ServerSection(_Section):
         ge=256,
         description="largest single action (as JSON) accepted; bigger ones get the error payload_too_large",
     )
+    # Bounds of the production deployment (docs/deployment.md). An address is the TCP peer's: behind a
+    # proxy every client has the proxy's address, so raise these there (no forwarded header is trusted).
+    max_connections: int = Field(
+        10_000,
+        ge=10,
+        description="open TCP connections one gunicorn worker serves at once (gunicorn worker_connections); "
+        "keep the process's open-file limit above it",
+    )
+    header_timeout_seconds: float = Field(
+        10,
+        gt=0,
+        description="seconds a client has to send a request line and its headers, and the longest idle time "
+        "between requests on a kept-alive connection; then the connection is closed (slow clients)",
+    )
+    max_sockets_per_address: int = Field(
+        100,
+        ge=1,
+        description="Socket.IO connections (WebSocket or long-polling) one network address may hold open; "
+        "one more is refused with too_many_connections",
+    )
+    max_waits_per_address: int = Field(
+        50,
+        ge=1,
+        description="REST long polls (GET /api/games/<id>/events?wait=) one network address may hold open; "
+        "one more is refused with too_many_waits",
+    )
+    max_waits_per_user: int = Field(
+        8, ge=1, description="REST long polls one user (or API token) may hold open; one more: too_many_waits"
+    )
 
 
 class DatabaseSection(_Section):

@@ -103,5 +103,9 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "not_waiting": "the game has started or closed: only a game still waiting for players can be cancelled",
     "game_cancelled": "the game was closed before it started (cancelled by its creator, expired or aborted)",
     "not_an_agent": "only agents connected with an API token send trace records for their seat",
+    "too_many_connections": "this network address holds as many open Socket.IO connections as "
+    "server.max_sockets_per_address allows; close one first (HTTP 429)",
+    "too_many_waits": "this user or network address holds as many open long polls (events?wait=) as "
+    "server.max_waits_per_user / max_waits_per_address allow; poll without wait or close one (HTTP 429)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

@@ -1,13 +1,15 @@
 """The Flask application factory: settings -> store -> live table -> Socket.IO + REST + admin.
 
-    gunicorn -k gthread -w 1 --threads 100 -b 0.0.0.0:5000 'server.web.app:create_app()'
-    python run_server.py [--config FILE] [--host H] [--port P]
+    gunicorn -c python:server.web.gunicorn_conf 'server.web.app:create_app()'  # production
+    python run_server.py [--config FILE] [--host H] [--port P]                 # development
 
 ``create_app()`` reads the settings (``TRADECRAFT_CONFIG`` or settings.yaml, plus ``TRADECRAFT__*``
 environment overrides), opens the store (creating the data dir of the embedded SQLite store), makes or
-loads the shared secret key, wires Socket.IO in threading mode (WebSocket through simple-websocket; a Redis
-message queue when ``socketio.message_queue`` is set, so several processes can serve one set of games), and
-reloads every unfinished game from the store, resuming its deadlines and bot seats.
+loads the shared secret key, wires Socket.IO on the process's event loop (gevent under gunicorn's gevent
+worker, else threads; WebSocket through simple-websocket either way; a Redis message queue when
+``socketio.message_queue`` is set, so several processes can serve one set of games), caps what one address
+or user may hold open (server/web/deployment.py), and reloads every unfinished game from the store, resuming
+its deadlines and bot seats.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from server.table.timers import DeadlineScheduler
 from server.web import csrf, sessions
 from server.web.admin import admin
 from server.web.auth import secret_key
+from server.web.deployment import DeploymentCaps, async_mode
 from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
 from server.web.pages import viewer_pages
@@ -102,7 +105,7 @@ def create_app(
     origins = settings.socketio.cors_allowed_origins
     socketio = SocketIO(
         app,
-        async_mode="threading",
+        async_mode=async_mode(),
         message_queue=settings.socketio.message_queue,
         channel=settings.socketio.channel,
         cors_allowed_origins=origins if origins else None,  # None = same origin only
@@ -115,6 +118,7 @@ def create_app(
         logger=False,
         engineio_logger=False,
     )
+    DeploymentCaps(settings.server).install(app, socketio)
     scheduler = DeadlineScheduler()
     bots = BotRegistry(policy_factory, settings=settings)
 

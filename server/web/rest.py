@@ -18,6 +18,7 @@ from server.game.schemas import strict_args_schema
 from server.table.errors import SERVER_ERROR_CODES, ServerError, parse_count, parse_seconds
 from server.table.principal import Principal
 from server.web.auth import clean_display_name, require_principal, resolve_principal
+from server.web.deployment import long_poll_slot
 from server.web.errors import request_object, rest_error
 from server.web.messages import create_game_request, split_action
 from server.web.schema_catalog import schema_catalogue
@@ -125,9 +126,11 @@ def view(game_id: str) -> tuple[Response, int]:
 def events(game_id: str) -> tuple[Response, int]:
     after = _int_arg("after", negative=True)  # -1: the whole log
     wait_seconds = parse_seconds(request.args.get("wait", "0"), "wait")
-    result = current_services().table.events_since(
-        game_id, caller(), -1 if after is None else after, _int_arg("seat"), wait_seconds
-    )
+    principal = caller()
+    with long_poll_slot(principal, wait_seconds):  # caps per address and user (server/web/deployment.py)
+        result = current_services().table.events_since(
+            game_id, principal, -1 if after is None else after, _int_arg("seat"), wait_seconds
+        )
     return ok(result)
 
 

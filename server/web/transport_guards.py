@@ -41,7 +41,8 @@ def client_faults_as_info(record: logging.LogRecord) -> bool:
 class ReadableFramesOnly(SimpleWebSocketWSGI):
     """engine.io's WebSocket transport, except that a frame engine.io cannot decode (empty, no packet type,
     JSON nested too deep, bad base64) is dropped instead of ending the request with a traceback. The first
-    one of each connection is logged as one warning line."""
+    one of each connection is logged as one warning line. Mixed in before the async mode's own
+    simple-websocket class (``readable_frames_only``): threading's, or gevent's subclass of it."""
 
     peer = "?"
     dropped = 0
@@ -68,6 +69,14 @@ class ReadableFramesOnly(SimpleWebSocketWSGI):
                     )
                 continue
             return data
+
+
+def readable_frames_only(websocket_class: type[SimpleWebSocketWSGI]) -> type[SimpleWebSocketWSGI]:
+    """``websocket_class`` (the engine.io async mode's simple-websocket transport) with the guard of
+    :class:`ReadableFramesOnly`."""
+    if websocket_class is SimpleWebSocketWSGI:
+        return ReadableFramesOnly
+    return type(f"ReadableFramesOnly{websocket_class.__name__}", (ReadableFramesOnly, websocket_class), {})
 
 
 class MalformedFrames:
@@ -97,9 +106,10 @@ def guard_transport(socketio: SocketIO) -> None:
     """Install every guard of this module on one Socket.IO server (call before serving)."""
     logging.getLogger("engineio.server").addFilter(client_faults_as_info)
     eio = socketio.server.eio
-    # threading mode (dev server, gunicorn gthread): the one transport this server runs
-    if eio._async.get("websocket") is SimpleWebSocketWSGI:
-        eio._async = {**eio._async, "websocket": ReadableFramesOnly}
+    # threading mode (dev server) and gevent mode (gunicorn's gevent worker) both run simple-websocket
+    websocket_class = eio._async.get("websocket")
+    if isinstance(websocket_class, type) and issubclass(websocket_class, SimpleWebSocketWSGI):
+        eio._async = {**eio._async, "websocket": readable_frames_only(websocket_class)}
     _drop_malformed_socketio_packets(socketio)
 
 

@@ -1,0 +1,98 @@
+"""The production deployment (issue 18 item 2, docs/deployment.md).
+
+The slow test starts the README's production command as a real process (a real gevent worker over real
+sockets, a real SQLite file) and holds 1,000 idle WebSockets, 300 slowloris connections and 300 long polls
+open while it measures /healthz, the server's memory and a bot game (tests/deployment_load.py). The quick
+tests check the typed refusals of the per-address and per-user caps on the app built in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from deployment_load import readme_production_command, run_load, start_server
+from in_process import MakeApp
+
+from server.web.deployment import EXTENSION_KEY, DeploymentCaps
+
+#: issue 18 "done means": /healthz p99 under 100 ms while the load is open
+HEALTHZ_P99_MS = 100
+#: a generous bound on the server's memory (the threading server used 346 MB at 1,000 sockets)
+RSS_MB = 400
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_readme_production_command_holds_1000_sockets_slow_clients_and_long_polls(tmp_path: Path) -> None:
+    command = readme_production_command()
+    assert (
+        "gunicorn_conf" in command
+    )  # the command whose worker and timeouts server/web/gunicorn_conf.py sets
+    server = start_server(command, tmp_path / "data")
+    try:
+        figures = asyncio.run(run_load(server.url, server))
+    finally:
+        server.stop()
+    summary = figures.summary()
+    print("deployment under load:", json.dumps(summary))
+    assert figures.held == {"websockets": 1000, "slowloris": 300, "long_polls": 300}, summary
+    assert figures.websocket_failures == 0 and not figures.long_poll_failures, summary
+    assert figures.healthz_failures == 0 and len(figures.healthz_ms) >= 200, summary
+    assert figures.percentile(0.99) < HEALTHZ_P99_MS, summary
+    assert figures.rss_mb < RSS_MB, summary
+    assert figures.bot_log_after > figures.bot_log_before, "the bot game made no move under the load"
+    # slow clients are dropped once the header timeout (20 s in the test) has passed, not before
+    assert len(figures.slowloris_dropped_after_s) == 300, summary
+    assert min(figures.slowloris_dropped_after_s) >= 15 and max(figures.slowloris_dropped_after_s) < 35
+
+
+def _caps(app: object) -> DeploymentCaps:
+    return app.extensions[EXTENSION_KEY]  # type: ignore[attr-defined, no-any-return]
+
+
+def test_one_address_holds_at_most_its_socketio_connections(make_app: MakeApp) -> None:
+    built = make_app(overrides={"server": {"max_sockets_per_address": 2}})
+    client = built.flask.test_client()
+    handshake = "/socket.io/?EIO=4&transport=polling"
+    opened = [client.get(handshake) for _ in range(2)]
+    assert [answer.status_code for answer in opened] == [200, 200]
+    refused = client.get(handshake)
+    assert refused.status_code == 429
+    assert refused.get_json()["error"]["code"] == "too_many_connections"
+    assert refused.get_json()["error"]["details"] == {"limit": 2}
+    # a request of an open session (it has a sid) is no new connection
+    sid = json.loads(opened[0].get_data(as_text=True)[1:])["sid"]
+    assert client.get(f"/socket.io/?EIO=4&transport=polling&sid={sid}").status_code == 200
+    # closing one session frees its slot
+    assert client.post(f"/socket.io/?EIO=4&transport=polling&sid={sid}", data="1").status_code == 200
+    assert _caps(built.flask).sockets.slots.held("127.0.0.1") == 1
+    assert client.get(handshake).status_code == 200
+
+
+def test_long_polls_are_capped_per_address_and_per_user(make_app: MakeApp) -> None:
+    built = make_app(overrides={"server": {"max_waits_per_address": 3, "max_waits_per_user": 1}})
+    client = built.flask.test_client()
+    caps = _caps(built.flask).long_polls
+    assert client.post("/api/login", json={"name": "Waiter"}).status_code == 200
+    user_id = client.get("/api/me").get_json()["user"]["id"]
+    created = client.post("/api/games", json={"hall": "duel"})
+    game_id = created.get_json()["game"]["game_id"]
+    events = f"/api/games/{game_id}/events?after=-1"
+    # the user's one long poll is open (held as a request in flight would hold it)
+    assert caps.users.take(user_id, 1) and caps.addresses.take("127.0.0.1", 3)
+    refused = client.get(events + "&wait=5")
+    assert refused.status_code == 429
+    assert refused.get_json()["error"]["code"] == "too_many_waits"
+    assert refused.get_json()["error"]["details"] == {"scope": "user", "limit": 1}
+    assert caps.addresses.held("127.0.0.1") == 1  # the refused poll gave its address slot back
+    assert client.get(events).status_code == 200  # a poll without wait holds nothing
+    anonymous = built.flask.test_client()
+    assert anonymous.get(events + "&wait=0.1").status_code == 200
+    caps.addresses.take("127.0.0.1", 3)
+    caps.addresses.take("127.0.0.1", 3)
+    refused = anonymous.get(events + "&wait=5")
+    assert refused.status_code == 429
+    assert refused.get_json()["error"]["details"] == {"scope": "address", "limit": 3}
