@@ -189,3 +189,29 @@ def test_same_origin_configured_origins_and_tokens_still_act(
 def test_the_error_codes_are_declared(server: ServerProcess) -> None:
     codes = requests.get(server.url + "/api/errors", timeout=15).json()["server"]
     assert "cross_site_request" in codes and "unsupported_media_type" in codes
+
+
+def test_an_unverified_bearer_header_does_not_lift_the_origin_rule(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    """Found by the hostile-input fuzz: any ``Authorization: Bearer`` header skipped the Origin check, while
+    logout and the admin area act on the cookie whatever the header says. Only a token that verifies is a
+    token client; with one that does not, the cookie-carried request is refused and changes nothing."""
+    victim = Client(server.url, f"V-{uuid.uuid4().hex[:6]}")
+    clients.append(victim)
+    admin = requests.Session()
+    assert admin.post(server.url + "/api/admin/login", json={"password": ADMIN[1]}, timeout=15).ok
+    tokens = admin.get(server.url + "/api/admin/tokens", timeout=15).json()["tokens"]
+    for bearer in ("Bearer tc_forged", "bearer x", "Bearer tc_\x00\x1b"):
+        headers = {"Origin": FOREIGN, "Content-Type": "application/json", "Authorization": bearer}
+        for session, path, payload in (
+            (victim.http, "/api/logout", None),
+            (admin, "/api/admin/tokens", {"name": "evil"}),
+            (admin, "/api/admin/logout", None),
+        ):
+            answer = session.post(server.url + path, json=payload, headers=headers, timeout=15)
+            assert answer.status_code == 401, (bearer, path, answer.status_code, answer.text[:300])
+            assert answer.json()["error"]["code"] == "invalid_token", answer.text[:300]
+            assert "Set-Cookie" not in answer.headers
+    assert victim.rest("GET", "/api/me")[1]["user"] is not None
+    assert admin.get(server.url + "/api/admin/tokens", timeout=15).json()["tokens"] == tokens

@@ -8,8 +8,9 @@ any route runs:
    the header; one that names another type never acts, even empty. An HTML form can only send
    ``text/plain``, ``multipart/form-data`` or ``application/x-www-form-urlencoded``, and a cross-origin
    ``fetch`` with JSON needs a CORS preflight that this server never grants.
-2. Unless the request carries an API token (``Authorization: Bearer``, never sent by a browser on its own),
-   its ``Origin`` (else the origin of its ``Referer``) is the server's own host or one of the configured
+2. Unless the request carries an API token that verifies (``Authorization: Bearer``, never sent by a browser
+   on its own; one that does not verify is ``invalid_token`` here, as routes such as logout and the admin area
+   would otherwise act on the cookie), its ``Origin`` (else the origin of its ``Referer``) is the server's own host or one of the configured
    origins (``security.allowed_origins`` and ``socketio.cors_allowed_origins`` when a list), else
    ``cross_site_request`` (HTTP 403). "Own host" compares host and port with the request's ``Host`` (not the
    scheme, which a TLS-terminating proxy changes). ``Origin: null`` (sandboxed frames, some redirects) is
@@ -25,8 +26,9 @@ from flask import Flask, Response, request
 
 from server.table.config import Settings
 from server.table.errors import ServerError
-from server.web.auth import bearer_token
+from server.web.auth import bearer_token, principal_for_token
 from server.web.errors import require_json_body, rest_error
+from server.web.services import current_services
 
 STATE_CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 GUARDED_PATH_PREFIX = "/api/"
@@ -82,8 +84,11 @@ def install(app: Flask, settings: Settings) -> None:
             return None
         try:
             require_json_body()
-            if bearer_token(request.headers) is None:
+            token = bearer_token(request.headers)
+            if token is None:
                 require_same_origin(allowed)
+            else:
+                principal_for_token(current_services().store, token)  # invalid_token, never the cookie
         except ServerError as err:
             return rest_error(err, settings.server.max_payload_bytes)
         return None
