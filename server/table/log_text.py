@@ -8,7 +8,7 @@ refusals from one caller are summarised instead of logged one line each.
 - :func:`install_log_escaping` is the class-wide net: every log record of the process (ours, werkzeug's
   request lines, engine.io's, gunicorn's) has its formatted message escaped and bounded the same way, also
   when the caller formatted user text into the message before logging. Tracebacks are not messages: they
-  keep their lines.
+  keep their lines. werkzeug's lines about requests it cannot parse (a client's fault) become WARNING.
 - :class:`RefusalLog` logs the first refusal of a caller, counts the next ones, and writes "N more refusals
   from X in the last 60 s" once per interval (bounded memory).
 """
@@ -75,6 +75,20 @@ class _EscapedLogRecord(logging.LogRecord):
         return safe_message(message)
 
 
+#: werkzeug's development server logs a request it cannot parse (a bad request line, too many or too long
+#: headers: "code 4xx, message ...") at ERROR; the fault is the client's, so any client could write ERROR lines.
+_WERKZEUG_CLIENT_FAULT = re.compile(r"\] code 4\d\d, message ")
+
+
+def _demote_client_faults(record: logging.LogRecord) -> None:
+    if (
+        record.name == "werkzeug"
+        and record.levelno == logging.ERROR
+        and _WERKZEUG_CLIENT_FAULT.search(record.getMessage())
+    ):
+        record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+
+
 _escaped_classes: dict[type[logging.LogRecord], type[logging.LogRecord]] = {
     logging.LogRecord: _EscapedLogRecord
 }
@@ -98,6 +112,7 @@ def install_log_escaping() -> None:
         record = previous(*args, **kwargs)
         if not isinstance(record, _EscapedLogRecord):
             record.__class__ = _escaped_class(type(record))
+        _demote_client_faults(record)
         return record
 
     escaped_record.escapes_log_text = True  # type: ignore[attr-defined]
