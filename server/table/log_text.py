@@ -76,7 +76,8 @@ class _EscapedLogRecord(logging.LogRecord):
 
 
 #: werkzeug's development server logs a request it cannot parse (a bad request line, too many or too long
-#: headers: "code 4xx, message ...") at ERROR; the fault is the client's, so any client could write ERROR lines.
+#: headers: "code 4xx, message ...") at ERROR; the fault is the client's, so any client could write ERROR
+#: lines.
 _WERKZEUG_CLIENT_FAULT = re.compile(r"\] code 4\d\d, message ")
 
 
