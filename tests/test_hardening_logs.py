@@ -163,17 +163,18 @@ def test_a_logged_in_callers_refusal_names_them(server: ServerProcess) -> None:
 
 def test_requests_the_server_cannot_parse_log_no_error_line(server: ServerProcess) -> None:
     """Found by the hostile-input fuzz: werkzeug logged each unparsable request (a bad request line, too many
-    headers) at ERROR, so any client could write ERROR lines; they are the client's fault: WARNING."""
+    headers, HTTP/2) at ERROR, so any client could write ERROR lines; they are the client's fault: WARNING."""
     since = len(server.log())
     for raw in (
         b"GET /x \x1b[2J\nFORGED HTTP/1.1\r\nHost: a\r\n\r\n",
         b"POST /api/games HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(150)) + b"\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
     ):
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(raw)
             assert sock.recv(100)  # an error page (without a status line when the version is unreadable)
     logged = new_log(server, since)
-    assert "code 400, message" in logged and "code 431, message" in logged, logged
+    assert all(f"code {code}, message" in logged for code in (400, 431, 505)), logged
     assert not [line for line in logged.splitlines() if re.match(r"\S+ \S+ ERROR ", line)], logged
     assert_no_forgery(logged)
 

@@ -76,9 +76,9 @@ class _EscapedLogRecord(logging.LogRecord):
 
 
 #: werkzeug's development server logs a request it cannot parse (a bad request line, too many or too long
-#: headers: "code 4xx, message ...") at ERROR; the fault is the client's, so any client could write ERROR
-#: lines.
-_WERKZEUG_CLIENT_FAULT = re.compile(r"\] code 4\d\d, message ")
+#: headers, an HTTP version it does not speak: "code 4xx/505, message ...") at ERROR; the fault is the
+#: client's, so any client could write ERROR lines.
+_WERKZEUG_CLIENT_FAULT = re.compile(r"\] code (4\d\d|505), message ")
 
 
 def _demote_client_faults(record: logging.LogRecord) -> None:
