@@ -9,13 +9,14 @@ any route runs:
    ``text/plain``, ``multipart/form-data`` or ``application/x-www-form-urlencoded``, and a cross-origin
    ``fetch`` with JSON needs a CORS preflight that this server never grants.
 2. Unless the request carries an API token that verifies (``Authorization: Bearer``, never sent by a browser
-   on its own; one that does not verify is ``invalid_token`` here, as routes such as logout and the admin area
-   would otherwise act on the cookie), its ``Origin`` (else the origin of its ``Referer``) is the server's own host or one of the configured
-   origins (``security.allowed_origins`` and ``socketio.cors_allowed_origins`` when a list), else
-   ``cross_site_request`` (HTTP 403). "Own host" compares host and port with the request's ``Host`` (not the
-   scheme, which a TLS-terminating proxy changes). ``Origin: null`` (sandboxed frames, some redirects) is
-   refused. A request with neither header is allowed: browsers send ``Origin`` on every cross-origin POST
-   (and on same-origin ones), so only non-browser clients (curl, scripts, the test client) send none.
+   on its own; one that does not verify is ``invalid_token`` here, as routes such as logout and the admin
+   area would otherwise act on the cookie), its ``Origin`` (else the origin of its ``Referer``) is the
+   server's own host or one of the configured origins (``security.allowed_origins`` and
+   ``socketio.cors_allowed_origins`` when a list), else ``cross_site_request`` (HTTP 403). "Own host"
+   compares host and port with the request's ``Host`` (not the scheme, which a TLS-terminating proxy
+   changes). ``Origin: null`` (sandboxed frames, some redirects) is refused. A request with neither header
+   is allowed: browsers send ``Origin`` on every cross-origin POST (and on same-origin ones), so only
+   non-browser clients (curl, scripts, the test client) send none.
 """
 
 from __future__ import annotations
