@@ -95,7 +95,7 @@ def test_each_band_of_each_generated_hall_deals_a_game_no_shipped_file_holds(
     assert [b["band"] for b in listed["difficulties"]] == list(DIFFICULTY_BANDS)
     for band in [*DIFFICULTY_BANDS, None]:
         body = {"difficulty": band} if band else {}
-        status, answer = create(app, f"{hall}-{band}", hall, **body)
+        status, answer = create(app, f"creator {hall.replace('_vs_bot', '')}-{band}", hall, **body)
         assert status == 201, answer
         game = answer["game"]
         assert game["instance_id"] is None and "dealt" not in json.dumps(game)
