@@ -17,7 +17,7 @@ import pytest
 import requests
 import socketio
 import yaml
-from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess
+from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, write_config
 
 from server.store import open_store
 from server.table.config import load_settings
@@ -98,6 +98,26 @@ def test_a_logout_elsewhere_refuses_the_next_socket_event(
         assert not player.sio.connected
     assert refused_on_socket(player)
     assert requests.get(server.url + "/api/games?status=waiting", timeout=15).json()["games"] == before
+
+
+def test_a_socket_whose_session_ended_in_another_process_is_closed_without_sending_anything(
+    make_server: MakeServer, tmp_path: Path, clients: list[Client]
+) -> None:
+    """Several workers: a logout handled by another process reaches this one only through the store; the
+    periodic check closes the socket within ``security.socket_session_check_seconds``, so a silent socket
+    (one that never sends an event) stops receiving its seat's pushes too."""
+    config = write_config(tmp_path, overrides={"security": {"socket_session_check_seconds": 0.5}})
+    server = make_server(config)
+    player = person(server, clients)
+    player.connect()
+    assert player.call("whoami", {})["user"]["id"] == player.user["id"]
+    with store_of(server) as store:
+        key = session_key(player.http.cookies["tradecraft_session"])
+        assert store.replace_value(key, store.get_value(key), None)
+    deadline = time.monotonic() + 10
+    while player.sio.connected and time.monotonic() < deadline:
+        time.sleep(0.1)  # no event is sent: only the server's own check can close it
+    assert not player.sio.connected
 
 
 def test_login_starts_a_new_session_id(server: ServerProcess, clients: list[Client]) -> None:

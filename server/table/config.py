@@ -129,6 +129,12 @@ class SecuritySection(_Section):
     session_idle_hours: float = Field(
         72, gt=0, description="a login session unused this long ends (REST requests and socket events use it)"
     )
+    socket_session_check_seconds: float = Field(
+        5,
+        gt=0,
+        description="how often each server process checks the sessions of its open cookie sockets, so a "
+        "logout or end-sessions done in another process (several workers) ends them within this time",
+    )
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="origins (scheme://host[:port]) besides the server's own host whose pages may send "

@@ -28,6 +28,7 @@ import logging
 import secrets
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
@@ -146,9 +147,9 @@ class Sessions(SessionInterface):
         self._sockets: dict[str, BoundSocket] = {}  # Socket.IO client id -> its session
 
     # ---------------------------------------------------------------- the store side
-    def load(self, session_id: Any) -> SessionRecord | None:
+    def load(self, session_id: Any, *, use: bool = True) -> SessionRecord | None:
         """The live session of a cookie value, else None (unknown, ended or expired: expired ones are
-        removed)."""
+        removed). ``use``: this counts as the session's use (its idle time starts again)."""
         if not isinstance(session_id, str) or not 0 < len(session_id) <= SESSION_ID_MAX_CHARS:
             return None
         if not session_id.isascii():
@@ -164,7 +165,7 @@ class Sessions(SessionInterface):
             return None
         if record.user is not None and record.epoch != self.epoch(record.user):
             return None
-        if now - record.seen > self.refresh:
+        if use and now - record.seen > self.refresh:
             # a lost race means another request of this session wrote its last use just now
             self.store.replace_value(key, raw, replace(record, seen=now).dumps())
         return record
@@ -286,6 +287,17 @@ class Sessions(SessionInterface):
         else:
             socket_session.pop("admin", None)
 
+    def sweep_sockets(self) -> int:
+        """End this process's sockets whose session has ended anywhere (a logout or end-sessions handled by
+        another worker reaches them only through the store); returns how many were ended. An open socket is
+        not a use of its session: the sweep leaves its idle time alone."""
+        with self._lock:
+            live = [(sid, bound) for sid, bound in self._sockets.items() if not bound.ended]
+        ended = {id(bound) for _, bound in live if self.load(bound.session_id, use=False) is None}
+        if ended:
+            self._disconnect(lambda bound: id(bound) in ended)
+        return len(ended)
+
     def _disconnect(self, which: Any) -> None:
         with self._lock:
             ended = [sid for sid, bound in self._sockets.items() if which(bound)]
@@ -379,4 +391,21 @@ def current_sessions() -> Sessions:
 def install(app: Flask, settings: Settings, store: Store, socketio: SocketIO) -> Sessions:
     sessions = Sessions(settings, store, str(app.config["SECRET_KEY"]), socketio)
     app.session_interface = sessions
+    interval = settings.security.socket_session_check_seconds
+    socketio.start_background_task(_sweep_forever, weakref.ref(sessions), socketio, interval)
     return sessions
+
+
+def _sweep_forever(sessions: weakref.ref[Sessions], socketio: SocketIO, interval: float) -> None:
+    """Sweep the sockets of ``sessions`` every ``interval`` seconds while its app lives (a weak reference:
+    a test's discarded app takes its sweeper with it)."""
+    while True:
+        socketio.sleep(interval)
+        alive = sessions()
+        if alive is None:
+            return
+        try:
+            alive.sweep_sockets()
+        except Exception:  # a store that does not answer now may answer at the next sweep
+            log.warning("could not check the sessions of open sockets", exc_info=True)
+        del alive
