@@ -67,6 +67,32 @@ def test_craft_choice_keys_from_json_become_indexes():
 
 
 @pytest.mark.parametrize(
+    "key", [" 2", "2 ", "+3", "1_0", "\u0661", "\uff12", "-1", "0x1", "1e2", "9" * 19, ""]
+)
+def test_craft_choice_keys_go_through_the_strict_number_grammar(key):
+    with pytest.raises(GameError) as caught:
+        parse_action({"type": "craft", "recipe": "stick", "choices": {key: "oak_planks"}})
+    assert caught.value.code == "invalid_action"
+    assert [p["field"] for p in caught.value.details["problems"]] == [f"choices.{key}.[key]"]
+
+
+@pytest.mark.parametrize("keys", [("1", "01"), ("0", "00"), ("2", "002")])
+def test_craft_choice_keys_naming_one_ingredient_twice_are_refused(keys):
+    choices = dict.fromkeys(keys, "oak_planks")
+    with pytest.raises(GameError, match=r"ingredient \d twice"):
+        parse_action({"type": "craft", "recipe": "stick", "choices": choices})
+
+
+def test_craft_choice_keys_in_ascii_digits_are_read():
+    action = parse_action({"type": "craft", "recipe": "stick", "choices": {"2": "oak_planks", "10": "stick"}})
+    assert action.choices == {2: "oak_planks", 10: "stick"}
+    assert Craft(recipe="stick", choices={0: "oak_planks"}).choices == {0: "oak_planks"}  # in-process
+    for bad in ({True: "oak_planks"}, {-1: "oak_planks"}):
+        with pytest.raises(ValueError):
+            Craft(recipe="stick", choices=bad)
+
+
+@pytest.mark.parametrize(
     ("raw", "field"),
     [
         ({"type": "propose", "to": 1, "offer": {"coal": 1.5}}, "offer.coal"),

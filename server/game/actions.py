@@ -15,10 +15,34 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
+from craft_rules.number_text import whole_number
 from server.game.errors import GameError
 
+
+def _ingredient_index(value: Any) -> Any:
+    """An ingredient index from a JSON object key, read by the one number grammar (ASCII digits, bounded):
+    pydantic's lax int reading would take " 2", "+3" and "1_0"."""
+    if isinstance(value, str):
+        index = whole_number(value)
+        if index is None:
+            raise ValueError('an ingredient index is written in ASCII digits, such as "0" or "2"')
+        return index
+    return value
+
+
+IngredientIndex = Annotated[
+    int, BeforeValidator(_ingredient_index), Field(strict=True, ge=0, description="an ingredient's index")
+]
 ItemCount = Annotated[int, Field(strict=True, ge=1, description="a positive whole number of units")]
 ToMValue = Annotated[int, Field(strict=True, ge=0, le=10, description="0 = useless ... 10 = critical")]
 ValueDict = dict[str, ToMValue]
@@ -79,7 +103,7 @@ class Craft(_ActionModel):
     type: Literal["craft"] = "craft"
     recipe: str = Field(min_length=1)
     runs: str | int = "1"
-    choices: dict[int, str] = Field(default_factory=dict)
+    choices: dict[IngredientIndex, str] = Field(default_factory=dict)
     fuel: str | None = None
 
     @field_validator("runs", mode="before")
@@ -90,6 +114,21 @@ class Craft(_ActionModel):
         if isinstance(value, float):
             # repr gives the shortest decimal that round-trips: 0.1 -> "0.1" -> Fraction(1, 10)
             return repr(value)
+        return value
+
+    @field_validator("choices", mode="before")
+    @classmethod
+    def _choice_indexes_once(cls, value: Any) -> Any:
+        # "1" and "01" name one ingredient: refused rather than one silently dropped (a key that is no
+        # index is IngredientIndex's to refuse, naming the key in the error's field path)
+        if isinstance(value, Mapping):
+            seen: set[int] = set()
+            for key in value:
+                index = whole_number(key) if isinstance(key, str) else key  # a bad key: see below
+                if isinstance(index, int) and not isinstance(index, bool):
+                    if index in seen:
+                        raise ValueError(f"choices name ingredient {index} twice")
+                    seen.add(index)
         return value
 
 

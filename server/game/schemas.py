@@ -498,7 +498,7 @@ def _dict_kind(annotation: Any) -> str | None:
     if get_origin(annotation) is not dict:
         return None
     key, value = get_args(annotation)
-    if key is int:
+    if _unwrap(key)[0] is int:  # ingredient indexes (an Annotated int)
         return "choices"
     inner, _ = _unwrap(value)
     if get_origin(inner) is dict:

@@ -6,8 +6,10 @@ look like), trimmed, with each run of white space made one space, 1 to :data:`NA
 Refused, each with a sentence saying what to change (:class:`InvalidName`, code ``invalid_name``):
 
 - characters of Unicode category C: control characters (NUL, newlines, escapes), format characters (bidi
-  overrides and isolates such as U+202E, zero-width spaces and joiners), private-use and unassigned code
-  points; line and paragraph separators (U+2028, U+2029);
+  overrides and isolates such as U+202E, zero-width spaces), private-use and unassigned code points; line
+  and paragraph separators (U+2028, U+2029). The zero-width non-joiner and joiner (U+200C, U+200D) only
+  where RFC 5892 Appendix A allows them, approximately (:func:`_joiner_in_context`): after a virama
+  (Sinhala "ශ්‍රී"), or a ZWNJ between joining letters (Persian "علی‌رضا"); never between Latin letters;
 - invisible characters that are not of category C: the rest of Default_Ignorable_Code_Point (Hangul fillers
   U+3164 / U+FFA0 / U+115F / U+1160, the combining grapheme joiner, Mongolian and other variation selectors
   except one emoji presentation selector after a symbol) and the blank U+2800 BRAILLE PATTERN BLANK;
@@ -17,15 +19,18 @@ Refused, each with a sentence saying what to change (:class:`InvalidName`, code 
 - letters of more than one of the Latin, Greek and Cyrillic scripts in one name ("Аdа" with a Cyrillic А):
   these three scripts share look-alike letters, and no ordinary name mixes them, so the mix is refused
   outright rather than guessed at;
-- reserved words, compared by :func:`name_key` (the confusable skeleton): "admin", "administrator",
-  "moderator", "server", "system", "you" and "Player N" (the labels the pages and the agents' text use)
-  as a word of the name; for a person's name also what reads as a bot: the word "bot", "bots" or "llm",
-  or a registered bot policy id with or without "bot" ("random bot", "tom1bot", "random").
+- a name without a letter or digit (".", "...", "🤖", "❤️"): nothing in it tells people apart;
+- reserved words: "admin", "administrator", "moderator", "server", "system", "you" and "Player N" (the
+  labels the pages and the agents' text use) as a word of the name, compared by :func:`name_key` (the
+  confusable skeleton: "Adm1n" is "admin"); for a person's name also what reads as a bot: the word "bot",
+  "bots" or "llm", or a registered bot policy id with or without "bot" ("random bot", "tom1bot", "TOM1"),
+  compared on the text itself when it is ASCII ("Tomi", "Tomo" and "Ilm" are names, not "tom1", "tom0"
+  and "llm") and by skeleton otherwise ("ТОМ1 ВОТ" in Cyrillic letters).
 
 Two names clash (:func:`name_clash`) when their keys are equal: same confusable skeleton (Unicode's
 confusables data, through the ``confusable-homoglyphs`` package), case folded, white space and punctuation
-ignored. HTML stays plain text (pages escape it). Emoji sequences joined with U+200D are refused with the
-rest of category Cf.
+ignored (so two names differing only by a joiner clash). HTML stays plain text (pages escape it). Emoji
+sequences joined with U+200D are refused (a ZWJ there follows no virama).
 """
 
 from __future__ import annotations
@@ -63,6 +68,13 @@ _INVISIBLE = frozenset(
 )
 _EMOJI_SELECTORS = frozenset({0xFE0E, 0xFE0F})
 _CONFUSABLE_SCRIPTS = frozenset({"LATIN", "GREEK", "CYRILLIC"})
+_ZWNJ, _ZWJ = "\u200c", "\u200d"
+_VIRAMA = 9  # the canonical combining class of viramas (Devanagari, Sinhala, Bengali, ...)
+# scripts whose letters join cursively (Unicode's ArabicShaping.txt gives them Joining_Type D, R or L)
+_JOINING_SCRIPTS = (
+    *("ARABIC ", "SYRIAC ", "NKO ", "MANDAIC ", "MONGOLIAN ", "MANICHAEAN ", "PSALTER PAHLAVI "),
+    *("PHAGS-PA ", "ADLAM ", "HANIFI ROHINGYA ", "SOGDIAN ", "OLD UYGHUR ", "CHORASMIAN "),
+)
 _ALWAYS_RESERVED = frozenset({"admin", "administrator", "moderator", "server", "system", "you"})
 _BOT_WORDS = frozenset({"bot", "bots", "llm"})
 
@@ -88,10 +100,14 @@ def normalise_name(raw: Any, what: str = "name", *, kind: NameKind = "human") ->
     name = unicodedata.normalize("NFKC", raw)
     if any(unicodedata.category(ch) in ("Zl", "Zp") for ch in name):
         raise InvalidName(f"A {what} is one line: it cannot contain a line or paragraph separator.")
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
+    if any(
+        unicodedata.category(ch).startswith("C") and not _joiner_in_context(name, i)
+        for i, ch in enumerate(name)
+    ):
         raise InvalidName(
             f"A {what} cannot contain control (e.g. tab, newline), format (e.g. right-to-left override, "
-            "zero-width space) or unassigned characters."
+            "zero-width space) or unassigned characters; a zero-width joiner or non-joiner only where its "
+            "script uses one (after a virama, or between two joining letters such as Arabic ones)."
         )
     name = " ".join(name.split())  # only space separators are left to split at
     if not name or len(name) > NAME_MAX_CHARS:
@@ -99,6 +115,11 @@ def normalise_name(raw: Any, what: str = "name", *, kind: NameKind = "human") ->
     _check_visible(name, what)
     _check_marks(name, what)
     _check_scripts(name, what)
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in name):
+        raise InvalidName(
+            f"A {what} needs at least one letter or digit: symbols, punctuation and emoji alone do not "
+            "tell people apart."
+        )
     reserved = reserved_word(name, kind=kind)
     if reserved is not None:
         raise InvalidName(
@@ -106,6 +127,37 @@ def normalise_name(raw: Any, what: str = "name", *, kind: NameKind = "human") ->
             "something else. Choose another one."
         )
     return name
+
+
+def _joiner_in_context(name: str, index: int) -> bool:
+    """Whether ``name[index]`` is a ZWNJ or ZWJ where RFC 5892 (Appendix A.1, A.2) allows one: after a
+    virama (combining class 9: "ශ්‍රී", "क्‌ष"), or, for ZWNJ only, between two letters of a cursive-joining
+    script, combining marks skipped ("علی‌رضا"). Python's ``unicodedata`` has no Joining_Type, so every
+    letter of those scripts counts as joining on both sides: looser than the RFC for right-joining letters
+    (ZWNJ after Arabic dal, as Persian writers type in "محمد‌حسین"), never looser between letters of other
+    scripts (no joiner hides between Latin letters). Either joiner must be followed by a letter or mark:
+    one at the end of a word joins nothing."""
+    joiner = name[index]
+    if joiner not in (_ZWNJ, _ZWJ):
+        return False
+    after = name[index + 1] if index + 1 < len(name) else ""
+    if not after or unicodedata.category(after)[0] not in "LM":
+        return False
+    if index > 0 and unicodedata.combining(name[index - 1]) == _VIRAMA:
+        return True
+    if joiner == _ZWJ:
+        return False
+    before = next((ch for ch in reversed(name[:index]) if unicodedata.category(ch)[0] != "M"), "")
+    after = next((ch for ch in name[index + 1 :] if unicodedata.category(ch)[0] != "M"), "")
+    return _cursive_letter(before) and _cursive_letter(after)
+
+
+def _cursive_letter(ch: str) -> bool:
+    return (
+        bool(ch)
+        and unicodedata.category(ch)[0] == "L"
+        and unicodedata.name(ch, "").startswith(_JOINING_SCRIPTS)
+    )
 
 
 def _check_visible(name: str, what: str) -> None:
@@ -214,8 +266,17 @@ def skeleton(text: str) -> str:
 
 def name_words(name: str) -> list[str]:
     """The skeleton's words: runs of letters, digits and marks (white space and punctuation split them)."""
+    return _words(skeleton(unicodedata.normalize("NFKC", name)))
+
+
+def plain_words(name: str) -> list[str]:
+    """The words as written (NFKC), no look-alike folded: what bot ids are matched on."""
+    return _words(unicodedata.normalize("NFKC", name))
+
+
+def _words(text: str) -> list[str]:
     words, word = [], []
-    for ch in skeleton(unicodedata.normalize("NFKC", name)):
+    for ch in text:
         if unicodedata.category(ch)[0] in "LMN" and ord(ch) not in _EMOJI_SELECTORS:
             word.append(ch)
         elif word:
@@ -232,24 +293,51 @@ def name_key(name: str) -> str:
 
 
 @cache
-def _bot_ids() -> dict[str, str]:
-    """The registered bot policies' ids by key (entry points: read, never imported)."""
-    return {name_key(entry.name): entry.name for entry in entry_points(group=POLICY_ENTRY_POINTS)}
+def _bot_readings() -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """What a person's name may not read as: each bot word, and each registered bot policy id (entry
+    points: read, never imported) alone or followed by "bot" or "bots"; as (the word to report, its plain
+    forms, its skeleton keys)."""
+    readings = [(word, (word,)) for word in sorted(_BOT_WORDS)]
+    for entry in entry_points(group=POLICY_ENTRY_POINTS):
+        bot = entry.name
+        readings.append((f"{bot} bot", (bot, f"{bot} bot", f"{bot} bots")))
+    return tuple(
+        (
+            label,
+            frozenset("".join(plain_words(form)).casefold() for form in forms),
+            frozenset(name_key(form) for form in forms),
+        )
+        for label, forms in readings
+    )
+
+
+def _reads_as(text: str, plain: frozenset[str], keys: frozenset[str]) -> bool:
+    """Whether ``text`` (plain words joined) reads as one of a bot's forms. ASCII text must be that form
+    exactly, case folded: by skeleton "Tomi" and "Toml" read as "tom1", "Tomo" as "tom0", "Ilm" as
+    "llm", all ordinary names. Text with other characters can only look like an ASCII bot id through
+    look-alikes ("ТОМ1 ВОТ" in Cyrillic), so it is compared by skeleton (of the text before case folding:
+    capital Т looks like T, small т not like t)."""
+    if text.isascii():
+        return text.casefold() in plain
+    return name_key(text) in keys
 
 
 @cache
-def _reserved_keys() -> tuple[dict[str, str], dict[str, str], frozenset[str]]:
-    """The reserved words by key (always; for persons), and the keys of the digits (for "Player N")."""
+def _reserved_keys() -> tuple[dict[str, str], frozenset[str]]:
+    """The always-reserved words by key, and the keys of the digits (for "Player N")."""
     always = {name_key(word): word for word in _ALWAYS_RESERVED}
-    bot_like = {name_key(word): word for word in _BOT_WORDS}
     digits = frozenset(name_key(str(d)) for d in range(10))
-    return always, bot_like, digits
+    return always, digits
 
 
 def reserved_word(name: str, *, kind: NameKind = "human") -> str | None:
     """The reserved word ``name`` is or reads as, or None (``kind``: a person's name may not read as a
-    bot's; a bot seat's or an API client's may)."""
-    always, bot_like, digits = _reserved_keys()
+    bot's; a bot seat's or an API client's may).
+
+    Staff words and "Player N" are compared by skeleton ("Adm1n" is "admin"): ordinary names rarely come
+    near them. Bot words and ids by :func:`_reads_as`: they are short and hold digits and l, so a skeleton
+    would refuse ordinary names."""
+    always, digits = _reserved_keys()
     words = name_words(name)
     for word in words:
         if word in always:
@@ -259,12 +347,16 @@ def reserved_word(name: str, *, kind: NameKind = "human") -> str | None:
     if key.startswith(player) and all(ch in digits for ch in key[len(player) :]):
         return "Player N"
     if kind == "human":
-        for word in words:
-            if word in bot_like:
-                return bot_like[word]
-        for bot_key, bot in _bot_ids().items():
-            if key in (bot_key, bot_key + name_key("bot"), bot_key + name_key("bots")):
-                return f"{bot} bot"
+        plain = plain_words(name)
+        readings = _bot_readings()
+        for word in plain:
+            for label, forms, keys in readings:
+                if label in _BOT_WORDS and _reads_as(word, forms, keys):
+                    return label
+        joined = "".join(plain)
+        for label, forms, keys in readings:
+            if label not in _BOT_WORDS and _reads_as(joined, forms, keys):
+                return label
     return None
 
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import random
 import secrets
 import threading
@@ -81,6 +82,8 @@ from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.web.auth import clean_display_name
 from server.web.limits import RateLimiter, open_games_limited
+
+log = logging.getLogger(__name__)
 
 GAME_ID_BYTES = 9
 #: An open-game slot naming a game that does not exist yet is a creation in progress for this long (a deal
@@ -270,6 +273,8 @@ class Lobby:
         for state in seat_states:
             if state.bot:
                 self.bots.require(state.bot, hall=hall_name)
+        if join:  # the creator's seat is checked before the game exists: a refused join leaves no game
+            check_creator_can_sit(creator, seat_states)
         # every check that costs nothing is made: now the limits, then the instance (a deal costs CPU)
         game_id = secrets.token_urlsafe(GAME_ID_BYTES)
         open_slot = None
@@ -338,14 +343,29 @@ class Lobby:
             meta["instance"] = instance.to_json()
         self.store.create_game(game_id, meta)
         joined: int | None = None
-        if join:
-            joined = self._claim(game_id, creator, None)
-        live = self.table.seats_changed(game_id)
+        try:
+            if join:
+                joined = self._claim_or_close(game_id, creator)
+        finally:
+            # arms the expiry timer whatever happened, so no waiting game is left without one
+            live = self.table.seats_changed(game_id)
         with live.lock:
             summary = summarize(live.meta, live.seats)
         if choice["choice"] == "requested":  # the creator's own choice; nobody else is told
             summary["instance_id"] = instance.id
         return {**summary, "your_seat": joined}
+
+    def _claim_or_close(self, game_id: str, creator: Principal) -> int:
+        """The creator's seat in the game just created; if the claim fails after all (a race the checks before
+        creation could not see), the game is closed unstarted, which frees its open-game slot."""
+        try:
+            return self._claim(game_id, creator, None)
+        except Exception:
+            try:
+                self.table.close_waiting(game_id, "cancelled")
+            except ServerError as err:  # it started or closed meanwhile: nothing is left waiting
+                log.info("game %s: not closed after its creator's failed join: %s", game_id, err.code)
+            raise
 
     def _claim_open_slot(self, creator: Principal, game_id: str) -> dict[str, str] | None:
         """One of the creator's ``limits.open_games_per_user`` slots, claimed for ``game_id`` by a conditional
@@ -777,6 +797,21 @@ class Lobby:
             raise ServerError("forbidden", "Only the player who created this game may cancel it.", status=403)
         self.table.close_waiting(live.game_id, "cancelled")
         return self.summary(live.game_id)
+
+
+def check_creator_can_sit(creator: Principal, seat_states: list[SeatState]) -> None:
+    """Refuse a create-with-join whose creator could take no seat: none accepts their kind
+    (``invalid_seats``), or their name could be mistaken for a bot seat's or a reserved word
+    (``invalid_name``)."""
+    if not any(state.accepts in ("open", creator.kind) for state in seat_states):
+        raise ServerError(
+            "invalid_seats",
+            f"With join, at least one seat must be open or reserved for {creator.kind} players.",
+            {"accepts": [state.accepts for state in seat_states]},
+        )
+    check_name_clash(
+        creator.name, [(state.seat, state.name) for state in seat_states if state.name], creator.kind
+    )
 
 
 def check_name_clash(name: str, others: list[tuple[int, str]], kind: NameKind) -> None:

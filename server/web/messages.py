@@ -1,8 +1,9 @@
 """The fields of a client's request, read alike from a Socket.IO event and a REST call: an action and its
-envelope, a ``create_game`` request."""
+envelope, a ``create_game`` request, a ``cancel_game`` request (and who acts in it when an admin does)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -11,8 +12,13 @@ from flask import request, session
 from server.game.actions import ACTION_MODELS
 from server.table.errors import ServerError
 from server.table.principal import Principal
-from server.web.auth import require_principal
+from server.web.admin import password_accepted
+from server.web.auth import basic_password, require_principal
 from server.web.services import Services
+
+#: Who acts for an admin with no player login (an admin session alone, or the admin password over HTTP
+#: Basic): an id no user or token has (neither a user id nor "token:..."), so no creator check matches it.
+OPERATOR = Principal(id="admin:operator", name="admin", kind="human", scopes=frozenset({"admin"}))
 
 #: Envelope fields a client sends next to an action's own fields.
 ENVELOPE_FIELDS = ("game_id", "seat", "client_action_id")
@@ -65,3 +71,24 @@ def with_admin_session(principal: Principal, browser_session: Any) -> Principal:
     if browser_session.get("admin") is True and not principal.is_admin:
         return replace(principal, scopes=principal.scopes | {"admin"})
     return principal
+
+
+def cancel_game_request(services: Services, game_id: Any, principal: Principal | None) -> dict[str, Any]:
+    """A ``cancel_game`` request, read alike from Socket.IO and REST: by the creator or an admin."""
+    return services.lobby.cancel_game(game_id, admin_or_principal(principal, session, request.headers))
+
+
+def admin_or_principal(
+    principal: Principal | None, browser_session: Any, headers: Mapping[str, str]
+) -> Principal:
+    """The caller of a request an admin may make on anyone's game: ``principal`` with the admin scope when
+    its browser session logged in to the admin area or it sends the admin password (HTTP Basic, throttled
+    like the admin area's); an admin with no player login acts as :data:`OPERATOR`; anyone else must be
+    logged in (``not_logged_in``)."""
+    password = basic_password(headers)
+    admin = browser_session.get("admin") is True or (password is not None and password_accepted(password))
+    if not admin:
+        return require_principal(principal)
+    if principal is None:
+        return OPERATOR
+    return principal if principal.is_admin else replace(principal, scopes=principal.scopes | {"admin"})

@@ -20,7 +20,7 @@ from server.table.principal import Principal
 from server.web.auth import clean_display_name, require_principal, resolve_principal
 from server.web.deployment import long_poll_slot
 from server.web.errors import request_object, rest_error
-from server.web.messages import create_game_request, split_action
+from server.web.messages import cancel_game_request, create_game_request, split_action
 from server.web.schema_catalog import schema_catalogue
 from server.web.services import current_services
 from server.web.sessions import current_sessions
@@ -114,7 +114,7 @@ def join(game_id: str) -> tuple[Response, int]:
 
 @api.post("/games/<game_id>/cancel")
 def cancel(game_id: str) -> tuple[Response, int]:
-    return ok({"game": current_services().lobby.cancel_game(game_id, require_principal(caller()))})
+    return ok({"game": cancel_game_request(current_services(), game_id, caller())})
 
 
 @api.get("/games/<game_id>/view")

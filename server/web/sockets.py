@@ -34,7 +34,7 @@ from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
 from server.web.errors import as_object, error_body, forget_caller, log_refusal, principal_label
 from server.web.limits import count_socket_event
-from server.web.messages import create_game_request, split_action
+from server.web.messages import cancel_game_request, create_game_request, split_action
 from server.web.services import current_services
 from server.web.sessions import current_sessions
 from server.web.transport_guards import guard_transport
@@ -201,8 +201,7 @@ class SocketProtocol:
             return {**table.envelope(live, seat), "events": table.history(live, seat)}
 
     def cancel_game(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        principal = require_principal(conn.principal)
-        return {"game": current_services().lobby.cancel_game(data.get("game_id"), principal)}
+        return {"game": cancel_game_request(current_services(), data.get("game_id"), conn.principal)}
 
     def watch(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         table = current_services().table
