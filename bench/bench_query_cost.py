@@ -94,7 +94,9 @@ def hands_of(rules: RuleSet, name: str) -> tuple[dict[str, int], dict[str, int]]
     return dict(inst.hands[seat]), others
 
 
-def context_for(rules: RuleSet, whole_runs: bool, hand: dict[str, int], others: dict[str, int]) -> QueryContext:
+def context_for(
+    rules: RuleSet, whole_runs: bool, hand: dict[str, int], others: dict[str, int]
+) -> QueryContext:
     events = tuple(
         {"n": n, "type": "message", "turn": n, "actor": n % 2, "payload": {"text": "x" * 200}}
         for n in range(200)

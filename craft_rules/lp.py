@@ -25,6 +25,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from craft_rules import budget
 from craft_rules.model import Recipe
 from craft_rules.recipe_graph import RecipeGraph
 
@@ -41,6 +42,8 @@ TOL = 1e-9
 MAX_LEVEL_WEIGHT = 8
 FUEL_UNIT_COST = 0.01
 HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
+MAX_SOLVE_SECONDS = 20.0  # one solve's wall-clock limit when no budget is set (a MILP's answer so far)
+WALL_PER_CPU = 3.0  # under a CPU budget, a solve's wall-clock limit per second of CPU left
 
 
 @dataclass
@@ -76,6 +79,9 @@ class LpModel:
     rhs: list[float]
     equal_rows: set[int] = field(default_factory=set)  # rows that must hold with equality
     integer_cols: list[int] = field(default_factory=list)  # further integer columns (0/1 indicators)
+    # under the whole rule, solve with fractional runs all the same (the caller executes the answer's
+    # plan under the whole rule to verify it)
+    runs_relaxed: bool = False
 
     def new_col(self, cost: float, upper: float = math.inf) -> int:
         self.cost.append(cost)
@@ -156,6 +162,14 @@ def _flush_c_stdio() -> None:
             libc.fflush(None)
 
 
+def load_solver() -> None:
+    """Import numpy and scipy's solvers now (about 0.5 s the first time, then nothing), so that a
+    computation under a CPU budget (:mod:`craft_rules.budget`) does not spend it on imports."""
+    import numpy  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    import scipy.sparse  # noqa: F401
+
+
 class Ancestors(Protocol):
     """(items, recipe ids) of the sub-graph that can feed ``target_items`` (see
     :meth:`craft_rules.recipe_graph.RecipeGraph.ancestors`), as the planner caches them."""
@@ -206,6 +220,7 @@ class RecipeLp:
         <= 0`` per pool. Columns: recipe runs, pool conversions, and (missing mode) obtained items.
         """
         rules = self.rules
+        budget.check()
         _, anc_recipes = self.ancestors(need, fuel_leaves)
         start = {i for i, q in hand.items() if q > 0} | set(obtainable or ())
         reach, fired = self.graph.fireable(start, anc_recipes)
@@ -315,6 +330,13 @@ class RecipeLp:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
             return None
+        budget.check()
+        # under a budget (budget.cpu_budget) the solver stops about when it is spent: HiGHS takes only a
+        # wall-clock limit, a few times the CPU left so a loaded machine does not refuse cheap queries
+        left = budget.remaining()
+        time_limit = (
+            MAX_SOLVE_SECONDS if left is None else max(min(MAX_SOLVE_SECONDS, left * WALL_PER_CPU), 1e-3)
+        )
         # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -326,12 +348,13 @@ class RecipeLp:
         equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
-        if (integral and model.slack_col) or self.whole_runs or model.integer_cols:
+        whole_runs = self.whole_runs and not model.runs_relaxed
+        if (integral and model.slack_col) or whole_runs or model.integer_cols:
             integrality = np.zeros(n)
             if integral:
                 integrality[list(model.slack_col.values())] = 1
             integrality[model.integer_cols] = 1
-            if self.whole_runs:  # whole runs of every recipe: integer run variables
+            if whole_runs:  # whole runs of every recipe: integer run variables
                 integrality[list(model.x_col.values())] = 1
             with quiet_solver_stdout():
                 res = milp(
@@ -339,8 +362,10 @@ class RecipeLp:
                     constraints=[LinearConstraint(matrix, np.where(equal, rhs, -np.inf), rhs)],
                     integrality=integrality,
                     bounds=Bounds(np.zeros(n), upper),
-                    options={"mip_rel_gap": 1e-9, "time_limit": 20.0},
+                    options={"mip_rel_gap": 1e-9, "time_limit": time_limit},
                 )
+            if res.status == 1 and left is not None:
+                raise budget.BudgetExceeded(budget.budget_seconds())  # stopped, perhaps short of the best
             if res.x is None or res.status not in (0, 1):
                 return None
         else:
@@ -352,7 +377,10 @@ class RecipeLp:
                 b_eq=rhs[equal] if equal.any() else None,
                 bounds=np.column_stack([np.zeros(n), upper]),
                 method="highs",
+                options={"time_limit": time_limit},
             )
+            if res.status == 1 and left is not None:
+                raise budget.BudgetExceeded(budget.budget_seconds())
             if res.status != 0:
                 return None
         return self._read(model, res.x, float(res.fun))

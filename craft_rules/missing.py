@@ -16,6 +16,12 @@ from fractions import Fraction
 from craft_rules.lp import RecipeLp
 from craft_rules.plan_crafts import FoundPlan, Plan
 
+# Under the whole rule, a search for what to obtain from anywhere with this many candidate items solves
+# with fractional runs: integer runs and that many integer items take HiGHS up to 2.5 s at the root (64
+# carpets from a hand of every raw material), fractional runs milliseconds. The answer is still verified
+# by executing a whole-runs plan; it may then ask for an item more than the fewest.
+RELAX_RUNS_FROM_CANDIDATES = 60
+
 
 class MissingItems:
     """What to obtain, for one rule set and crafting-runs rule.
@@ -47,13 +53,20 @@ class MissingItems:
         else:
             obtainable = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
         model = self.lp.build(hand, need, obtainable, None, 1.0, 0.0, fuel_leaves=available is None)
-        solution = self.lp.solve(model, integral=True) if model else None
-        if solution is not None:
-            missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
-            missing = {k: v for k, v in sorted(missing.items()) if v > 0}
-            plan = self.verified_with(hand, need, missing)
-            if plan is not None:
-                return missing, plan
+        tries: tuple[bool, ...] = ()  # runs_relaxed of each solve
+        if model is not None:
+            many = available is None and len(model.slack_col) >= RELAX_RUNS_FROM_CANDIDATES
+            tries = (True, False) if many and self.lp.whole_runs else (False,)
+        for runs_relaxed in tries:
+            assert model is not None
+            model.runs_relaxed = runs_relaxed  # if a relaxed answer fails its check, integer runs after all
+            solution = self.lp.solve(model, integral=True)
+            if solution is not None:
+                missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
+                missing = {k: v for k, v in sorted(missing.items()) if v > 0}
+                plan = self.verified_with(hand, need, missing)
+                if plan is not None:
+                    return missing, plan
         # The relaxation was too optimistic (rare): fall back to obtaining what the target lacks.
         direct = {item: n - math.floor(hand.get(item, 0)) for item, n in need.items()}
         direct = {k: v for k, v in sorted(direct.items()) if v > 0}

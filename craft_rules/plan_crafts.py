@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from craft_rules import budget
 from craft_rules.crafting import MAX_RUNS, CraftError, craft, fmt_qty, max_runs
 from craft_rules.lp import LpSolution, RecipeLp
 from craft_rules.model import Recipe
@@ -362,6 +363,7 @@ class ExactCrafts:
         self, hand: Mapping[str, Fraction], need: Mapping[str, int], segments: list[Segment]
     ) -> FoundPlan | None:
         """Run the segments with exact crafting; None unless every craft succeeds and the target is held."""
+        budget.check()
         current = dict(hand)
         steps: list[PlanStep] = []
         made_at: dict[str, int] = {}
@@ -460,6 +462,7 @@ class _RoundsRun:
         rules = self.crafts.rules
         seeding = False
         for _ in range(MAX_ROUNDS):
+            budget.check()  # up to 64 rounds of exact crafts: the costliest Python part of a plan
             progress = False
             for entry in entries:
                 seg, left = entry

@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from craft_rules.budget import BudgetExceeded, cpu_budget
 from craft_rules.crafting import clamp_runs, fmt_qty, max_runs
 from craft_rules.grid import GRID_SIZE, match_grid, recipe_grid
 from craft_rules.model import Recipe, RuleSet
@@ -60,6 +61,10 @@ MAX_MAKES = 60
 """An item_info answer lists at most this many of the items the item is used to make."""
 MAX_CRAFT_OPTIONS = 50
 """A craft_options answer lists at most this many held items per ingredient and this many fuels."""
+QUERY_CPU_BUDGET_MS = 100.0
+"""CPU time one query's planner work may use (checked before every LP build, solve and execution round;
+the solver stops when it is spent): past it the query answers ``query_too_expensive``. A hand of every
+raw material makes mixed-integer programs that take HiGHS seconds; the limits above cannot bound that."""
 
 ItemId = Annotated[
     str,
@@ -297,12 +302,25 @@ def run_query(
     return answer_query(query_context(game, viewer, parsed), parsed)
 
 
-def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
-    """The answer to ``query`` from the copied context alone."""
+def answer_query(
+    ctx: QueryContext, query: Query, *, cpu_budget_ms: float = QUERY_CPU_BUDGET_MS
+) -> dict[str, Any]:
+    """The answer to ``query`` from the copied context alone, or ``GameError("query_too_expensive")``
+    when its planner work needs more than ``cpu_budget_ms`` of CPU (never an answer cut short)."""
     handler = _ANSWERS[query.type]
+    planner = _planner(ctx)
+    planner.prepare()  # the rule set's first query would otherwise spend its budget on one-time indexes
     # private: the answer takes as long whatever other players or bots asked the planner before
-    with _planner(ctx).remembering(private=True):
-        return {"type": query.type, **handler(ctx, query)}
+    try:
+        with planner.remembering(private=True), cpu_budget(cpu_budget_ms / 1000):
+            return {"type": query.type, **handler(ctx, query)}
+    except BudgetExceeded:
+        raise GameError(
+            "query_too_expensive",
+            f"This {query.type} query needs more than the {cpu_budget_ms:.0f} ms of server CPU a query may "
+            "use; ask for fewer units or a simpler item, or craft part of it first and ask again.",
+            {"query": query.type, "budget_ms": round(cpu_budget_ms)},
+        ) from None
 
 
 def _planner(ctx: QueryContext) -> Planner:
