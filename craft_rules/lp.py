@@ -166,7 +166,7 @@ def load_solver() -> None:
     """Import numpy and scipy's solvers now (about 0.5 s the first time, then nothing), so that a
     computation under a CPU budget (:mod:`craft_rules.budget`) does not spend it on imports."""
     import numpy  # noqa: F401
-    import scipy.optimize  # noqa: F401
+    import scipy.optimize
     import scipy.sparse  # noqa: F401
 
 
