@@ -1,15 +1,21 @@
-"""A CPU budget for one planning computation (an in-phase query), checked before each costly step.
+"""Bounds on one planning computation (an in-phase query): a size limit decided before each solve, and
+a CPU budget as a backstop.
 
-The planner's cost cannot be told from its input alone (64 grindstones plan in 10 ms from one hand and a
-hand of every raw material makes a mixed-integer program of 1,000 columns that HiGHS needs seconds for),
-so a caller that must bound it sets a budget around the work (:func:`cpu_budget`); the planner checks it
-before every LP/MILP build, solve and execution round (:func:`check`) and caps each solver call at what
-is left (:func:`remaining`). An exhausted budget raises :class:`BudgetExceeded`; the caller answers with
-a typed refusal instead of a partial, possibly wrong answer. Without a budget nothing changes.
+**The size limit** (:func:`exact_search_limit`) is what bounds a query's work, deterministically: a
+mixed-integer program with more integer columns than the limit is not solved as one. Its relaxation (a
+plain LP, milliseconds) is solved instead and marked ``relaxed``; the callers verify every LP answer by
+executing a plan anyway, and where a relaxed answer does not verify they raise :class:`SearchTooLarge`
+instead of answering from it. HiGHS needs from milliseconds to seconds for the same number of integer
+columns (the search for what to obtain from anywhere has 110-170 candidate items; 64 powered rails take
+1 s at 141, 64 gray banners 7 ms at 168), so the limit sits below the smallest size seen to be slow. The
+answer therefore depends on the question alone, never on how busy the machine is.
 
-The budget counts the calling thread's CPU time (``time.thread_time``), so other requests of a busy
-server do not use it up; HiGHS only takes a wall-clock limit, which is never shorter than the CPU time
-the solve spends, so a solve is stopped at the latest when the budget is gone.
+**The CPU budget** (:func:`cpu_budget`, checked before every LP build, solve and execution round by
+:func:`check`) counts the calling thread's CPU time; it is a backstop set well above what an admitted
+computation costs, so no answer depends on it in practice. An exhausted budget raises
+:class:`BudgetExceeded`; the caller answers with a typed refusal, never a cut-short answer.
+
+Without either (bots, task generation, the CLI) nothing changes.
 """
 
 from __future__ import annotations
@@ -34,7 +40,37 @@ class BudgetExceeded(TradeCraftError):
         self.budget_s = budget_s
 
 
+class SearchTooLarge(TradeCraftError):
+    """The exact search was over the size limit and its relaxation's answer did not verify."""
+
+    def __init__(self, integer_columns: int, limit: int):
+        super().__init__(
+            "search_too_large",
+            f"the exact search has {integer_columns} integer columns, over the limit of {limit}, and its "
+            "relaxation's answer did not verify",
+            {"integer_columns": integer_columns, "limit": limit},
+        )
+
+
 _state = threading.local()
+
+
+@contextmanager
+def exact_search_limit(integer_columns: int) -> Iterator[None]:
+    """Within the block, this thread's planner solves no mixed-integer program with more than
+    ``integer_columns`` integer columns: it solves the relaxation and marks the answer relaxed."""
+    outer: int | None = getattr(_state, "limit", None)
+    _state.limit = integer_columns if outer is None else min(outer, integer_columns)
+    try:
+        yield
+    finally:
+        _state.limit = outer
+
+
+def exact_limit() -> int | None:
+    """This thread's limit on integer columns (:func:`exact_search_limit`), or None."""
+    limit: int | None = getattr(_state, "limit", None)
+    return limit
 
 
 @contextmanager

@@ -42,8 +42,7 @@ TOL = 1e-9
 MAX_LEVEL_WEIGHT = 8
 FUEL_UNIT_COST = 0.01
 HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
-MAX_SOLVE_SECONDS = 20.0  # one solve's wall-clock limit when no budget is set (a MILP's answer so far)
-WALL_PER_CPU = 3.0  # under a CPU budget, a solve's wall-clock limit per second of CPU left
+MAX_SOLVE_SECONDS = 20.0  # one MILP's wall-clock limit (then its best answer so far)
 
 
 @dataclass
@@ -79,9 +78,9 @@ class LpModel:
     rhs: list[float]
     equal_rows: set[int] = field(default_factory=set)  # rows that must hold with equality
     integer_cols: list[int] = field(default_factory=list)  # further integer columns (0/1 indicators)
-    # under the whole rule, solve with fractional runs all the same (the caller executes the answer's
-    # plan under the whole rule to verify it)
-    runs_relaxed: bool = False
+    # under the whole rule, fractional runs all the same (a small search for what to obtain; its answer
+    # is verified by executing a whole-runs plan)
+    runs_continuous: bool = False
 
     def new_col(self, cost: float, upper: float = math.inf) -> int:
         self.cost.append(cost)
@@ -106,6 +105,9 @@ class LpSolution:
     slack: dict[str, float]
     objective: float
     x: np.ndarray | None = None  # the LP's column values
+    # the integer columns of the MILP this solution relaxes (over budget.exact_limit), else 0: the
+    # answer is fractional where it should be whole, and the caller must verify it by executing a plan
+    relaxed_from: int = 0
 
 
 _STDOUT_LOCK = threading.Lock()
@@ -331,12 +333,16 @@ class RecipeLp:
         if not model.x_col and not model.slack_col:
             return None
         budget.check()
-        # under a budget (budget.cpu_budget) the solver stops about when it is spent: HiGHS takes only a
-        # wall-clock limit, a few times the CPU left so a loaded machine does not refuse cheap queries
-        left = budget.remaining()
-        time_limit = (
-            MAX_SOLVE_SECONDS if left is None else max(min(MAX_SOLVE_SECONDS, left * WALL_PER_CPU), 1e-3)
+        whole_runs = self.whole_runs and not model.runs_continuous
+        integer_columns = (
+            (len(model.slack_col) if integral else 0)
+            + len(model.integer_cols)
+            + (len(model.x_col) if whole_runs else 0)
         )
+        # over the limit (budget.exact_search_limit, a query's) the relaxation stands in for the MILP:
+        # its size, not the clock, decides, so the answer never depends on the machine's load
+        limit = budget.exact_limit()
+        relaxed = limit is not None and integer_columns > limit
         # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -348,8 +354,7 @@ class RecipeLp:
         equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
-        whole_runs = self.whole_runs and not model.runs_relaxed
-        if (integral and model.slack_col) or whole_runs or model.integer_cols:
+        if not relaxed and ((integral and model.slack_col) or whole_runs or model.integer_cols):
             integrality = np.zeros(n)
             if integral:
                 integrality[list(model.slack_col.values())] = 1
@@ -362,10 +367,8 @@ class RecipeLp:
                     constraints=[LinearConstraint(matrix, np.where(equal, rhs, -np.inf), rhs)],
                     integrality=integrality,
                     bounds=Bounds(np.zeros(n), upper),
-                    options={"mip_rel_gap": 1e-9, "time_limit": time_limit},
+                    options={"mip_rel_gap": 1e-9, "time_limit": MAX_SOLVE_SECONDS},
                 )
-            if res.status == 1 and left is not None:
-                raise budget.BudgetExceeded(budget.budget_seconds())  # stopped, perhaps short of the best
             if res.x is None or res.status not in (0, 1):
                 return None
         else:
@@ -377,13 +380,13 @@ class RecipeLp:
                 b_eq=rhs[equal] if equal.any() else None,
                 bounds=np.column_stack([np.zeros(n), upper]),
                 method="highs",
-                options={"time_limit": time_limit},
             )
-            if res.status == 1 and left is not None:
-                raise budget.BudgetExceeded(budget.budget_seconds())
             if res.status != 0:
                 return None
-        return self._read(model, res.x, float(res.fun))
+        solution = self._read(model, res.x, float(res.fun))
+        if relaxed:
+            solution.relaxed_from = integer_columns
+        return solution
 
     @staticmethod
     def _read(model: LpModel, x: np.ndarray, objective: float) -> LpSolution:

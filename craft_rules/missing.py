@@ -12,15 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
+from typing import Any
 
-from craft_rules.lp import RecipeLp
+from craft_rules.budget import SearchTooLarge, exact_limit
+from craft_rules.lp import LpModel, RecipeLp
 from craft_rules.plan_crafts import FoundPlan, Plan
-
-# Under the whole rule, a search for what to obtain from anywhere with this many candidate items solves
-# with fractional runs: integer runs and that many integer items take HiGHS up to 2.5 s at the root (64
-# carpets from a hand of every raw material), fractional runs milliseconds. The answer is still verified
-# by executing a whole-runs plan; it may then ask for an item more than the fewest.
-RELAX_RUNS_FROM_CANDIDATES = 60
 
 
 class MissingItems:
@@ -53,26 +49,53 @@ class MissingItems:
         else:
             obtainable = {self.rules.canonical(k): int(v) for k, v in available.items() if v > 0}
         model = self.lp.build(hand, need, obtainable, None, 1.0, 0.0, fuel_leaves=available is None)
-        tries: tuple[bool, ...] = ()  # runs_relaxed of each solve
-        if model is not None:
-            many = available is None and len(model.slack_col) >= RELAX_RUNS_FROM_CANDIDATES
-            tries = (True, False) if many and self.lp.whole_runs else (False,)
-        for runs_relaxed in tries:
-            assert model is not None
-            model.runs_relaxed = runs_relaxed  # if a relaxed answer fails its check, integer runs after all
-            solution = self.lp.solve(model, integral=True)
-            if solution is not None:
-                missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
-                missing = {k: v for k, v in sorted(missing.items()) if v > 0}
-                plan = self.verified_with(hand, need, missing)
-                if plan is not None:
-                    return missing, plan
+        if model is not None and available is None and exact_limit() is not None:
+            keep_one_of_interchangeable(model, frozenset(need))
+        solution = self.lp.solve(model, integral=True) if model else None
+        if solution is not None:
+            missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
+            missing = {k: v for k, v in sorted(missing.items()) if v > 0}
+            if solution.relaxed_from and available is None:
+                # the relaxation likes fractions of compressed items (1/9 of a coal block): search
+                # exactly among the items it used and what they are made from, a handful
+                narrowed = self._narrowed_search(hand, need, solution.slack)
+                if narrowed is not None:
+                    return narrowed
+            plan = self.verified_with(hand, need, missing)
+            if plan is not None:
+                return missing, plan
+            if solution.relaxed_from:  # the search was over its size limit: no answer from it
+                raise SearchTooLarge(solution.relaxed_from, exact_limit() or 0)
         # The relaxation was too optimistic (rare): fall back to obtaining what the target lacks.
         direct = {item: n - math.floor(hand.get(item, 0)) for item, n in need.items()}
         direct = {k: v for k, v in sorted(direct.items()) if v > 0}
         if available is not None and any(available.get(k, 0) < v for k, v in direct.items()):
             return None, None
         return direct, self.verified_with(hand, need, direct)
+
+    def _narrowed_search(
+        self, hand: dict[str, Fraction], need: dict[str, int], relaxed: Mapping[str, float]
+    ) -> tuple[dict[str, int], Plan] | None:
+        """The fewest whole items among those a relaxed search obtained and their recipes' ingredients
+        (at most the size limit's worth), with fractional runs; None unless its answer verifies."""
+        limit = exact_limit() or 0
+        candidates = set(relaxed)
+        for item in sorted(relaxed):
+            for recipe in self.rules.recipes_by_result.get(item, ()):
+                candidates.update(ing.options[0] for ing in recipe.ingredients)
+        if len(candidates) > limit:
+            return None
+        model = self.lp.build(hand, need, dict.fromkeys(sorted(candidates)), None, 1.0, 0.0)
+        if model is None:
+            return None
+        model.runs_continuous = True
+        solution = self.lp.solve(model, integral=True)
+        if solution is None or solution.relaxed_from:
+            return None
+        missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
+        missing = {k: v for k, v in sorted(missing.items()) if v > 0}
+        plan = self.verified_with(hand, need, missing)
+        return None if plan is None else (missing, plan)
 
     def _useful_to_obtain(self, items: Iterable[str], need: Mapping[str, int]) -> list[str]:
         """``items`` without the fuels nobody would obtain: a fuel that is no recipe's ingredient (and
@@ -154,3 +177,34 @@ class MissingItems:
             return None
         taken = {item: round(q) for item, q in solution.slack.items() if round(q) > 0}
         return sum(taken.values()), taken
+
+
+def keep_one_of_interchangeable(model: LpModel, need: frozenset[str]) -> None:
+    """Drop the candidates to obtain (unbounded slack columns) that another candidate can stand in for
+    exactly, keeping the cheapest of each such class; it shrinks a query's search for what to obtain
+    from anywhere by half or more (nine kinds of planks, boats, slabs... each become one).
+
+    Two items are interchangeable to obtain when every use of either in the model is a column with the
+    same effect on every other row (both fill the same option pools, or burn as the same fuel): a unit
+    of one can replace a unit of the other in any plan, so the fewest units stay the fewest. Items the
+    target needs, or a recipe consumes as its only option, are never dropped."""
+    entries: dict[int, list[tuple[int, float]]] = {}
+    by_row: dict[int, list[tuple[int, float]]] = {}
+    for row, col, value in zip(model.rows, model.cols, model.vals, strict=True):
+        entries.setdefault(col, []).append((row, value))
+        by_row.setdefault(row, []).append((col, value))
+    run_cols = set(model.x_col.values())
+    classes: dict[frozenset[tuple[Any, ...]], list[tuple[float, str]]] = {}
+    for item, slack in model.slack_col.items():
+        (item_row, _), *_ = entries[slack]
+        consumers = [(col, value) for col, value in by_row[item_row] if value > 0]
+        if item in need or any(col in run_cols for col, _ in consumers):
+            continue
+        signature = frozenset(
+            (value, model.cost[col], *sorted((r, v) for r, v in entries[col] if r != item_row))
+            for col, value in consumers
+        )
+        classes.setdefault(signature, []).append((model.cost[slack], item))
+    for members in classes.values():
+        for _, item in sorted(members)[1:]:
+            model.col_upper[model.slack_col.pop(item)] = 0.0

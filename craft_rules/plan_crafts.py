@@ -183,6 +183,8 @@ class ExactCrafts:
                 done = self._execute_in_rounds(hand, need, candidate)
                 if done is not None:
                     return done
+        if solution.relaxed_from:  # over the size limit, a relaxed plan that fails proves nothing
+            raise budget.SearchTooLarge(solution.relaxed_from, budget.exact_limit() or 0)
         return None
 
     def _exact_segments(

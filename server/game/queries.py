@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from craft_rules.budget import BudgetExceeded, cpu_budget
+from craft_rules.budget import BudgetExceeded, SearchTooLarge, cpu_budget, exact_search_limit
 from craft_rules.crafting import clamp_runs, fmt_qty, max_runs
 from craft_rules.grid import GRID_SIZE, match_grid, recipe_grid
 from craft_rules.model import Recipe, RuleSet
@@ -61,10 +61,14 @@ MAX_MAKES = 60
 """An item_info answer lists at most this many of the items the item is used to make."""
 MAX_CRAFT_OPTIONS = 50
 """A craft_options answer lists at most this many held items per ingredient and this many fuels."""
-QUERY_CPU_BUDGET_MS = 100.0
-"""CPU time one query's planner work may use (checked before every LP build, solve and execution round;
-the solver stops when it is spent): past it the query answers ``query_too_expensive``. A hand of every
-raw material makes mixed-integer programs that take HiGHS seconds; the limits above cannot bound that."""
+QUERY_MAX_INTEGER_COLUMNS = 20
+"""The largest mixed-integer program a query's planner work solves exactly (integer columns: candidate
+items to obtain, and run counts under the whole rule); a larger one is relaxed to an LP whose answer is
+verified by executing a plan (see craft_rules.budget). Calibrated with bench/bench_query_cost.py so every
+admitted solve costs at most ~60 ms of CPU here; HiGHS needs seconds for some programs of 140 columns."""
+QUERY_CPU_BUDGET_MS = 1000.0
+"""A backstop on one query's planner CPU time, far above what the size limit admits (the worst query
+costs ~100 ms): past it the query answers ``query_too_expensive``."""
 
 ItemId = Annotated[
     str,
@@ -305,22 +309,29 @@ def run_query(
 def answer_query(
     ctx: QueryContext, query: Query, *, cpu_budget_ms: float = QUERY_CPU_BUDGET_MS
 ) -> dict[str, Any]:
-    """The answer to ``query`` from the copied context alone, or ``GameError("query_too_expensive")``
-    when its planner work needs more than ``cpu_budget_ms`` of CPU (never an answer cut short)."""
+    """The answer to ``query`` from the copied context alone. Its planner work solves no mixed-integer
+    program over ``QUERY_MAX_INTEGER_COLUMNS`` (decided from the program's size, so the answer never
+    depends on the machine's load); ``GameError("query_too_expensive")`` when even the part of the answer
+    that does not need such a search cannot be had, or the CPU backstop ``cpu_budget_ms`` is spent."""
     handler = _ANSWERS[query.type]
     planner = _planner(ctx)
-    planner.prepare()  # the rule set's first query would otherwise spend its budget on one-time indexes
+    planner.prepare()  # the rule set's first query would otherwise spend its time on one-time indexes
+    too_expensive = GameError(
+        "query_too_expensive",
+        f"This {query.type} query needs more planning than a query may use; ask for fewer units or a "
+        "simpler item, or craft part of it first and ask again.",
+        {"query": query.type},
+    )
     # private: the answer takes as long whatever other players or bots asked the planner before
     try:
-        with planner.remembering(private=True), cpu_budget(cpu_budget_ms / 1000):
+        with (
+            planner.remembering(private=True),
+            exact_search_limit(QUERY_MAX_INTEGER_COLUMNS),
+            cpu_budget(cpu_budget_ms / 1000),
+        ):
             return {"type": query.type, **handler(ctx, query)}
-    except BudgetExceeded:
-        raise GameError(
-            "query_too_expensive",
-            f"This {query.type} query needs more than the {cpu_budget_ms:.0f} ms of server CPU a query may "
-            "use; ask for fewer units or a simpler item, or craft part of it first and ask again.",
-            {"query": query.type, "budget_ms": round(cpu_budget_ms)},
-        ) from None
+    except (BudgetExceeded, SearchTooLarge):
+        raise too_expensive from None
 
 
 def _planner(ctx: QueryContext) -> Planner:
@@ -441,13 +452,25 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
             for item, count in public.items():
                 others[item] = others.get(item, 0) + count
     planner = _planner(ctx)
+    # a search for what is missing that is over the query's size limit and cannot be verified leaves
+    # that field unknown (SearchTooLarge); whether the hand can craft it must be known, or nothing is
+    unknown: dict[str, str] = {}
     try:
-        plan = planner.plan(hand, target, available=others)
-        anywhere = {} if plan.craftable else planner.missing(hand, target)
+        plan = planner.plan(hand, target, find_missing=False)
+        anywhere: dict[str, int] | None = {}
+        if not plan.craftable:
+            try:
+                plan = planner.plan(hand, target, available=others)
+            except SearchTooLarge:
+                unknown["missing_from_others"] = "too_expensive"
+            try:
+                anywhere = planner.missing(hand, target)
+            except SearchTooLarge:
+                anywhere, unknown["missing"] = None, "too_expensive"
     except PlannerError as err:  # the models bound the input, so this is a rule set problem
         code = "unknown_item" if isinstance(err, UnknownItemError) else "invalid_query"
         raise GameError(code, err.message[0].upper() + err.message[1:] + ".", {"target": target}) from None
-    return {
+    answer = {
         "hand": kind,
         "target": dict(sorted(target.items())),
         "craftable": plan.craftable,
@@ -456,6 +479,9 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
         "missing": None if anywhere is None else dict(sorted(anywhere.items())),
         "with_missing_steps": [s.as_dict() for s in plan.missing_plan.steps] if plan.missing_plan else [],
     }
+    if unknown:
+        answer["unknown"] = unknown
+    return answer
 
 
 # --- the crafting tree -------------------------------------------------------------------------------
