@@ -2,13 +2,15 @@
 a CPU budget as a backstop.
 
 **The size limit** (:func:`exact_search_limit`) is what bounds a query's work, deterministically: a
-mixed-integer program with more integer columns than the limit is not solved as one. Its relaxation (a
-plain LP, milliseconds) is solved instead and marked ``relaxed``; the callers verify every LP answer by
-executing a plan anyway, and where a relaxed answer does not verify they raise :class:`SearchTooLarge`
-instead of answering from it. HiGHS needs from milliseconds to seconds for the same number of integer
-columns (the search for what to obtain from anywhere has 110-170 candidate items; 64 powered rails take
-1 s at 141, 64 gray banners 7 ms at 168), so the limit sits below the smallest size seen to be slow. The
-answer therefore depends on the question alone, never on how busy the machine is.
+search for items to obtain (a mixed-integer program) with more integer columns than the limit is not
+solved as one. Its relaxation (a plain LP, milliseconds) is solved instead and marked ``relaxed``; the
+callers verify every LP answer by executing a plan anyway, and where a relaxed answer does not verify
+they raise :class:`SearchTooLarge` instead of answering from it. HiGHS needs from milliseconds to
+seconds for the same number of integer columns (the search for what to obtain from anywhere has 110-170
+candidate items; 64 powered rails take 1 s at 141, 64 gray banners 7 ms at 168), so the limit sits below
+the smallest size seen to be slow. The answer therefore depends on the question alone, never on how busy
+the machine is. Craftability (``ExactCrafts.solve_plan``, also the check of every answer) is exempt
+(:func:`without_size_limit`): whether a hand can craft a target is always answered exactly.
 
 **The CPU budget** (:func:`cpu_budget`, checked before every LP build, solve and execution round by
 :func:`check`) counts the calling thread's CPU time; it is a backstop set well above what an admitted
@@ -24,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from craft_rules.errors import TradeCraftError
 
@@ -55,12 +58,43 @@ class SearchTooLarge(TradeCraftError):
 _state = threading.local()
 
 
+@dataclass
+class SearchLimit:
+    """One :func:`exact_search_limit` block: its limit, and whether an answer given inside it came from
+    a relaxation (verified by executing a plan, but not proven the fewest items)."""
+
+    integer_columns: int
+    approximated: bool = False
+
+
 @contextmanager
-def exact_search_limit(integer_columns: int) -> Iterator[None]:
+def exact_search_limit(integer_columns: int) -> Iterator[SearchLimit]:
     """Within the block, this thread's planner solves no mixed-integer program with more than
     ``integer_columns`` integer columns: it solves the relaxation and marks the answer relaxed."""
-    outer: int | None = getattr(_state, "limit", None)
-    _state.limit = integer_columns if outer is None else min(outer, integer_columns)
+    outer: SearchLimit | None = getattr(_state, "limit", None)
+    block = SearchLimit(integer_columns if outer is None else min(outer.integer_columns, integer_columns))
+    _state.limit = block
+    try:
+        yield block
+    finally:
+        if outer is not None and block.approximated:
+            outer.approximated = True
+        _state.limit = outer
+
+
+def note_approximated() -> None:
+    """Record in the enclosing :func:`exact_search_limit` block that an answer is approximate."""
+    block: SearchLimit | None = getattr(_state, "limit", None)
+    if block is not None:
+        block.approximated = True
+
+
+@contextmanager
+def without_size_limit() -> Iterator[None]:
+    """Within the block, this thread's planner solves every program exactly, whatever limit an
+    enclosing :func:`exact_search_limit` set: whether a hand can craft a target is never approximated."""
+    outer: SearchLimit | None = getattr(_state, "limit", None)
+    _state.limit = None
     try:
         yield
     finally:
@@ -69,8 +103,8 @@ def exact_search_limit(integer_columns: int) -> Iterator[None]:
 
 def exact_limit() -> int | None:
     """This thread's limit on integer columns (:func:`exact_search_limit`), or None."""
-    limit: int | None = getattr(_state, "limit", None)
-    return limit
+    block: SearchLimit | None = getattr(_state, "limit", None)
+    return None if block is None else block.integer_columns
 
 
 @contextmanager

@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from craft_rules.budget import SearchTooLarge, exact_limit
-from craft_rules.lp import LpModel, RecipeLp
+from craft_rules.budget import SearchTooLarge, exact_limit, note_approximated
+from craft_rules.lp import LpModel, LpSolution, RecipeLp
 from craft_rules.plan_crafts import FoundPlan, Plan
+
+MAX_DIVE_ROUNDS = 6
+"""Rounds of :meth:`MissingItems._rounding_dive`: each solves one LP and checks one plan."""
 
 
 class MissingItems:
@@ -60,10 +63,18 @@ class MissingItems:
                 # exactly among the items it used and what they are made from, a handful
                 narrowed = self._narrowed_search(hand, need, solution.slack)
                 if narrowed is not None:
+                    note_approximated()
                     return narrowed
             plan = self.verified_with(hand, need, missing)
             if plan is not None:
+                if solution.relaxed_from:
+                    note_approximated()
                 return missing, plan
+            if solution.relaxed_from and model is not None:
+                dived = self._rounding_dive(hand, need, model, solution)
+                if dived is not None:
+                    note_approximated()
+                    return dived
             if solution.relaxed_from:  # the search was over its size limit: no answer from it
                 raise SearchTooLarge(solution.relaxed_from, exact_limit() or 0)
         # The relaxation was too optimistic (rare): fall back to obtaining what the target lacks.
@@ -96,6 +107,46 @@ class MissingItems:
         missing = {k: v for k, v in sorted(missing.items()) if v > 0}
         plan = self.verified_with(hand, need, missing)
         return None if plan is None else (missing, plan)
+
+    def _rounding_dive(
+        self, hand: dict[str, Fraction], need: dict[str, int], model: LpModel, solution: LpSolution
+    ) -> tuple[dict[str, int], Plan] | None:
+        """A verified answer from rounding the relaxation step by step, for a search over the size
+        limit: every fractional amount it uses (runs under the whole rule, items to obtain) is fixed at
+        no less than its next whole number and the relaxation solved again, at most
+        ``MAX_DIVE_ROUNDS`` times (each a plain LP, milliseconds). Whole items that make a plan, but
+        not proven the fewest; None when no round verifies."""
+        floors: dict[int, int] = {}
+        fractional_runs = self.lp.whole_runs
+        for _ in range(MAX_DIVE_ROUNDS):
+            assert solution.x is not None
+            fixed = {}
+            if fractional_runs:
+                fixed.update({col: solution.x[col] for col in model.x_col.values()})
+            fixed.update({col: solution.x[col] for col in model.slack_col.values()})
+            raised = {
+                col: math.ceil(value - 1e-6)
+                for col, value in fixed.items()
+                if value > 1e-6
+                and abs(value - round(value)) > 1e-6
+                and floors.get(col, 0) < math.ceil(value - 1e-6)
+            }
+            if not raised:
+                return None
+            for col, whole in raised.items():
+                floors[col] = whole
+                row = model.new_row(-float(whole))  # -x <= -whole: at least ``whole``
+                model.add(row, col, -1.0)
+            next_solution = self.lp.solve(model, integral=True)
+            if next_solution is None:
+                return None
+            solution = next_solution
+            missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
+            missing = {k: v for k, v in sorted(missing.items()) if v > 0}
+            plan = self.verified_with(hand, need, missing)
+            if plan is not None:
+                return missing, plan
+        return None
 
     def _useful_to_obtain(self, items: Iterable[str], need: Mapping[str, int]) -> list[str]:
         """``items`` without the fuels nobody would obtain: a fuel that is no recipe's ingredient (and

@@ -156,6 +156,12 @@ class ExactCrafts:
         return on_grid(value, up)
 
     def solve_plan(self, hand: dict[str, Fraction], need: dict[str, int]) -> FoundPlan | None:
+        """Steps that craft ``need`` from ``hand`` and the hand they leave, or None; always exact (a
+        query's size limit on searches, :mod:`craft_rules.budget`, does not apply to craftability)."""
+        with budget.without_size_limit():
+            return self._solve_plan(hand, need)
+
+    def _solve_plan(self, hand: dict[str, Fraction], need: dict[str, int]) -> FoundPlan | None:
         model = self.lp.build(hand, need, None, None, 1.0, 0.0)
         if model is None:
             return None
@@ -183,8 +189,6 @@ class ExactCrafts:
                 done = self._execute_in_rounds(hand, need, candidate)
                 if done is not None:
                     return done
-        if solution.relaxed_from:  # over the size limit, a relaxed plan that fails proves nothing
-            raise budget.SearchTooLarge(solution.relaxed_from, budget.exact_limit() or 0)
         return None
 
     def _exact_segments(
