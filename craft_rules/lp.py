@@ -25,6 +25,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from craft_rules import budget
 from craft_rules.model import Recipe
 from craft_rules.recipe_graph import RecipeGraph
 
@@ -41,6 +42,7 @@ TOL = 1e-9
 MAX_LEVEL_WEIGHT = 8
 FUEL_UNIT_COST = 0.01
 HEAT = "heat"  # the fuel pool: every fuel can fire every cooking recipe
+MAX_SOLVE_SECONDS = 20.0  # one MILP's wall-clock limit (then its best answer so far)
 
 
 @dataclass
@@ -76,6 +78,9 @@ class LpModel:
     rhs: list[float]
     equal_rows: set[int] = field(default_factory=set)  # rows that must hold with equality
     integer_cols: list[int] = field(default_factory=list)  # further integer columns (0/1 indicators)
+    # under the whole rule, fractional runs all the same (a small search for what to obtain; its answer
+    # is verified by executing a whole-runs plan)
+    runs_continuous: bool = False
 
     def new_col(self, cost: float, upper: float = math.inf) -> int:
         self.cost.append(cost)
@@ -100,6 +105,9 @@ class LpSolution:
     slack: dict[str, float]
     objective: float
     x: np.ndarray | None = None  # the LP's column values
+    # the integer columns of the MILP this solution relaxes (over budget.exact_limit), else 0: the
+    # answer is fractional where it should be whole, and the caller must verify it by executing a plan
+    relaxed_from: int = 0
 
 
 _STDOUT_LOCK = threading.Lock()
@@ -156,6 +164,14 @@ def _flush_c_stdio() -> None:
             libc.fflush(None)
 
 
+def load_solver() -> None:
+    """Import numpy and scipy's solvers now (about 0.5 s the first time, then nothing), so that a
+    computation under a CPU budget (:mod:`craft_rules.budget`) does not spend it on imports."""
+    import numpy  # noqa: F401
+    import scipy.optimize
+    import scipy.sparse  # noqa: F401
+
+
 class Ancestors(Protocol):
     """(items, recipe ids) of the sub-graph that can feed ``target_items`` (see
     :meth:`craft_rules.recipe_graph.RecipeGraph.ancestors`), as the planner caches them."""
@@ -206,6 +222,7 @@ class RecipeLp:
         <= 0`` per pool. Columns: recipe runs, pool conversions, and (missing mode) obtained items.
         """
         rules = self.rules
+        budget.check()
         _, anc_recipes = self.ancestors(need, fuel_leaves)
         start = {i for i, q in hand.items() if q > 0} | set(obtainable or ())
         reach, fired = self.graph.fireable(start, anc_recipes)
@@ -315,6 +332,17 @@ class RecipeLp:
         n = len(model.cost)
         if not model.x_col and not model.slack_col:
             return None
+        budget.check()
+        whole_runs = self.whole_runs and not model.runs_continuous
+        integer_columns = (
+            (len(model.slack_col) if integral else 0)
+            + len(model.integer_cols)
+            + (len(model.x_col) if whole_runs else 0)
+        )
+        # over the limit (budget.exact_search_limit, a query's) the relaxation stands in for the MILP:
+        # its size, not the clock, decides, so the answer never depends on the machine's load
+        limit = budget.exact_limit()
+        relaxed = limit is not None and integer_columns > limit
         # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -326,12 +354,12 @@ class RecipeLp:
         equal[list(model.equal_rows)] = True
         cost = np.asarray(model.cost, dtype=float)
         upper = np.asarray(model.col_upper, dtype=float)
-        if (integral and model.slack_col) or self.whole_runs or model.integer_cols:
+        if not relaxed and ((integral and model.slack_col) or whole_runs or model.integer_cols):
             integrality = np.zeros(n)
             if integral:
                 integrality[list(model.slack_col.values())] = 1
             integrality[model.integer_cols] = 1
-            if self.whole_runs:  # whole runs of every recipe: integer run variables
+            if whole_runs:  # whole runs of every recipe: integer run variables
                 integrality[list(model.x_col.values())] = 1
             with quiet_solver_stdout():
                 res = milp(
@@ -339,7 +367,7 @@ class RecipeLp:
                     constraints=[LinearConstraint(matrix, np.where(equal, rhs, -np.inf), rhs)],
                     integrality=integrality,
                     bounds=Bounds(np.zeros(n), upper),
-                    options={"mip_rel_gap": 1e-9, "time_limit": 20.0},
+                    options={"mip_rel_gap": 1e-9, "time_limit": MAX_SOLVE_SECONDS},
                 )
             if res.x is None or res.status not in (0, 1):
                 return None
@@ -355,7 +383,10 @@ class RecipeLp:
             )
             if res.status != 0:
                 return None
-        return self._read(model, res.x, float(res.fun))
+        solution = self._read(model, res.x, float(res.fun))
+        if relaxed:
+            solution.relaxed_from = integer_columns
+        return solution
 
     @staticmethod
     def _read(model: LpModel, x: np.ndarray, objective: float) -> LpSolution:

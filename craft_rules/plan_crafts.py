@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from craft_rules import budget
 from craft_rules.crafting import MAX_RUNS, CraftError, craft, fmt_qty, max_runs
 from craft_rules.lp import LpSolution, RecipeLp
 from craft_rules.model import Recipe
@@ -155,6 +156,12 @@ class ExactCrafts:
         return on_grid(value, up)
 
     def solve_plan(self, hand: dict[str, Fraction], need: dict[str, int]) -> FoundPlan | None:
+        """Steps that craft ``need`` from ``hand`` and the hand they leave, or None; always exact (a
+        query's size limit on searches, :mod:`craft_rules.budget`, does not apply to craftability)."""
+        with budget.without_size_limit():
+            return self._solve_plan(hand, need)
+
+    def _solve_plan(self, hand: dict[str, Fraction], need: dict[str, int]) -> FoundPlan | None:
         model = self.lp.build(hand, need, None, None, 1.0, 0.0)
         if model is None:
             return None
@@ -362,6 +369,7 @@ class ExactCrafts:
         self, hand: Mapping[str, Fraction], need: Mapping[str, int], segments: list[Segment]
     ) -> FoundPlan | None:
         """Run the segments with exact crafting; None unless every craft succeeds and the target is held."""
+        budget.check()
         current = dict(hand)
         steps: list[PlanStep] = []
         made_at: dict[str, int] = {}
@@ -460,6 +468,7 @@ class _RoundsRun:
         rules = self.crafts.rules
         seeding = False
         for _ in range(MAX_ROUNDS):
+            budget.check()  # up to 64 rounds of exact crafts: the costliest Python part of a plan
             progress = False
             for entry in entries:
                 seg, left = entry

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from craft_rules.item_info import ItemDetails, item_info
-from craft_rules.lp import RecipeLp
+from craft_rules.lp import RecipeLp, load_solver
 from craft_rules.missing import MissingItems
 from craft_rules.model import RuleSet
 from craft_rules.plan_crafts import ExactCrafts, FoundPlan, Plan, holds
@@ -63,6 +63,13 @@ class Planner:
         self.missing_items = MissingItems(self.lp, self._find_plan)
         self._ancestors_cached = lru_cache(maxsize=4096)(self.graph.ancestors)
         self._memo = threading.local()
+
+    def prepare(self) -> None:
+        """Do the one-time work now (the solver's imports, the graph's item levels and ranks), so a
+        computation under a CPU budget (:mod:`craft_rules.budget`) spends it on its own question."""
+        load_solver()
+        for indexes in (self.graph.item_levels, self.graph.obtain_rank, self.graph.item_versatility):
+            assert indexes is not None
 
     @contextmanager
     def remembering(self, *, private: bool = False) -> Iterator[None]:

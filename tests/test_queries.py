@@ -317,8 +317,12 @@ def test_a_whole_runs_game_answers_under_its_rule() -> None:
     answer = run_query(whole, 0, {"type": "craftable"})
     whole_planner = planner_for(RULES, whole_runs=True)
     hand = {"oak_planks": Fraction(1), "coal": Fraction(1)}
-    assert answer["craftable"] is False and answer["missing"] == whole_planner.missing(hand, {"torch": 1})
-    assert sum(answer["missing"].values()) == 1  # one more plank or log
+    # the exact search for what is missing (92 integer columns, ~230 ms of CPU) is over a query's size
+    # limit: the answer comes from the relaxation, as few units as the exact one and verified to craft
+    exact = whole_planner.missing(hand, {"torch": 1})
+    assert answer["craftable"] is False and answer["approximate"] == {"missing": "too_expensive"}
+    assert sum(answer["missing"].values()) == sum(exact.values()) == 1  # one more plank or log
+    assert whole_planner.can_craft({**hand, **answer["missing"]}, {"torch": 1})
     crafts = run_query(whole, 0, {"type": "possible_crafts", "limit": 500})["crafts"]
     assert planner_keys(crafts) == [c.as_dict() for c in whole_planner.possible_crafts(hand)]
     assert all(Fraction(c["max_runs"]).denominator == 1 for c in crafts)

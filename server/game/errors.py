@@ -22,6 +22,8 @@ ERROR_CODES: dict[str, str] = {
     "not_a_player": "the actor is not a seat of this game (or a system action came from a player)",
     "player_left": "the seat (actor or addressee) has resigned and left the game",
     "unknown_item": "no such item in the game's rule set",
+    "query_too_expensive": "the query needs more planning than a query may use (its CPU backstop); ask "
+    "for fewer units or a simpler item",
     "item_not_held": "a trade names more of an item than its side holds",
     "proposal_to_self": "a proposer cannot trade with themselves",
     "unknown_player": "no such seat in this game",

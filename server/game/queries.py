@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from craft_rules.budget import BudgetExceeded, SearchTooLarge, cpu_budget, exact_search_limit
 from craft_rules.crafting import clamp_runs, fmt_qty, max_runs
 from craft_rules.grid import GRID_SIZE, match_grid, recipe_grid
 from craft_rules.model import Recipe, RuleSet
@@ -60,6 +61,16 @@ MAX_MAKES = 60
 """An item_info answer lists at most this many of the items the item is used to make."""
 MAX_CRAFT_OPTIONS = 50
 """A craft_options answer lists at most this many held items per ingredient and this many fuels."""
+QUERY_MAX_INTEGER_COLUMNS = 20
+"""The largest search for missing items (a mixed-integer program) a query solves exactly (integer columns:
+candidate items to obtain, and run counts under the whole rule); a larger one is relaxed to an LP whose
+answer is verified by executing a plan (see craft_rules.budget). Calibrated with bench/bench_query_cost.py:
+admitted searches of real hands cost at most ~50 ms of CPU here, while from 20 columns up HiGHS needs up
+to seconds (one torch from a plank and a coal under the whole rule: 92 columns, 230 ms; 64 golden
+pickaxes: 116 columns, 5 s). Craftability itself is always solved exactly."""
+QUERY_CPU_BUDGET_MS = 1000.0
+"""A backstop on one query's planner CPU time, far above what the size limit admits (the worst query
+costs ~100 ms): past it the query answers ``query_too_expensive``."""
 
 ItemId = Annotated[
     str,
@@ -297,12 +308,28 @@ def run_query(
     return answer_query(query_context(game, viewer, parsed), parsed)
 
 
-def answer_query(ctx: QueryContext, query: Query) -> dict[str, Any]:
-    """The answer to ``query`` from the copied context alone."""
+def answer_query(
+    ctx: QueryContext, query: Query, *, cpu_budget_ms: float = QUERY_CPU_BUDGET_MS
+) -> dict[str, Any]:
+    """The answer to ``query`` from the copied context alone. A search for what is missing solves no
+    mixed-integer program over ``QUERY_MAX_INTEGER_COLUMNS`` (decided from the program's size, so the
+    answer never depends on the machine's load; see ``_answer_craftable``);
+    ``GameError("query_too_expensive")`` when the CPU backstop ``cpu_budget_ms`` is spent."""
     handler = _ANSWERS[query.type]
+    planner = _planner(ctx)
+    planner.prepare()  # the rule set's first query would otherwise spend its time on one-time indexes
+    too_expensive = GameError(
+        "query_too_expensive",
+        f"This {query.type} query needs more planning than a query may use; ask for fewer units or a "
+        "simpler item, or craft part of it first and ask again.",
+        {"query": query.type},
+    )
     # private: the answer takes as long whatever other players or bots asked the planner before
-    with _planner(ctx).remembering(private=True):
-        return {"type": query.type, **handler(ctx, query)}
+    try:
+        with planner.remembering(private=True), cpu_budget(cpu_budget_ms / 1000):
+            return {"type": query.type, **handler(ctx, query)}
+    except (BudgetExceeded, SearchTooLarge):
+        raise too_expensive from None
 
 
 def _planner(ctx: QueryContext) -> Planner:
@@ -423,21 +450,49 @@ def _answer_craftable(ctx: QueryContext, query: Craftable) -> dict[str, Any]:
             for item, count in public.items():
                 others[item] = others.get(item, 0) + count
     planner = _planner(ctx)
+    # Whether the hand can craft the target is always answered exactly (cheap: a plain LP, or small
+    # integer ones under the whole rule). The searches for what is missing are over the size limit
+    # for many items (seconds in HiGHS): a relaxation's verified answer stands in for them, marked
+    # "approximate", or the field is null and marked "unknown" when none verifies.
+    unknown: dict[str, str] = {}
+    approximate: dict[str, str] = {}
     try:
-        plan = planner.plan(hand, target, available=others)
-        anywhere = {} if plan.craftable else planner.missing(hand, target)
+        plan = planner.plan(hand, target, find_missing=False)
+        from_others: dict[str, int] | None = {}
+        anywhere: dict[str, int] | None = {}
+        if not plan.craftable:
+            try:
+                with exact_search_limit(QUERY_MAX_INTEGER_COLUMNS) as search:
+                    plan = planner.plan(hand, target, available=others)
+                from_others = None if plan.missing is None else dict(plan.missing)
+                if search.approximated:
+                    approximate["missing_from_others"] = "too_expensive"
+            except SearchTooLarge:
+                from_others, unknown["missing_from_others"] = None, "too_expensive"
+            try:
+                with exact_search_limit(QUERY_MAX_INTEGER_COLUMNS) as search:
+                    anywhere = planner.missing(hand, target)
+                if search.approximated:
+                    approximate["missing"] = "too_expensive"
+            except SearchTooLarge:
+                anywhere, unknown["missing"] = None, "too_expensive"
     except PlannerError as err:  # the models bound the input, so this is a rule set problem
         code = "unknown_item" if isinstance(err, UnknownItemError) else "invalid_query"
         raise GameError(code, err.message[0].upper() + err.message[1:] + ".", {"target": target}) from None
-    return {
+    answer = {
         "hand": kind,
         "target": dict(sorted(target.items())),
         "craftable": plan.craftable,
         "steps": [s.as_dict() for s in plan.steps],
-        "missing_from_others": None if plan.missing is None else dict(sorted(plan.missing.items())),
+        "missing_from_others": None if from_others is None else dict(sorted(from_others.items())),
         "missing": None if anywhere is None else dict(sorted(anywhere.items())),
         "with_missing_steps": [s.as_dict() for s in plan.missing_plan.steps] if plan.missing_plan else [],
     }
+    if approximate:
+        answer["approximate"] = approximate
+    if unknown:
+        answer["unknown"] = unknown
+    return answer
 
 
 # --- the crafting tree -------------------------------------------------------------------------------
