@@ -32,6 +32,7 @@ from server.table.errors import ServerError
 from server.table.principal import Principal
 from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
+from server.web.deployment import query_slot
 from server.web.errors import as_object, error_body, forget_caller, log_refusal, principal_label
 from server.web.limits import count_socket_event
 from server.web.messages import create_game_request, split_action
@@ -240,9 +241,10 @@ class SocketProtocol:
     def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         if "query" not in data:
             raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
-        return current_services().table.query(
-            data.get("game_id"), conn.principal, data["query"], data.get("seat")
-        )
+        with query_slot(request.sid, conn.principal):  # type: ignore[attr-defined]
+            return current_services().table.query(
+                data.get("game_id"), conn.principal, data["query"], data.get("seat")
+            )
 
     def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         return current_services().table.record_traces(
