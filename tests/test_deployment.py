@@ -13,7 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
-from deployment_load import readme_production_command, run_load, start_server
+from deployment_load import (
+    readme_production_command,
+    run_load,
+    run_query_flood,
+    slow_body_dropped_after,
+    start_server,
+)
 from e2e_helpers import Client, MakeServer
 from in_process import MakeApp
 
@@ -161,3 +167,54 @@ def test_unknown_events_are_counted_before_they_are_decoded_and_refused(make_ser
         assert refused["error"]["details"]["limit"] == "socket_events_per_connection"
     finally:
         client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_readme_production_command_survives_query_floods_slow_bodies_and_connection_floods(
+    tmp_path: Path,
+) -> None:
+    env = {
+        "TRADECRAFT__SERVER__BODY_TIMEOUT_SECONDS": "5",
+        "TRADECRAFT__SERVER__MAX_CONNECTIONS_PER_ADDRESS": "100",
+    }
+    server = start_server(readme_production_command(), tmp_path / "data", env)
+    host, port = server.url.removeprefix("http://").split(":")
+    try:
+        # 100 heavy queries sent at once from one socket, then from five sockets of the same user
+        for sockets, queries in ((1, 100), (5, 100)):
+            flood = asyncio.run(run_query_flood(server.url, server, sockets, queries))
+            ordered = sorted(flood.healthz_ms)
+            p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+            print(
+                f"query flood {sockets}x{queries}: /healthz p50 {ordered[len(ordered) // 2]:.1f} ms, p99 "
+                f"{p99:.1f} ms, max {ordered[-1]:.1f} ms, answers {flood.answers}"
+            )
+            assert flood.healthz_failures == 0 and len(ordered) >= 200
+            assert p99 < HEALTHZ_P99_MS, flood
+            assert flood.worker_pids_after == flood.worker_pids_before, "the worker was killed"
+            assert flood.answers.get("ok", 0) >= 1
+            if sockets > 1:  # one query in flight per user (max_queries_per_user 2): the rest refused, typed
+                assert flood.answers.get("too_many_queries", 0) >= 1, flood.answers
+        # a body dribbled a byte every 2 s is cut at the 5 s deadline with a typed answer
+        after_s, answer = asyncio.run(slow_body_dropped_after(host, int(port)))
+        print(f"slow body: dropped after {after_s:.1f} s: {answer[:60]!r}")
+        assert 4 <= after_s < 12 and answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer
+        # one address holds at most 100 open connections of any kind: the 101st is refused and closed
+        assert asyncio.run(_refused_beyond(host, int(port), 100)) == b"too_many_connections"
+    finally:
+        server.stop()
+    assert "WORKER TIMEOUT" not in server.log.read_text()
+
+
+async def _refused_beyond(host: str, port: int, limit: int) -> bytes:
+    held = [await asyncio.open_connection(host, port) for _ in range(limit)]
+    try:
+        await asyncio.sleep(0.5)
+        reader, writer = await asyncio.open_connection(host, port)
+        answer = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        return b"too_many_connections" if b'"too_many_connections"' in answer else answer
+    finally:
+        for _, writer in held:
+            writer.close()
