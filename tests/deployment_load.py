@@ -96,6 +96,7 @@ def start_server(command: str, data_dir: Path, env: dict[str, str] | None = None
         "TRADECRAFT__SERVER__DATA_DIR": str(data_dir),
         # every client of the test comes from 127.0.0.1: the per-address caps must let it hold the load
         "TRADECRAFT__SERVER__MAX_SOCKETS_PER_ADDRESS": "2000",
+        "TRADECRAFT__SERVER__MAX_CONNECTIONS_PER_ADDRESS": "3000",
         "TRADECRAFT__SERVER__MAX_WAITS_PER_ADDRESS": "1000",
         "TRADECRAFT__SERVER__MAX_WAITS_PER_USER": "20",
         # slowloris connections stay open (unfinished) through the measurement, and are dropped after it
