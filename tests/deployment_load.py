@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -95,6 +96,7 @@ def start_server(command: str, data_dir: Path, env: dict[str, str] | None = None
         "TRADECRAFT__SERVER__DATA_DIR": str(data_dir),
         # every client of the test comes from 127.0.0.1: the per-address caps must let it hold the load
         "TRADECRAFT__SERVER__MAX_SOCKETS_PER_ADDRESS": "2000",
+        "TRADECRAFT__SERVER__MAX_CONNECTIONS_PER_ADDRESS": "3000",
         "TRADECRAFT__SERVER__MAX_WAITS_PER_ADDRESS": "1000",
         "TRADECRAFT__SERVER__MAX_WAITS_PER_USER": "20",
         # slowloris connections stay open (unfinished) through the measurement, and are dropped after it
@@ -328,3 +330,107 @@ async def _measure_healthz(url: str, figures: Figures, requests: int, budget_s: 
             else:
                 figures.healthz_failures += 1
             await asyncio.sleep(0.01)
+
+
+#: The costliest craftable queries the review found (count 64), sent as a flood.
+HEAVY_QUERY_ITEMS = (
+    "powered_rail",
+    "detector_rail",
+    "grindstone",
+    "iron_axe",
+    "orange_carpet",
+    "activator_rail",
+)
+
+
+@dataclass
+class QueryFlood:
+    answers: dict[str, int] = field(default_factory=dict)  # "ok" or an error code -> how many
+    healthz_ms: list[float] = field(default_factory=list)
+    healthz_failures: int = 0
+    worker_pids_before: list[int] = field(default_factory=list)
+    worker_pids_after: list[int] = field(default_factory=list)
+
+
+async def _query_socket(
+    http: aiohttp.ClientSession, url: str, game_id: str, queries: int, flood: QueryFlood
+) -> None:
+    """One Socket.IO connection (the user's cookie) that sends ``queries`` craftable queries without waiting
+    for their answers, then counts the answers that come."""
+    ws_url = url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+    async with http.ws_connect(ws_url) as ws:
+        assert (await ws.receive_str()).startswith("0{")
+        await ws.send_str("40")
+        assert (await ws.receive_str()).startswith("40")
+        for i in range(queries):
+            item = HEAVY_QUERY_ITEMS[i % len(HEAVY_QUERY_ITEMS)]
+            query = {"type": "craftable", "item": item, "count": 64}
+            await ws.send_str(f'42{i}["query",{{"game_id":"{game_id}","query":{json.dumps(query)}}}]')
+        async for message in ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                break
+            if message.data == "2":
+                await ws.send_str("3")
+            elif message.data.startswith("43"):
+                answer = json.loads(message.data[message.data.index("[") :])[0]
+                key = "ok" if answer["ok"] else answer["error"]["code"]
+                flood.answers[key] = flood.answers.get(key, 0) + 1
+
+
+async def run_query_flood(
+    url: str, server: Server, sockets: int, queries: int, healthz_requests: int = 200
+) -> QueryFlood:
+    """``sockets`` connections of one seated player each send ``queries`` heavy queries at once while
+    /healthz is measured."""
+    flood = QueryFlood(worker_pids_before=server.processes()[1:])
+    http = await _login(url, "Asker")
+    try:
+        seats = [{"kind": "open"}, {"kind": "bot", "bot": "random"}]
+        async with http.post(url + "/api/games", json={"hall": "duel", "seats": seats, "join": True}) as made:
+            assert made.status == 201, await made.text()
+            game_id = (await made.json())["game"]["game_id"]
+        tasks = [
+            asyncio.create_task(_query_socket(http, url, game_id, queries, flood)) for _ in range(sockets)
+        ]
+        await asyncio.sleep(0.5)
+        figures = Figures()
+        await _measure_healthz(url, figures, healthz_requests, 120)
+        flood.healthz_ms, flood.healthz_failures = figures.healthz_ms, figures.healthz_failures
+        flood.worker_pids_after = server.processes()[1:]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await http.close()
+    return flood
+
+
+async def slow_body_dropped_after(
+    host: str, port: int, byte_every_s: float = 2, limit_s: float = 60
+) -> tuple[float, bytes]:
+    """Headers at once, then a body of 100 bytes one byte every ``byte_every_s``: seconds until the server
+    closed the connection, and what it answered."""
+    reader, writer = await asyncio.open_connection(host, port)
+    started = time.monotonic()
+    head = (
+        f"POST /api/login HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n"
+    )
+    writer.write(head.encode())
+    answer = b""
+    try:
+        while time.monotonic() - started < limit_s:
+            writer.write(b" ")
+            await writer.drain()
+            try:
+                chunk = await asyncio.wait_for(reader.read(4096), byte_every_s)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            answer += chunk
+    except OSError:
+        pass
+    finally:
+        writer.close()
+    return time.monotonic() - started, answer

@@ -20,18 +20,47 @@ class NativeThreads(Protocol):
     def apply(self, func: Callable[..., Any], args: tuple[Any, ...] = ...) -> Any: ...
 
 
+def on_gevent_loop() -> bool:
+    """Whether this process runs on gevent's event loop (the standard library patched: ``threading``
+    makes greenlets)."""
+    if "gevent.monkey" not in sys.modules:
+        return False
+    from gevent import monkey
+
+    return bool(monkey.is_module_patched("threading"))
+
+
 def native_threads(size: int) -> NativeThreads | None:
     """Under gevent's event loop (the standard library patched: ``threading`` makes greenlets), the event
     loop's pool of real OS threads, grown to ``size``; else None (threads are real already)."""
-    if "gevent.monkey" not in sys.modules:
+    if not on_gevent_loop():
         return None
-    from gevent import get_hub, monkey
+    from gevent import get_hub
 
-    if not monkey.is_module_patched("threading"):
-        return None
     pool = get_hub().threadpool
     pool.maxsize = max(pool.maxsize, size)
     return pool
+
+
+class CpuThreads:
+    """Where CPU-heavy work a client asks for (answering a query) runs: under gevent's event loop on a
+    bounded pool of ``size`` real OS threads of its own (so queries neither freeze the loop nor take the bot
+    moves' threads); with threads, right in the calling thread, which is real already.
+
+    The work must use no gevent object (no lock, no socket): it gets copies and returns a value."""
+
+    def __init__(self, size: int) -> None:
+        self._pool: NativeThreads | None = None
+        if on_gevent_loop():
+            from gevent.threadpool import ThreadPool
+
+            self._pool = ThreadPool(size)
+
+    def run(self, step: Callable[..., T], *args: Any) -> T:
+        """``step(*args)``, on a pool thread under gevent: the calling greenlet waits, the loop runs on."""
+        if self._pool is None:
+            return step(*args)
+        return self._pool.apply(step, args)  # type: ignore[no-any-return]
 
 
 class BotExecutor:

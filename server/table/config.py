@@ -98,6 +98,33 @@ class ServerSection(_Section):
     max_waits_per_user: int = Field(
         8, ge=1, description="REST long polls one user (or API token) may hold open; one more: too_many_waits"
     )
+    max_connections_per_address: int = Field(
+        200,
+        ge=1,
+        description="open TCP connections (of any kind) one network address may hold on a gunicorn worker; "
+        "one more is answered too_many_connections and closed",
+    )
+    body_timeout_seconds: float = Field(
+        30,
+        gt=0,
+        description="seconds a client has to send a request's whole body once its headers arrived (gevent "
+        "worker); then it is answered request_timeout and the connection is closed (slow clients)",
+    )
+    query_threads: int = Field(
+        2,
+        ge=1,
+        description="OS threads that answer queries under the gevent worker, off its event loop; more "
+        "queries wait for one",
+    )
+    max_queries_per_user: int = Field(
+        2, ge=1, description="queries one user (or API token) may have in flight; one more: too_many_queries"
+    )
+    max_queries_per_address: int = Field(
+        8,
+        ge=1,
+        description="queries one network address may have in flight (logged in or not); one more: "
+        "too_many_queries",
+    )
 
 
 class DatabaseSection(_Section):

@@ -103,8 +103,15 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "not_waiting": "the game has started or closed: only a game still waiting for players can be cancelled",
     "game_cancelled": "the game was closed before it started (cancelled by its creator, expired or aborted)",
     "not_an_agent": "only agents connected with an API token send trace records for their seat",
-    "too_many_connections": "this network address holds as many open Socket.IO connections as "
-    "server.max_sockets_per_address allows; close one first (HTTP 429)",
+    "too_many_connections": "this network address holds as many open Socket.IO connections "
+    "(server.max_sockets_per_address) or TCP connections (server.max_connections_per_address) as the server "
+    "allows; close one first (HTTP 429)",
+    "too_many_queries": "this connection, user or network address has as many queries in flight as the "
+    "server allows (one per connection, server.max_queries_per_user / max_queries_per_address): wait for an "
+    "answer (HTTP 429)",
+    "request_timeout": "the request's body did not arrive within server.body_timeout_seconds; the connection "
+    "is closed (HTTP 408)",
+    "unknown_event": "no Socket.IO event of that name exists; see docs/protocol.md for the event list",
     "too_many_waits": "this user or network address holds as many open long polls (events?wait=) as "
     "server.max_waits_per_user / max_waits_per_address allow; poll without wait or close one (HTTP 429)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",

@@ -53,7 +53,7 @@ from server.game.state import Game
 from server.game.views import player_view, researcher_view, spectator_view
 from server.store import SequenceConflict, Store
 from server.table.actions import action_digest, parse_player_action, race_attempts
-from server.table.bot_executor import BotExecutor
+from server.table.bot_executor import BotExecutor, CpuThreads
 from server.table.bot_seats import BotSeats
 from server.table.config import Settings
 from server.table.envelope import envelope, number_events
@@ -131,6 +131,7 @@ class Table(BotSeats, TraceRecords):
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._registry_lock = threading.Lock()
         self._executor: BotExecutor | None = None  # started at the first bot move: most tables have none
+        self._query_threads: CpuThreads | None = None
         self._secrets = environment_secrets()  # cut out of every trace record
         self._process_token = secrets.token_hex(8)  # who claims bot moves when processes share a store
         self._traces_full: set[str] = set()  # games whose trace records reached bots.traces_per_game
@@ -902,7 +903,9 @@ class Table(BotSeats, TraceRecords):
             timed = bool(records) and records[0].get("time") is not None  # an untimed game tells no times
             times = (lambda seq: records[seq].get("time")) if timed else None
             context = query_context(live.game, chosen, parsed, times)
-        return {"game_id": live.game_id, "seat": chosen, "answer": answer_query(context, parsed)}
+        # the answer may take 100s of ms of CPU: under gevent off the event loop (a real OS thread)
+        answer = self.query_threads.run(answer_query, context, parsed)
+        return {"game_id": live.game_id, "seat": chosen, "answer": answer}
 
     def researcher(self, game_id: Any) -> dict[str, Any]:
         live = self.get(game_id)
@@ -930,6 +933,14 @@ class Table(BotSeats, TraceRecords):
         for other in range(len(live.seats)):
             self.transport.push("presence", payload, seat_room(game_id, other), None)
         self.transport.push("presence", payload, spectator_room(game_id), None)
+
+    @property
+    def query_threads(self) -> CpuThreads:
+        """The threads queries are answered on (server.query_threads), made at the first query."""
+        with self._registry_lock:
+            if self._query_threads is None:
+                self._query_threads = CpuThreads(self.settings.server.query_threads)
+            return self._query_threads
 
     @property
     def bot_executor(self) -> BotExecutor:

@@ -8,11 +8,13 @@ the per-address caps there. No forwarded header (``X-Forwarded-For``) is trusted
 
 from __future__ import annotations
 
+import io
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
@@ -185,18 +187,137 @@ class LongPollCaps:
         )
 
 
+class QueryCaps:
+    """At most one query in flight per connection, ``server.max_queries_per_user`` per user and
+    ``max_queries_per_address`` per address: a client cannot queue the query threads full."""
+
+    PER_CONNECTION = 1
+
+    def __init__(self, settings: ServerSection) -> None:
+        self.per_user = settings.max_queries_per_user
+        self.per_address = settings.max_queries_per_address
+        self.connections = OpenSlots()
+        self.users = OpenSlots()
+        self.addresses = OpenSlots()
+
+    @contextmanager
+    def slot(self, connection: str | None, principal: Principal | None, address: str) -> Iterator[None]:
+        taken: list[tuple[OpenSlots, str]] = []
+        wanted = [
+            (self.connections, connection, self.PER_CONNECTION, "connection"),
+            (self.users, principal.id if principal else None, self.per_user, "user"),
+            (self.addresses, address, self.per_address, "address"),
+        ]
+        try:
+            for slots, key, limit, scope in wanted:
+                if key is None:
+                    continue
+                if not slots.take(key, limit):
+                    raise ServerError(
+                        "too_many_queries",
+                        f"This {scope} has {limit} queries in flight, as many as the server allows: wait for "
+                        "an answer before asking again.",
+                        {"scope": scope, "limit": limit},
+                        status=429,
+                    )
+                taken.append((slots, key))
+            yield
+        finally:
+            for slots, key in taken:
+                slots.give_back(key)
+
+
+class BodyDeadline:
+    """Under gevent: a request's body (at most ``server.max_payload_bytes``) is read whole within
+    ``server.body_timeout_seconds`` before the app sees it, or the client is answered ``request_timeout``
+    and its connection closed. gunicorn times out the request line and headers (``keepalive``), not the
+    body: a client dribbling a body a byte at a time held its connection for ever. Threading mode (the
+    development server) is not wrapped."""
+
+    def __init__(self, settings: ServerSection) -> None:
+        self.seconds = settings.body_timeout_seconds
+        self.max_bytes = settings.max_payload_bytes
+
+    def wrap(self, app: WSGIApp) -> WSGIApp:
+        import gevent  # only installed under gevent
+
+        def deadline(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            length = str(environ.get("CONTENT_LENGTH") or "")
+            chunked = "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
+            if not chunked and (not length.isdigit() or int(length) == 0 or int(length) > self.max_bytes):
+                return app(environ, start_response)  # no body, or one the app refuses unread (413)
+            stream = environ["wsgi.input"]
+            wanted = self.max_bytes + 1 if chunked else int(length)
+            parts: list[bytes] = []
+            got = 0
+            try:
+                with gevent.Timeout(self.seconds):
+                    while got < wanted:
+                        part = stream.read(min(65536, wanted - got))
+                        if not part:
+                            break
+                        parts.append(part)
+                        got += len(part)
+            except gevent.Timeout:
+                return self._timed_out(environ, start_response)
+            environ["wsgi.input"] = io.BytesIO(b"".join(parts))
+            if chunked:
+                environ["CONTENT_LENGTH"] = str(got)  # over max_payload_bytes: the app refuses it (413)
+            return app(environ, start_response)
+
+        return deadline
+
+    def _timed_out(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        err = ServerError(
+            "request_timeout",
+            f"The request's body did not arrive within {self.seconds:g} s; the connection is closed.",
+            {"seconds": self.seconds},
+            status=408,
+        )
+        payload = refusal_body(err)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+        start_response("408 Request Timeout", headers)
+        return _ThenClose([payload], environ.get("gunicorn.socket"))
+
+
+class _ThenClose(list[bytes]):
+    """A response body that shuts its connection once the server has sent it (WSGI calls ``close()``
+    after the body): the rest of the slow body is never waited for."""
+
+    def __init__(self, chunks: list[bytes], sock: Any) -> None:
+        super().__init__(chunks)
+        self._sock = sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            with suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+
 class DeploymentCaps:
     """The caps of one app (``app.extensions[EXTENSION_KEY]``)."""
 
     def __init__(self, settings: ServerSection) -> None:
         self.sockets = SocketCaps(settings)
         self.long_polls = LongPollCaps(settings)
+        self.queries = QueryCaps(settings)
+        self.body_deadline = BodyDeadline(settings)
 
     def install(self, app: Flask, socketio: SocketIO) -> None:
         """Call after ``SocketIO(app)`` so the cap runs before the Socket.IO middleware."""
         app.wsgi_app = self.sockets.wrap(app.wsgi_app)  # type: ignore[method-assign]
+        if async_mode() == "gevent":  # outermost: engine.io's long-polling POSTs are bodies too
+            app.wsgi_app = self.body_deadline.wrap(app.wsgi_app)  # type: ignore[method-assign]
         self.sockets.hook(socketio)
         app.extensions[EXTENSION_KEY] = self
+
+
+@contextmanager
+def query_slot(connection: str | None, principal: Principal | None) -> Iterator[None]:
+    """Around a query of the current request (``connection``: a Socket.IO client id, None over REST)."""
+    caps: DeploymentCaps = current_app.extensions[EXTENSION_KEY]
+    with caps.queries.slot(connection, principal, request.remote_addr or "unknown"):
+        yield
 
 
 @contextmanager

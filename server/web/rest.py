@@ -18,7 +18,7 @@ from server.game.schemas import strict_args_schema
 from server.table.errors import SERVER_ERROR_CODES, ServerError, parse_count, parse_seconds
 from server.table.principal import Principal
 from server.web.auth import clean_display_name, require_principal, resolve_principal
-from server.web.deployment import long_poll_slot
+from server.web.deployment import long_poll_slot, query_slot
 from server.web.errors import request_object, rest_error
 from server.web.messages import cancel_game_request, create_game_request, split_action
 from server.web.schema_catalog import schema_catalogue
@@ -181,7 +181,9 @@ def query(game_id: str, query_type: str | None) -> tuple[Response, int]:
     data = body()
     if query_type is not None:
         data = {**data, "type": query_type}
-    return ok(current_services().table.query(game_id, caller(), data, _int_arg("seat")))
+    principal = caller()
+    with query_slot(None, principal):  # in flight per user and address (server/web/deployment.py)
+        return ok(current_services().table.query(game_id, principal, data, _int_arg("seat")))
 
 
 _post_per_type("/games/<game_id>/query", "query", query, QUERY_MODELS)

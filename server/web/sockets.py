@@ -32,10 +32,12 @@ from server.table.errors import ServerError
 from server.table.principal import Principal
 from server.table.transport import LOBBY_ROOM, seat_room, spectator_room
 from server.web.auth import require_principal, resolve_principal
+from server.web.deployment import query_slot
 from server.web.errors import as_object, error_body, forget_caller, log_refusal, principal_label
 from server.web.limits import count_socket_event
 from server.web.messages import cancel_game_request, create_game_request, split_action
-from server.web.services import current_services
+from server.web.services import EXTENSION_KEY as SERVICES_KEY
+from server.web.services import Services, current_services
 from server.web.sessions import current_sessions
 from server.web.transport_guards import guard_transport
 
@@ -78,10 +80,11 @@ class SocketProtocol:
         self._lock = threading.Lock()
 
     def register(self) -> None:
-        guard_transport(self.socketio)
+        guard_transport(self.socketio, self.admit_message)
         sio = self.socketio
         sio.on_event("connect", self.on_connect)
         sio.on_event("disconnect", self.on_disconnect)
+        sio.on_event("*", self.on_unknown_event)  # counted like any event (admit_message), then refused
         handlers: dict[str, Callable[[Connection, dict[str, Any]], dict[str, Any]]] = {
             "whoami": self.whoami,
             "lobby": self.lobby,
@@ -113,8 +116,7 @@ class SocketProtocol:
             conn = self.connections.get(sid) or Connection(None)
             try:
                 services = current_services()
-                user = conn.principal.id if conn.principal else None
-                count_socket_event(services.lobby.limiter, sid, user)  # before reading the payload
+                # counted already, before its packet was decoded (admit_message)
                 current_sessions().check_socket(sid, session)
                 limits = services.settings.server
                 limit = limits.max_payload_bytes if message_sized else limits.max_action_bytes
@@ -127,6 +129,44 @@ class SocketProtocol:
 
         wrapped.__name__ = f"on_{name}"
         return wrapped
+
+    def admit_message(self, eio_sid: str, data: Any) -> dict[str, Any] | None:
+        """Count one engine.io message of a connection against ``limits.socket_events_per_*`` before the
+        Socket.IO parser decodes it: an event of any name (known or not, up to ``max_http_buffer_size``)
+        costs its decode, so it is counted first. The first connect is not counted (nobody is known yet);
+        the answer is the refusal's error body, or None."""
+        server = self.socketio.server
+        sid = server.manager.sid_from_eio_sid(eio_sid, "/")
+        if sid is None and isinstance(data, str) and data.startswith("0"):
+            return None
+        app = server.environ.get(eio_sid, {}).get("flask.app")
+        services: Services | None = app.extensions.get(SERVICES_KEY) if app is not None else None
+        if services is None:
+            return None
+        conn = self.connections.get(sid) if sid is not None else None
+        user = conn.principal.id if conn is not None and conn.principal is not None else None
+        try:
+            count_socket_event(services.lobby.limiter, sid or eio_sid, user)
+        except ServerError as err:
+            address = server.environ.get(eio_sid, {}).get("REMOTE_ADDR")
+            who = lambda: principal_label(conn.principal if conn else None, address)  # noqa: E731
+            log_refusal("a socket event", who, f"socket {sid or eio_sid}", err)
+            return error_body(err)
+        return None
+
+    def on_unknown_event(self, event: Any, *args: Any) -> dict[str, Any]:
+        """An event of no known name: a typed refusal (it was counted before it was decoded)."""
+        sid: str = request.sid  # type: ignore[attr-defined]
+        conn = self.connections.get(sid) or Connection(None)
+        err = ServerError(
+            "unknown_event",
+            "There is no Socket.IO event of that name; see docs/protocol.md for the event list.",
+            {"event": event[:64] if isinstance(event, str) else None},
+        )
+        address = request.remote_addr
+        who = lambda: principal_label(conn.principal, address)  # noqa: E731
+        log_refusal(f"socket event {event!r:.80}", who, f"socket {sid}", err)
+        return {"ok": False, "error": error_body(err)}
 
     # -- connection lifecycle
     def on_connect(self, auth: Any = None) -> bool:
@@ -239,9 +279,10 @@ class SocketProtocol:
     def query(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         if "query" not in data:
             raise ServerError("invalid_request", 'Send {"game_id": ..., "query": {"type": ...}}.')
-        return current_services().table.query(
-            data.get("game_id"), conn.principal, data["query"], data.get("seat")
-        )
+        with query_slot(request.sid, conn.principal):  # type: ignore[attr-defined]
+            return current_services().table.query(
+                data.get("game_id"), conn.principal, data["query"], data.get("seat")
+            )
 
     def trace(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         return current_services().table.record_traces(

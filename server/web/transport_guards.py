@@ -17,6 +17,7 @@ from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
 from engineio.packet import Packet as EngineIOPacket
 from flask import Flask, Response, jsonify
 from flask_socketio import SocketIO
+from socketio import packet as SocketIOPacket
 
 log = logging.getLogger(__name__)
 
@@ -102,18 +103,24 @@ class MalformedFrames:
             )
 
 
-def guard_transport(socketio: SocketIO) -> None:
-    """Install every guard of this module on one Socket.IO server (call before serving)."""
+#: Counts one engine.io message of a connection before anything of it is decoded; answers the error body
+#: (``{"code", "message", "details"}``) that refuses it, or None to let it through.
+AdmitMessage = Callable[[str, Any], dict[str, Any] | None]
+
+
+def guard_transport(socketio: SocketIO, admit: AdmitMessage | None = None) -> None:
+    """Install every guard of this module on one Socket.IO server (call before serving); ``admit`` counts
+    each message before the Socket.IO parser decodes it (a 1 MB event costs its JSON decode)."""
     logging.getLogger("engineio.server").addFilter(client_faults_as_info)
     eio = socketio.server.eio
     # threading mode (dev server) and gevent mode (gunicorn's gevent worker) both run simple-websocket
     websocket_class = eio._async.get("websocket")
     if isinstance(websocket_class, type) and issubclass(websocket_class, SimpleWebSocketWSGI):
         eio._async = {**eio._async, "websocket": readable_frames_only(websocket_class)}
-    _drop_malformed_socketio_packets(socketio)
+    _drop_malformed_socketio_packets(socketio, admit)
 
 
-def _drop_malformed_socketio_packets(socketio: SocketIO) -> None:
+def _drop_malformed_socketio_packets(socketio: SocketIO, admit: AdmitMessage | None) -> None:
     """Frames the Socket.IO parser cannot read (bad JSON, deep nesting, huge numbers, stray acks) are
     dropped; each connection's first one is logged as one warning line, the rest silently (the library
     logged a traceback per frame). Handler errors never get here: ``SocketProtocol`` answers them."""
@@ -122,12 +129,46 @@ def _drop_malformed_socketio_packets(socketio: SocketIO) -> None:
     malformed = MalformedFrames()
 
     def guarded(eio_sid: str, data: Any) -> None:
+        refusal = admit(eio_sid, data) if admit is not None else None
+        if refusal is not None:
+            _answer_unread(server, eio_sid, data, refusal)
+            return
         try:
             handle(eio_sid, data)
         except Exception as exc:
             malformed.note(eio_sid, exc)
 
     server.eio.on("message", guarded)
+
+
+def ack_target(data: Any) -> tuple[str, int] | None:
+    """The namespace and acknowledgement id of an encoded Socket.IO event (``2[/ns,]<id>[...]``), read from
+    its first bytes without decoding its payload; None when it asks for no acknowledgement."""
+    if not isinstance(data, str) or not data.startswith(str(SocketIOPacket.EVENT)):
+        return None
+    start, namespace = 1, "/"
+    if data.startswith("/", start):
+        comma = data.find(",", start, start + 256)
+        if comma < 0:
+            return None
+        namespace, start = data[start:comma], comma + 1
+    end = start
+    while end < len(data) and end - start < 16 and data[end] in "0123456789":
+        end += 1
+    return (namespace, int(data[start:end])) if end > start else None
+
+
+def _answer_unread(server: Any, eio_sid: str, data: Any, error: dict[str, Any]) -> None:
+    """Acknowledge a refused, undecoded event with ``{"ok": false, "error": error}`` when it asks for an
+    acknowledgement; else it is dropped."""
+    target = ack_target(data)
+    if target is None:
+        return
+    namespace, ack_id = target
+    answer = {"ok": False, "error": error}
+    server._send_packet(
+        eio_sid, server.packet_class(SocketIOPacket.ACK, data=[answer], namespace=namespace, id=ack_id)
+    )
 
 
 def route_socketio_paths(app: Flask) -> None:
