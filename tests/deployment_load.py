@@ -137,7 +137,7 @@ class Figures:
     healthz_failures: int = 0
     rss_mb: float = 0.0
     threads: int = 0
-    bot_log_before: int = 0
+    bot_log_before: int = 0  # a seat's acts in the game started under the load, before and after
     bot_log_after: int = 0
     slowloris_dropped_after_s: list[float] = field(default_factory=list)
     #: what was open right after /healthz was measured
@@ -242,9 +242,17 @@ async def _login(url: str, name: str) -> aiohttp.ClientSession:
     return http
 
 
-async def _log_size(http: aiohttp.ClientSession, url: str, game_id: str) -> int:
+async def _moves(http: aiohttp.ClientSession, url: str, game_id: str) -> int:
+    """How many of the game's events are a seat's own act (a proposal, a pass, a reply, crafting)."""
     async with http.get(f"{url}/api/games/{game_id}/events?after=-1", timeout=aiohttp.ClientTimeout(10)) as r:
-        return int((await r.json())["log_size"])
+        return sum(1 for event in (await r.json())["events"] if event.get("actor") is not None)
+
+
+async def _bot_game(http: aiohttp.ClientSession, url: str) -> str:
+    seats = [{"kind": "bot", "bot": "random"}, {"kind": "bot", "bot": "random"}]
+    async with http.post(url + "/api/games", json={"hall": "duel", "seats": seats}) as created:
+        assert created.status == 201, await created.text()
+        return str((await created.json())["game"]["game_id"])
 
 
 async def run_load(
@@ -272,10 +280,7 @@ async def run_load(
                 extra.cancel()
             expected = min(start + 100, websockets)
             await _until(lambda: figures.websockets + figures.websocket_failures >= expected, 30)  # noqa: B023
-        seats = [{"kind": "bot", "bot": "random"}, {"kind": "bot", "bot": "random"}]
-        async with owner.post(url + "/api/games", json={"hall": "duel", "seats": seats}) as created:
-            assert created.status == 201, await created.text()
-            game_id = (await created.json())["game"]["game_id"]
+        game_id = await _bot_game(owner, url)  # the long polls wait on it
         tasks += [asyncio.create_task(_slowloris(host, int(port), figures)) for _ in range(slowloris)]
         poll_url = f"{url}/api/games/{game_id}/events?after=1000000"
         tasks += [
@@ -283,7 +288,10 @@ async def run_load(
         ]
         await _until(lambda: figures.slowloris_open >= slowloris, 20)
         await asyncio.sleep(2)  # the long polls reach the server and wait
-        figures.bot_log_before = await _log_size(owner, url, game_id)
+        # a game started under the whole load: every act in it was played under the load (a game started
+        # earlier may have ended before the measurement)
+        moves_game = await _bot_game(owner, url)
+        figures.bot_log_before = 0
         await _measure_healthz(url, figures, healthz_requests, measure_budget_s)
         figures.held = {
             "websockets": figures.websockets,
@@ -293,7 +301,7 @@ async def run_load(
         figures.rss_mb = server.status("VmRSS") / 1024
         figures.threads = server.status("Threads")
         await asyncio.sleep(1)
-        figures.bot_log_after = await _log_size(owner, url, game_id)
+        figures.bot_log_after = await _moves(owner, url, moves_game)
         await _until(lambda: figures.slowloris_open == 0, 40)  # the header timeout drops them
     finally:
         for task in tasks:
