@@ -4,6 +4,8 @@ people who play in them."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from server.store import open_store
@@ -39,3 +41,20 @@ class Worker:
     def close(self) -> None:
         self.table.close()  # its deadline timers and bot threads
         self.store.close()
+
+
+def in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run ``calls`` at once (released together by a barrier); their results in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        barrier.wait()
+        results[index] = calls[index]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results

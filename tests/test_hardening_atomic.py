@@ -11,9 +11,7 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, write_config
-from table_support import Worker
+from table_support import Worker, in_parallel
 
 from server.table.config import load_settings
 from server.table.errors import ServerError
@@ -39,23 +37,6 @@ def server(make_server: MakeServer) -> ServerProcess:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run ``calls`` at once (released together by a barrier); their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        results[index] = calls[index]()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 def session_of(client: Client) -> requests.Session:

@@ -8,8 +8,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from server.store import open_store
 from server.store.sqlite import MIGRATIONS
 from server.table.config import load_settings
 from server.table.errors import ServerError
-from server.table.master import Table
+from server.table.master import ACTION_CLAIM_STALE_SECONDS, Table, action_claim_key
 from server.table.transport import PushTransport
 
 
@@ -55,6 +58,62 @@ def test_a_reused_client_action_id_with_another_action_is_a_typed_conflict(worke
     assert worker.store.last_seq(game_id) == log_before
     # ids are per caller: Bob may use "x" for his own action
     assert worker.table.act(game_id, BOB, {"type": "decide", "accept": False}, client_action_id="x")["ok"]
+
+
+def test_an_action_id_another_process_is_applying_is_refused_until_its_claim_ends(worker: Worker) -> None:
+    """Another server process mid-apply holds the id's claim in the store: this one applies nothing and
+    answers ``action_in_progress``; a claim left by a crash (stale) is taken over; claims are released."""
+    game_id = duel(worker)
+    key = action_claim_key(game_id, f"{ADA.id}:x")
+    worker.store.set_value_if_absent(key, json.dumps({"at": time.time(), "digest": "", "by": "other"}))
+    log_before = worker.store.last_seq(game_id)
+    with pytest.raises(ServerError) as refused:
+        worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")
+    assert refused.value.code == "action_in_progress" and refused.value.status == 409
+    assert worker.store.last_seq(game_id) == log_before
+    stale = json.dumps({"at": time.time() - ACTION_CLAIM_STALE_SECONDS - 1, "digest": "", "by": "crashed"})
+    assert worker.store.replace_value(key, worker.store.get_value(key), stale)
+    assert worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")["ok"]
+    assert worker.store.get_value(key) is None  # released once the answer is remembered
+
+
+def test_a_retry_on_another_process_while_the_first_is_answering_gets_that_answer(tmp_path: Path) -> None:
+    """Two workers over one SQLite file, each with its own lock. The first has stored the action but not yet
+    remembered its answer when a retry of the same id reaches the second: the retry must not apply or judge
+    the action again (a craft is legal twice; this propose would now be refused as out of turn) but answer
+    ``action_in_progress``, and once the first is done, the same ack."""
+    config = write_config(tmp_path / "cfg", database_uri=f"sqlite:///{tmp_path / 'shared.db'}")
+    first, second = (Worker(load_settings(config, environ={})) for _ in range(2))
+    try:
+        game_id = duel(first)
+        second.table.get(game_id)
+        stored, retried = threading.Event(), threading.Event()
+        remember = first.store.remember_action
+
+        def remember_after_the_retry(*args: Any, **kwargs: Any) -> bool:
+            stored.set()
+            retried.wait(10)
+            return remember(*args, **kwargs)
+
+        first.store.remember_action = remember_after_the_retry  # type: ignore[method-assign]
+        action = {"type": "propose", **DUEL_TRADE}
+        acks: list[Any] = []
+        applying = threading.Thread(
+            target=lambda: acks.append(first.table.act(game_id, ADA, action, client_action_id="once"))
+        )
+        applying.start()
+        assert stored.wait(10)
+        with pytest.raises(ServerError) as refused:
+            second.table.act(game_id, ADA, action, client_action_id="once")
+        assert refused.value.code == "action_in_progress", refused.value.code
+        retried.set()
+        applying.join(10)
+        assert second.table.act(game_id, ADA, action, client_action_id="once") == acks[0]
+        proposals = [e for e in first.store.load_events(game_id) if e["type"] == "proposed"]
+        assert len(proposals) == 1
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_retry_of_a_craft_matches_whatever_the_number_spelling(worker: Worker) -> None:

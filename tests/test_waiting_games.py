@@ -5,7 +5,6 @@ the last join has one winner. Real server processes over real sockets and SQLite
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, write_config
+from table_support import in_parallel
 
 from server.store import open_store
 from server.table.config import load_settings
@@ -62,23 +62,6 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-def in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run ``calls`` at once (released together by a barrier); their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        results[index] = calls[index]()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 def outcome(call: Callable[[], Any]) -> Any:

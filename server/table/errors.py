@@ -92,6 +92,7 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "not_started": "the game is still waiting for players",
     "conflict": "the game changed under a concurrent request; retry",
     "idempotency_conflict": "the client_action_id was already used for another action in this game",
+    "action_in_progress": "another request is applying this client_action_id right now; retry in a moment",
     "unknown_seat": "(admin export) no such seat in the game",
     "game_not_over": "the game is still running (or waiting): its replay opens when it is over",
     "unknown_ruleset": "no hall of this server plays a rule set of that name",

@@ -29,6 +29,7 @@ conditional write of :func:`waiting_ended_key`, so a cancel racing the last join
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import secrets
@@ -86,6 +87,15 @@ def game_instance(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
         raise ServerError(
             "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
         ) from exc
+
+
+#: A claim on a client action id whose answer has not been remembered for this long was left by a crash.
+ACTION_CLAIM_STALE_SECONDS = 30.0
+
+
+def action_claim_key(game_id: str, idempotency_key: str) -> str:
+    """Store key claimed while one request applies an action id (hashed: the key names its principal)."""
+    return f"game:{game_id}:action:{hashlib.sha256(idempotency_key.encode()).hexdigest()[:32]}"
 
 
 def expiry_timer_key(game_id: str) -> str:
@@ -391,21 +401,65 @@ class Table(BotSeats, TraceRecords):
             parsed = parse_player_action(action)
             idempotency_key = f"{principal.id}:{client_action_id}" if client_action_id else None
             digest = action_digest(seat_no, parsed) if idempotency_key else ""
-            for _ in race_attempts():
-                try:
-                    outcome = self._apply_as_seat(
-                        live, seat_no, parsed, idempotency_key, digest, action_id=client_action_id
+            # One request at a time applies an action id, across processes too: the game's lock is this
+            # process's; without the claim a retry on another worker, racing the first request, found
+            # nothing remembered yet and could apply the action twice (a craft is legal twice).
+            claim = self._claim_action_id(live, idempotency_key, digest) if idempotency_key else None
+            try:
+                for _ in race_attempts():
+                    try:
+                        outcome = self._apply_as_seat(
+                            live, seat_no, parsed, idempotency_key, digest, action_id=client_action_id
+                        )
+                    except SequenceConflict:
+                        continue
+                    if isinstance(outcome, dict):
+                        return outcome
+                    events, records = outcome
+                    remember = (idempotency_key, digest) if idempotency_key else None
+                    return self._answer_committed(
+                        live,
+                        seat_no,
+                        events,
+                        records,
+                        remember,
+                        origin,
+                        ack_view=ack_view,
+                        ack_events=ack_events,
                     )
-                except SequenceConflict:
-                    continue
-                if isinstance(outcome, dict):
-                    return outcome
-                events, records = outcome
-                remember = (idempotency_key, digest) if idempotency_key else None
-                return self._answer_committed(
-                    live, seat_no, events, records, remember, origin, ack_view=ack_view, ack_events=ack_events
-                )
+            finally:
+                if claim is not None:
+                    self.store.replace_value(claim[0], claim[1], None)
         raise ServerError("conflict", "The game changed under concurrent requests; send the action again.")
+
+    def _claim_action_id(self, live: LiveGame, idempotency_key: str, digest: str) -> tuple[str, str] | None:
+        """Claim an action id for this request: (key, value) to release when done, or None when another
+        request's claim was found and its answer is remembered by now (the caller then answers it). Raises
+        ``action_in_progress`` while another request holds a live claim on the id."""
+        key = action_claim_key(live.game_id, idempotency_key)
+        value = json.dumps({"at": self.clock(), "digest": digest, "by": secrets.token_hex(8)})
+        for _ in range(3):
+            if self.store.replace_value(key, None, value):
+                return key, value
+            held = self.store.get_value(key)
+            if held is None:
+                continue  # released meanwhile: claim again
+            if self.store.recall_action(live.game_id, idempotency_key) is not None:
+                return None  # answered by the other request: _apply_as_seat recalls it
+            try:
+                stale = self.clock() - float(json.loads(held)["at"]) > ACTION_CLAIM_STALE_SECONDS
+            except (ValueError, KeyError, TypeError):
+                stale = True
+            if stale and self.store.replace_value(key, held, value):  # left by a crash: take it over
+                return key, value
+            if not stale:
+                break
+        raise ServerError(
+            "action_in_progress",
+            "Another request is applying this client_action_id right now; wait for its answer, or send the "
+            "same action again in a moment to get it.",
+            status=409,
+        )
 
     def _apply_as_seat(
         self,
