@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,14 @@ def check_icon_gallery(page: Page, base_url: str, ruleset: str, artifacts: Path)
     drawn = {json.dumps(g, sort_keys=True) for g in glyphs}
     assert len(drawn) == items  # no two icons are drawn the same
     page.screenshot(path=artifacts / f"icons-{ruleset}.png")
+
+
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """The serious and critical accessibility violations axe-core finds on ``page``."""
+    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:160] for n in v["nodes"][:3]]}
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]

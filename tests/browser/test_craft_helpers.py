@@ -10,11 +10,10 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE, DOCS, DOCS_SCREENSHOTS, check_icon_gallery
+from conftest import DOCS, DOCS_SCREENSHOTS, axe_violations, check_icon_gallery
 from e2e_helpers import Client, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
@@ -66,16 +65,6 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     }
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
-
-
-def axe_violations(page: Page) -> list[dict[str, Any]]:
-    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:160] for n in v["nodes"][:3]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def start_crafting(page: Page, server: ServerProcess, name: str, hall: str) -> None:

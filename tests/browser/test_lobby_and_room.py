@@ -10,21 +10,11 @@ import re
 from typing import Any
 
 import requests
-from conftest import AXE, assert_fits_width
+from conftest import assert_fits_width, axe_violations
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
 HOSTILE = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
-
-
-def axe_violations(page: Page) -> list[dict[str, Any]]:
-    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def login(page: Page, server: ServerProcess, name: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import AXE, assert_fits_width, docs_screenshot, off_site_requests
+from conftest import assert_fits_width, axe_violations, docs_screenshot, off_site_requests
 from e2e_helpers import TRIO_ID, Client, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, BrowserContext, Page, Route, WebSocket, expect
 
@@ -154,16 +154,6 @@ def login(page: Page, server: ServerProcess, name: str) -> None:
     page.get_by_role("textbox", name="Display name").fill(name)
     page.get_by_role("button", name="Continue").click()
     expect(page.locator("#lobby[data-user]")).not_to_have_attribute("data-user", "")
-
-
-def axe_violations(page: Page) -> list[dict[str, Any]]:
-    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def errors_of(page: Page) -> list[str]:

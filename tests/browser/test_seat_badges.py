@@ -10,22 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import AXE
+from conftest import axe_violations
 from e2e_helpers import ServerProcess
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from playwright.sync_api import Browser, Locator, Page, expect
 
 BOT_NAME = "random bot"  # the server's name for a "random" bot seat
-
-
-def axe_violations(page: Page) -> list[dict[str, Any]]:
-    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def labels_of(scope: Locator) -> list[dict[str, str]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import AXE, assert_fits_width, check_icon_gallery, docs_screenshot
+from conftest import assert_fits_width, axe_violations, check_icon_gallery, docs_screenshot
 from e2e_helpers import Client, ServerProcess
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
@@ -199,17 +199,6 @@ def test_how_to_play_is_linked_from_the_nav(server: ServerProcess, browser: Brow
         expect(page.get_by_role("heading", name=re.compile(heading))).to_be_visible()
     page.screenshot(path=artifacts / "how-to-play.png", full_page=True)
     context.close()
-
-
-def axe_violations(page: Page) -> list[dict[str, Any]]:
-    """axe-core (from npm) run on the page as it is now: the serious and critical violations."""
-    page.evaluate(AXE.read_text(encoding="utf-8"))  # not a script tag: the CSP forbids inline scripts
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["html"][:120] for n in v["nodes"][:3]]}
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def test_replay_and_spectator_pages_pass_axe(
