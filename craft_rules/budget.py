@@ -82,6 +82,32 @@ def exact_search_limit(integer_columns: int) -> Iterator[SearchLimit]:
         _state.limit = outer
 
 
+#: Integer columns an exact check of a relaxed answer may have (a whole-runs craftability solve of the hand
+#: plus the items to obtain). Larger checks took up to 120 ms (64 magenta carpets: 72 columns); a check not
+#: run leaves the answer unverified, so the field is null and marked unknown, never a guess.
+RELAXED_CHECK_MAX_INTEGER_COLUMNS = 60
+
+
+@contextmanager
+def relaxed_check() -> Iterator[None]:
+    """Within the block (checking a relaxed answer inside a size-limited search), this thread's planner
+    solves no mixed-integer program over :data:`RELAXED_CHECK_MAX_INTEGER_COLUMNS` integer columns: the solve
+    answers "no plan". Outside a size-limited search the block changes nothing."""
+    outer = getattr(_state, "check_limit", None)
+    if getattr(_state, "limit", None) is not None:
+        _state.check_limit = RELAXED_CHECK_MAX_INTEGER_COLUMNS
+    try:
+        yield
+    finally:
+        _state.check_limit = outer
+
+
+def check_limit() -> int | None:
+    """This thread's limit on a relaxed answer's exact check (:func:`relaxed_check`), or None."""
+    limit: int | None = getattr(_state, "check_limit", None)
+    return limit
+
+
 def note_approximated() -> None:
     """Record in the enclosing :func:`exact_search_limit` block that an answer is approximate."""
     block: SearchLimit | None = getattr(_state, "limit", None)

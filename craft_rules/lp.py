@@ -343,6 +343,9 @@ class RecipeLp:
         # its size, not the clock, decides, so the answer never depends on the machine's load
         limit = budget.exact_limit()
         relaxed = limit is not None and integer_columns > limit
+        checking = budget.check_limit()
+        if checking is not None and integer_columns > checking:
+            return None  # too big to check a relaxed answer within a query: it stays unverified
         # imported here, not at module level: scipy.optimize costs ~0.5 s to import, and only solving needs it
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, linprog, milp

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from craft_rules.budget import SearchTooLarge, exact_limit, note_approximated
+from craft_rules.budget import SearchTooLarge, exact_limit, note_approximated, relaxed_check
 from craft_rules.lp import LpModel, LpSolution, RecipeLp
 from craft_rules.plan_crafts import FoundPlan, Plan
 
@@ -65,7 +65,10 @@ class MissingItems:
                 if narrowed is not None:
                     note_approximated()
                     return narrowed
-            plan = self.verified_with(hand, need, missing)
+            if solution.relaxed_from:
+                plan = self.relaxed_verified_with(hand, need, missing)
+            else:
+                plan = self.verified_with(hand, need, missing)
             if plan is not None:
                 if solution.relaxed_from:
                     note_approximated()
@@ -105,7 +108,7 @@ class MissingItems:
             return None
         missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
         missing = {k: v for k, v in sorted(missing.items()) if v > 0}
-        plan = self.verified_with(hand, need, missing)
+        plan = self.relaxed_verified_with(hand, need, missing)
         return None if plan is None else (missing, plan)
 
     def _rounding_dive(
@@ -143,7 +146,7 @@ class MissingItems:
             solution = next_solution
             missing = {item: math.ceil(q - 1e-6) for item, q in solution.slack.items()}
             missing = {k: v for k, v in sorted(missing.items()) if v > 0}
-            plan = self.verified_with(hand, need, missing)
+            plan = self.relaxed_verified_with(hand, need, missing)
             if plan is not None:
                 return missing, plan
         return None
@@ -168,6 +171,13 @@ class MissingItems:
             if not dominated:
                 keep.add(fuel)
         return sorted(keep)
+
+    def relaxed_verified_with(
+        self, hand: dict[str, Fraction], need: dict[str, int], extra: Mapping[str, int]
+    ) -> Plan | None:
+        """:meth:`verified_with` for an answer from a relaxation, within a query's bound on its check."""
+        with relaxed_check():
+            return self.verified_with(hand, need, extra)
 
     def verified_with(
         self, hand: dict[str, Fraction], need: dict[str, int], extra: Mapping[str, int]
