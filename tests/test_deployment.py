@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from deployment_load import (
@@ -34,6 +37,16 @@ HEALTHZ_P99_MS = 100
 RSS_MB = 400
 
 
+T = TypeVar("T")
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` on a thread of its own: in the whole suite the browser tests' session-wide Playwright
+    (its sync API) keeps an event loop running on the main thread, where ``asyncio.run`` refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_readme_production_command_holds_1000_sockets_slow_clients_and_long_polls(tmp_path: Path) -> None:
@@ -43,7 +56,7 @@ def test_the_readme_production_command_holds_1000_sockets_slow_clients_and_long_
     )  # the command whose worker and timeouts server/web/gunicorn_conf.py sets
     server = start_server(command, tmp_path / "data")
     try:
-        figures = asyncio.run(run_load(server.url, server))
+        figures = run_async(run_load(server.url, server))
     finally:
         server.stop()
     summary = figures.summary()
@@ -183,7 +196,7 @@ def test_the_readme_production_command_survives_query_floods_slow_bodies_and_con
     try:
         # 100 heavy queries sent at once from one socket, then from five sockets of the same user
         for sockets, queries in ((1, 100), (5, 100)):
-            flood = asyncio.run(run_query_flood(server.url, server, sockets, queries))
+            flood = run_async(run_query_flood(server.url, server, sockets, queries))
             ordered = sorted(flood.healthz_ms)
             p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
             print(
@@ -197,11 +210,11 @@ def test_the_readme_production_command_survives_query_floods_slow_bodies_and_con
             if sockets > 1:  # one query in flight per user (max_queries_per_user 2): the rest refused, typed
                 assert flood.answers.get("too_many_queries", 0) >= 1, flood.answers
         # a body dribbled a byte every 2 s is cut at the 5 s deadline with a typed answer
-        after_s, answer = asyncio.run(slow_body_dropped_after(host, int(port)))
+        after_s, answer = run_async(slow_body_dropped_after(host, int(port)))
         print(f"slow body: dropped after {after_s:.1f} s: {answer[:60]!r}")
         assert 4 <= after_s < 12 and answer.startswith(b"HTTP/1.1 408") and b"request_timeout" in answer
         # one address holds at most 100 open connections of any kind: the 101st is refused and closed
-        assert asyncio.run(_refused_beyond(host, int(port), 100)) == b"too_many_connections"
+        assert run_async(_refused_beyond(host, int(port), 100)) == b"too_many_connections"
     finally:
         server.stop()
     assert "WORKER TIMEOUT" not in server.log.read_text()
