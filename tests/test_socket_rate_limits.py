@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+import simple_websocket
 import socketio
 from e2e_helpers import Client, MakeServer, ServerProcess, play_duel
 
@@ -135,3 +136,26 @@ def test_a_rate_limited_event_is_refused_before_its_payload_is_read(make_server:
         assert client.call("whoami", "{not json")["error"]["code"] == "rate_limited"
     finally:
         client.close()
+
+
+def test_connect_packets_after_the_first_are_counted_like_events(make_server: MakeServer) -> None:
+    """A refused connect (an unknown namespace, a bad token) retried on one engine.io connection: only the
+    first connect packet is free; the rest count against the connection's limit, so a client cannot make the
+    server decode packets and check tokens without end."""
+    server = make_server(overrides={"limits": {"socket_events_per_connection": {"count": 3, "seconds": 600}}})
+    ws = simple_websocket.Client.connect(
+        server.url.replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket"
+    )
+    try:
+        assert ws.receive(timeout=5).startswith("0")  # engine.io open
+        refusals = 0
+        for packet in ["40/x,", '40{"token":"tc_nope"}'] * 5:
+            ws.send(packet)
+            answer = ws.receive(timeout=1)
+            while answer is not None and answer.startswith("2"):  # a ping
+                ws.send("3")
+                answer = ws.receive(timeout=1)
+            refusals += answer is not None and answer.startswith("44")
+        assert refusals == 1 + 3, refusals  # the free first one, then the connection's 3
+    finally:
+        ws.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,10 @@ class SocketIOTransport:
         return any(sid != skip for sid, _ in self.socketio.server.manager.get_participants("/", room))
 
 
+#: Engine.io connections whose first Socket.IO connect is remembered (a forgotten one gets one more free).
+CONNECTS_REMEMBERED = 100_000
+
+
 @dataclass
 class Connection:
     principal: Principal | None
@@ -78,6 +83,8 @@ class SocketProtocol:
         self.socketio = socketio
         self.connections: dict[str, Connection] = {}
         self._lock = threading.Lock()
+        # engine.io connections that sent their first connect packet (bounded: the oldest are forgotten)
+        self._connects_seen: OrderedDict[str, None] = OrderedDict()
 
     def register(self) -> None:
         guard_transport(self.socketio, self.admit_message)
@@ -137,7 +144,7 @@ class SocketProtocol:
         the answer is the refusal's error body, or None."""
         server = self.socketio.server
         sid = server.manager.sid_from_eio_sid(eio_sid, "/")
-        if sid is None and isinstance(data, str) and data.startswith("0"):
+        if sid is None and isinstance(data, str) and data.startswith("0") and self._first_connect(eio_sid):
             return None
         app = server.environ.get(eio_sid, {}).get("flask.app")
         services: Services | None = app.extensions.get(SERVICES_KEY) if app is not None else None
@@ -153,6 +160,18 @@ class SocketProtocol:
             log_refusal("a socket event", who, f"socket {sid or eio_sid}", err)
             return error_body(err)
         return None
+
+    def _first_connect(self, eio_sid: str) -> bool:
+        """Whether this is the first Socket.IO connect packet of an engine.io connection (remembered): later
+        ones (a refused connect retried, another namespace) are counted like events, or a client could send
+        connect packets without end, each decoded and checked against the store."""
+        with self._lock:
+            if eio_sid in self._connects_seen:
+                return False
+            self._connects_seen[eio_sid] = None
+            while len(self._connects_seen) > CONNECTS_REMEMBERED:
+                self._connects_seen.popitem(last=False)
+            return True
 
     def on_unknown_event(self, event: Any, *args: Any) -> dict[str, Any]:
         """An event of no known name: a typed refusal (it was counted before it was decoded)."""
