@@ -8,6 +8,7 @@ admin ended them, and a session after its idle or absolute lifetime.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -18,10 +19,11 @@ import requests
 import socketio
 import yaml
 from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, write_config
+from in_process import MakeApp
 
 from server.store import open_store
 from server.table.config import load_settings
-from server.web.sessions import session_key
+from server.web.sessions import Sessions, session_key
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +235,20 @@ def test_the_cookie_is_an_opaque_session_id(server: ServerProcess, clients: list
     answer = requests.post(server.url + "/api/login", json={"name": "Cookie"}, timeout=15)
     set_cookie = answer.headers["Set-Cookie"].lower()
     assert "httponly" in set_cookie and "samesite=lax" in set_cookie and "max-age=2592000" in set_cookie
+
+
+def sweeps() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if "_sweep_until_stopped" in t.name}
+
+
+def test_the_socket_sweep_stops_with_its_app(make_app: MakeApp) -> None:
+    """Each app's periodic session check is a background task: closing the app ends it (a test suite builds
+    hundreds of apps; a sweep left running kept its app alive and logged a traceback per interval)."""
+    before = sweeps()
+    app = make_app(overrides={"security": {"socket_session_check_seconds": 0.05}})
+    sessions = app.flask.session_interface
+    assert isinstance(sessions, Sessions) and not sessions.stopped.is_set()
+    (mine,) = sweeps() - before
+    app.close()
+    mine.join(5)
+    assert not mine.is_alive()

@@ -126,7 +126,8 @@ def create_app(
     lobby = Lobby(settings, store, table, bots)
     services = Services(settings, store, table, lobby, bots, socketio, scheduler, tradecraft_version())
     app.extensions[EXTENSION_KEY] = services  # what current_services() answers in this app
-    sessions.install(app, settings, store, socketio)  # server-side sessions (server/web/sessions.py)
+    # server-side sessions (server/web/sessions.py); their socket sweep stops with the app
+    services.on_close.append(sessions.install(app, settings, store, socketio).stop)
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
 
     SocketProtocol(socketio).register()

@@ -8,6 +8,7 @@ tests build many) share nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flask import current_app
@@ -41,12 +42,16 @@ class Services:
     replays: Replays = field(init=False)
     #: The rule sets the halls play: only these are served (a name is never read as a path).
     rulesets: frozenset[str] = field(init=False)
+    #: What else stops when the app closes (background sweeps), before the table and the store.
+    on_close: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.replays = Replays(self.table)
         self.rulesets = frozenset(str(hall.ruleset) for hall in self.settings.halls.values())
 
     def close(self) -> None:
+        for stop in self.on_close:
+            stop()
         self.table.close()  # the deadline timers and the bot threads
         self.store.close()
 

@@ -145,6 +145,11 @@ class Sessions(SessionInterface):
         self.fingerprint = admin_fingerprint(settings, secret)
         self._lock = threading.Lock()
         self._sockets: dict[str, BoundSocket] = {}  # Socket.IO client id -> its session
+        self.stopped = threading.Event()  # set by stop(): the socket sweep ends
+
+    def stop(self) -> None:
+        """End the periodic socket sweep (the app is closing)."""
+        self.stopped.set()
 
     # ---------------------------------------------------------------- the store side
     def load(self, session_id: Any, *, use: bool = True) -> SessionRecord | None:
@@ -392,15 +397,14 @@ def install(app: Flask, settings: Settings, store: Store, socketio: SocketIO) ->
     sessions = Sessions(settings, store, str(app.config["SECRET_KEY"]), socketio)
     app.session_interface = sessions
     interval = settings.security.socket_session_check_seconds
-    socketio.start_background_task(_sweep_forever, weakref.ref(sessions), socketio, interval)
+    socketio.start_background_task(_sweep_until_stopped, weakref.ref(sessions), sessions.stopped, interval)
     return sessions
 
 
-def _sweep_forever(sessions: weakref.ref[Sessions], socketio: SocketIO, interval: float) -> None:
-    """Sweep the sockets of ``sessions`` every ``interval`` seconds while its app lives (a weak reference:
-    a test's discarded app takes its sweeper with it)."""
-    while True:
-        socketio.sleep(interval)
+def _sweep_until_stopped(sessions: weakref.ref[Sessions], stopped: threading.Event, interval: float) -> None:
+    """Sweep the sockets of ``sessions`` every ``interval`` seconds until :meth:`Sessions.stop` (the app's
+    ``Services.close``). It holds neither the app nor its Socket.IO server, only a weak reference."""
+    while not stopped.wait(interval):
         alive = sessions()
         if alive is None:
             return
