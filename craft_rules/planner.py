@@ -27,6 +27,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from craft_rules import budget
 from craft_rules.item_info import ItemDetails, item_info
 from craft_rules.lp import RecipeLp, load_solver
 from craft_rules.missing import MissingItems
@@ -231,9 +232,11 @@ class Planner:
         memo = block.plans
         key = (tuple(hand.items()), tuple(need.items()))  # the caller's order: the answer it would get
         if key not in memo:
+            found = self.crafts.solve_plan(hand, need)
+            if found is None and budget.check_limit() is not None:
+                return None  # maybe only too big to check now (budget.relaxed_check): not a fact to remember
             if len(memo) >= REMEMBERED_PLANS:
                 memo.pop(next(iter(memo)))
-            found = self.crafts.solve_plan(hand, need)
             memo[key] = None if found is None else (found[0], tuple(found[1].items()))
         remembered = memo[key]
         return None if remembered is None else (remembered[0], dict(remembered[1]))

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from craft_rules import budget
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
 from craft_rules.planner import planner_for
@@ -118,3 +119,15 @@ def test_an_exhausted_budget_answers_the_typed_error_never_a_cut_answer() -> Non
     # the budget applies to planner work only: queries that plan nothing answer under any budget
     info = answer_query(ctx, parse_query({"type": "item_info", "item": "grindstone"}), cpu_budget_ms=0.001)
     assert info["item"] == "grindstone"
+
+
+def test_a_check_too_big_to_run_is_not_remembered_as_a_failed_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside one query, a relaxed answer's check over its size bound answers "no plan" — only for that check:
+    a later exact question about the same hand must still find the plan (it was memoised as impossible)."""
+    planner = planner_for(load_rule_set("minecraft"), whole_runs=True)
+    hand, need = {"oak_log": Fraction(4)}, {"stick": 4}
+    monkeypatch.setattr(budget, "RELAXED_CHECK_MAX_INTEGER_COLUMNS", 0)  # every check is too big
+    with planner.remembering(private=True), budget.exact_search_limit(20):
+        with budget.relaxed_check():
+            assert planner._find_plan(dict(hand), dict(need)) is None
+        assert planner._find_plan(dict(hand), dict(need)) is not None
