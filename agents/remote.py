@@ -359,7 +359,7 @@ class RemoteConnection:
                 self._reconnect(deadline)
             client = self._client
             try:
-                return self._send(client, event, data)
+                answer = self._send(client, event, data)
             except _Lost:
                 log.info("game %s: the socket dropped during %r; reconnecting", log_text(self.game_id), event)
                 self._drop(client)
@@ -369,6 +369,11 @@ class RemoteConnection:
                         f"No answer from {self.url} for {self.reconnect_timeout:.0f} s; check that the "
                         "server runs, then connect again (your seat is kept).",
                     ) from None
+                continue
+            pause = retry_pause(answer)
+            if pause is None or time.monotonic() + pause >= deadline:
+                return answer
+            time.sleep(pause)  # the same request again: a busy server's answer, not a refusal of the move
 
     def _send(self, client: socketio.Client | None, event: str, data: dict[str, Any]) -> dict[str, Any]:
         if client is None:
@@ -553,3 +558,21 @@ def login_cookie(url: str, name: str, timeout: float = DEFAULT_TIMEOUT) -> str:
     if not pairs:
         raise ConnectionFailed("login_failed", f"{url} answered the login without a session cookie.")
     return "; ".join(pairs)
+
+
+#: Answers that mean "the same request again, in a moment" and how long to wait (seconds) when the server
+#: gives no ``retry_after``: an action id another server process is still applying, a rate limit.
+RETRYABLE_CODES = {"action_in_progress": 0.2, "rate_limited": 1.0, "too_many_queries": 0.2}
+
+
+def retry_pause(answer: dict[str, Any]) -> float | None:
+    """Seconds to wait before resending the request ``answer`` refused for now, or None (a final answer)."""
+    error = answer.get("error") if not answer.get("ok") else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if code not in RETRYABLE_CODES:
+        return None
+    details = error.get("details") if isinstance(error, dict) else None
+    retry_after = details.get("retry_after") if isinstance(details, dict) else None
+    if isinstance(retry_after, int | float) and not isinstance(retry_after, bool) and 0 < retry_after <= 60:
+        return float(retry_after)
+    return RETRYABLE_CODES[code]

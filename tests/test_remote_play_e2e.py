@@ -32,7 +32,7 @@ from agents.bots.registry import make_policy
 from agents.connection import ConnectionFailed, SeatConnection
 from agents.driver import SeatOutcome, run_seat
 from agents.local_connection import LocalTable
-from agents.remote import RemoteConnection, login_cookie
+from agents.remote import RemoteConnection, login_cookie, retry_pause
 from craft_rules.loader import load_rule_set
 from craft_rules.tasks import parse_instance_file
 from server.game import GameSettings
@@ -582,3 +582,29 @@ def test_each_seat_has_its_own_share_of_the_games_trace_records(make_server: Mak
     assert fair["ok"] and fair["stored"] == 5
     log = researcher_log(server, game_id)
     assert sorted(t.seat for t in log.traces) == [0] * 5 + [1] * 5
+
+
+def test_a_remote_seat_waits_out_a_rate_limit_instead_of_failing_the_request(make_server: MakeServer) -> None:
+    """A request the server refuses for now (``rate_limited`` with ``retry_after``, ``action_in_progress``)
+    is sent again after the pause, within ``reconnect_timeout``: the policy never sees a busy server."""
+    server = make_server(overrides={"limits": {"socket_events_per_connection": {"count": 4, "seconds": 1}}})
+    token = make_token(server, "patient")
+    game_id = create_game(server, token, ["agent", {"kind": "bot", "bot": "random"}])
+    with RemoteConnection(server.url, game_id, token=token, reconnect_timeout=20) as conn:
+        answers = [conn.query({"type": "item_info", "item": "stick"}) for _ in range(10)]
+    assert all(answer["ok"] for answer in answers), [a.get("error") for a in answers]
+
+
+@pytest.mark.parametrize(
+    ("answer", "pause"),
+    [
+        ({"ok": True}, None),
+        ({"ok": False, "error": {"code": "not_your_turn"}}, None),
+        ({"ok": False, "error": {"code": "action_in_progress"}}, 0.2),
+        ({"ok": False, "error": {"code": "rate_limited", "details": {"retry_after": 2}}}, 2.0),
+        ({"ok": False, "error": {"code": "rate_limited", "details": {"retry_after": "2"}}}, 1.0),
+        ({"ok": False, "error": {"code": "rate_limited", "details": {"retry_after": 10**9}}}, 1.0),
+    ],
+)
+def test_which_answers_are_sent_again(answer: dict[str, Any], pause: float | None) -> None:
+    assert retry_pause(answer) == pause
