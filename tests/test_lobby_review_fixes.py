@@ -214,3 +214,20 @@ def test_the_admin_password_and_an_admin_token_cancel_any_waiting_game(server: S
         timeout=10,
     )
     assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden", answer.text
+
+
+def test_a_creators_stray_basic_header_is_not_an_admin_login_attempt(make_server: MakeServer) -> None:
+    """A logged-in creator cancelling with some other Authorization: Basic header (a proxy's, a browser's
+    saved one) cancels as themselves; the header is not tried as the admin password, so it neither counts
+    admin failures against their address nor gets them throttled."""
+    server = make_server(overrides={"limits": {"admin_failures_per_address": {"count": 1, "seconds": 600}}})
+    creator = Client(server.url, unique("Host"))
+    for _ in range(3):
+        status, body = creator.rest("POST", "/api/games", {"hall": "duel", "join": True})
+        assert status == 201, body
+        game_id = body["game"]["game_id"]
+        answer = creator.http.post(
+            f"{server.url}/api/games/{game_id}/cancel", json={}, auth=("someone", "else"), timeout=10
+        )
+        assert answer.status_code == 200 and answer.json()["game"]["status"] == "aborted", answer.text
+    creator.close()

@@ -84,8 +84,9 @@ def admin_or_principal(
     """The caller of a request an admin may make on anyone's game: ``principal`` with the admin scope when
     its browser session logged in to the admin area or it sends the admin password (HTTP Basic, throttled
     like the admin area's); an admin with no player login acts as :data:`OPERATOR`; anyone else must be
-    logged in (``not_logged_in``)."""
-    password = basic_password(headers)
+    logged in (``not_logged_in``). The password is checked only for a caller who is nobody else: a
+    logged-in player's stray Basic header must not count admin failures against their own address."""
+    password = basic_password(headers) if principal is None else None
     admin = browser_session.get("admin") is True or (password is not None and password_accepted(password))
     if not admin:
         return require_principal(principal)
