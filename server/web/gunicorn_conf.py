@@ -16,6 +16,7 @@ gunicorn's own command-line options still win over them.
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 from gunicorn.workers.ggevent import GeventWorker
@@ -23,6 +24,8 @@ from gunicorn.workers.ggevent import GeventWorker
 from server.table.config import load_settings
 
 _server = load_settings().server
+#: Reads of a refused connection's request before closing it (each within the 1 s socket timeout).
+REFUSAL_DRAIN_READS = 4
 
 
 class CappedGeventWorker(GeventWorker):
@@ -68,6 +71,12 @@ class CappedGeventWorker(GeventWorker):
         try:
             client.settimeout(1)
             client.sendall(head.encode() + body)
+            # closing with the request still unread sends a reset that can overtake the answer: end the
+            # write side, read what already came (bounded), then close
+            client.shutdown(socket.SHUT_WR)
+            for _ in range(REFUSAL_DRAIN_READS):
+                if not client.recv(65536):
+                    break
         except OSError:
             pass
         finally:
