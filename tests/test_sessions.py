@@ -252,3 +252,26 @@ def test_the_socket_sweep_stops_with_its_app(make_app: MakeApp) -> None:
     app.close()
     mine.join(5)
     assert not mine.is_alive()
+
+
+def test_dead_session_records_are_swept_without_their_cookie_coming_back(
+    make_server: MakeServer, tmp_path: Path, clients: list[Client]
+) -> None:
+    """A browser that drops its cookie never presents it again: the periodic sweep pages through the stored
+    sessions and removes the expired and ended ones, and only those."""
+    config = write_config(tmp_path, overrides={"security": {"socket_session_check_seconds": 0.2}})
+    server = make_server(config)
+    gone, ended, kept = (person(server, clients) for _ in range(3))
+    age_session(server, gone, seen=72 * 3600 + 60)
+    status, _ = ended.rest("POST", f"/api/admin/users/{ended.user['id']}/end-sessions", auth=ADMIN)
+    assert status == 200
+    keys = {
+        name: session_key(c.http.cookies["tradecraft_session"])
+        for name, c in [("gone", gone), ("ended", ended), ("kept", kept)]
+    }
+    deadline = time.monotonic() + 10
+    with store_of(server) as store:
+        while store.get_value(keys["gone"]) is not None or store.get_value(keys["ended"]) is not None:
+            assert time.monotonic() < deadline, "the sweep did not remove the dead sessions"
+            time.sleep(0.1)
+        assert store.get_value(keys["kept"]) is not None

@@ -495,6 +495,17 @@ def test_replace_value_is_a_conditional_write(store: Store) -> None:
     assert not store.replace_value("k", "b", None)
 
 
+def test_list_keys_pages_through_one_prefix(store: Store) -> None:
+    for key in ["session:b", "session:a", "session:c", "sessions_epoch:x", "sessio", "game:1", "session;"]:
+        store.set_value_if_absent(key, "v")
+    assert store.list_keys("session:") == ["session:a", "session:b", "session:c"]
+    assert store.list_keys("session:", limit=2) == ["session:a", "session:b"]
+    assert store.list_keys("session:", after="session:b") == ["session:c"]
+    assert store.list_keys("session:", after="session:c") == []
+    assert store.list_keys("nothing:") == []
+    assert store.list_keys("%") == [] and store.list_keys("session_") == []  # no wildcards
+
+
 def test_racing_replacements_have_one_winner(store: Store) -> None:
     store.set_value_if_absent("epoch", "0")
     wins = _race(8, lambda w: store.replace_value("epoch", "0", f"w{w}"))

@@ -474,6 +474,11 @@ class Store(ABC):
         wins)."""
 
     @abstractmethod
+    def list_keys(self, prefix: str, after: str = "", limit: int = 1000) -> list[str]:
+        """Keys that start with ``prefix`` and sort after ``after``, in order, at most ``limit`` (a page:
+        pass the last key as ``after`` for the next). For sweeping records kept as values."""
+
+    @abstractmethod
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         """Atomically: if ``key`` now holds ``expected`` (None: no value), make it hold ``value`` (None:
         remove it) and answer True; else change nothing and answer False. The one conditional write behind

@@ -221,6 +221,11 @@ class MemoryStore(Store):
         with self._lock:
             return self._values.setdefault(key, str(value))
 
+    def list_keys(self, prefix: str, after: str = "", limit: int = 1000) -> list[str]:
+        with self._lock:
+            keys = sorted(k for k in self._values if k.startswith(prefix) and k > after)
+        return keys[:limit]
+
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         with self._lock:
             if self._values.get(key) != expected:

@@ -494,6 +494,14 @@ class MongoStore(Store):
                 # deleted (replace_value(key, old, None)) between our insert and read: try again
             raise StoreError("store_busy", f"could not store the value of {key!r}; retry")
 
+    def list_keys(self, prefix: str, after: str = "", limit: int = 1000) -> list[str]:
+        # a range on _id (the keys with the prefix come first among those >= it); no regex over user text
+        with self._errors("list_keys"):
+            found = self.kv.find({"_id": {"$gte": prefix, "$gt": after}}, {"_id": 1})
+            docs = found.sort("_id", 1).limit(limit)
+            keys = [str(doc["_id"]) for doc in docs]
+        return [key for key in keys if key.startswith(prefix)]
+
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         with self._errors("replace_value"), self._write_guard():
             if expected is None and value is None:

@@ -595,6 +595,15 @@ class SQLiteStore(Store):
             conn.execute("INSERT OR IGNORE INTO kv (key, value) VALUES (?, ?)", (key, str(value)))
             return str(conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()[0])
 
+    def list_keys(self, prefix: str, after: str = "", limit: int = 1000) -> list[str]:
+        # a range on the primary key (not LIKE, whose wildcards and case rules are no prefix): the keys with
+        # the prefix come first among those >= it, so the page's others are past them all
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT key FROM kv WHERE key >= ? AND key > ? ORDER BY key LIMIT ?", (prefix, after, limit)
+            ).fetchall()
+        return [key for (key,) in rows if key.startswith(prefix)]
+
     def replace_value(self, key: str, expected: str | None, value: str | None) -> bool:
         with self._write() as conn:
             if expected is None and value is None:

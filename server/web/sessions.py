@@ -48,6 +48,8 @@ SESSION_KEY_PREFIX = "session:"
 EPOCH_KEY_PREFIX = "sessions_epoch:"
 #: Longest gap between two writes of a session's last use (shorter for short idle limits, see ``refresh``).
 SEEN_REFRESH_MAX_SECONDS = 60.0
+#: Stored sessions the periodic sweep looks at per round (every security.socket_session_check_seconds).
+RECORDS_PER_SWEEP = 200
 #: The cookie's session id: 32 random bytes, URL-safe base64 (43 characters).
 SESSION_ID_BYTES = 32
 SESSION_ID_MAX_CHARS = 64
@@ -146,6 +148,7 @@ class Sessions(SessionInterface):
         self._lock = threading.Lock()
         self._sockets: dict[str, BoundSocket] = {}  # Socket.IO client id -> its session
         self.stopped = threading.Event()  # set by stop(): the socket sweep ends
+        self._records_swept_to = ""  # the last session key the record sweep looked at
 
     def stop(self) -> None:
         """End the periodic socket sweep (the app is closing)."""
@@ -161,19 +164,38 @@ class Sessions(SessionInterface):
             return None
         key = session_key(session_id)
         raw = self.store.get_value(key)
-        record = SessionRecord.loads(raw) if raw is not None else None
+        record = self._live(key, raw) if raw is not None else None
         if raw is None or record is None:
             return None
         now = time.time()
-        if now - record.created > self.lifetime or now - record.seen > self.idle:
-            self.store.replace_value(key, raw, None)
-            return None
-        if record.user is not None and record.epoch != self.epoch(record.user):
-            return None
         if use and now - record.seen > self.refresh:
             # a lost race means another request of this session wrote its last use just now
             self.store.replace_value(key, raw, replace(record, seen=now).dumps())
         return record
+
+    def _live(self, key: str, raw: str) -> SessionRecord | None:
+        """The record stored as ``raw`` under ``key`` if its session lives; an expired or ended one (its
+        user's sessions were ended since) is removed."""
+        record = SessionRecord.loads(raw)
+        now = time.time()
+        live = record is not None and now - record.created <= self.lifetime and now - record.seen <= self.idle
+        # the epoch costs a store read: only for a record alive so far
+        if live and record is not None and (record.user is None or record.epoch == self.epoch(record.user)):
+            return record
+        self.store.replace_value(key, raw, None)  # lost race: it was used or removed just now
+        return None
+
+    def sweep_records(self, limit: int = RECORDS_PER_SWEEP) -> int:
+        """Look at up to ``limit`` stored sessions, going on from where the last sweep stopped, and remove the
+        dead ones (a browser that dropped its cookie never presents it again); returns how many."""
+        keys = self.store.list_keys(SESSION_KEY_PREFIX, after=self._records_swept_to, limit=limit)
+        self._records_swept_to = keys[-1] if len(keys) == limit else ""  # back to the start at the end
+        removed = 0
+        for key in keys:
+            raw = self.store.get_value(key)
+            if raw is not None and self._live(key, raw) is None:
+                removed += 1
+        return removed
 
     def epoch(self, user_id: str) -> int:
         raw = self.store.get_value(epoch_key(user_id))
@@ -410,6 +432,7 @@ def _sweep_until_stopped(sessions: weakref.ref[Sessions], stopped: threading.Eve
             return
         try:
             alive.sweep_sockets()
+            alive.sweep_records()
         except Exception:  # a store that does not answer now may answer at the next sweep
-            log.warning("could not check the sessions of open sockets", exc_info=True)
+            log.warning("could not check the stored sessions", exc_info=True)
         del alive
