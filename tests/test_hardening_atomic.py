@@ -224,3 +224,26 @@ def test_only_admins_set_a_games_seed(server: ServerProcess) -> None:
     assert researcher["meta"]["seed"] == 7, researcher
     player.close()
     admin.close()
+
+
+def test_look_alike_names_never_both_sit_across_workers(two_workers: list[Worker]) -> None:
+    """Each worker checks names under its own lock: only the store's claim on the name's look-alike class
+    keeps two look-alikes joining through different workers from both sitting."""
+    first, second = two_workers
+    host = Principal(id="user-host-names", name="Host", kind="human")
+    for attempt in range(20):
+        game_id = first.lobby.create_game("trio", host)["game_id"]
+        second.table.get(game_id)
+        twin = f"Twin-{attempt}a"
+        people = [
+            Principal(id=f"user-a-{attempt}", name=twin, kind="human"),
+            Principal(id=f"user-b-{attempt}", name=twin.upper(), kind="human"),
+        ]
+        answers = in_parallel(
+            [
+                partial(join_or_code, first, game_id, people[0], 0),
+                partial(join_or_code, second, game_id, people[1], 1),
+            ]
+        )
+        seated = [answer for answer in answers if isinstance(answer, int)]
+        assert len(seated) == 1 and answers.count("invalid_name") == 1, (attempt, answers)

@@ -6,6 +6,7 @@ as ``set_value_if_absent`` claims (atomic across processes) under the keys named
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,13 @@ from server.table.principal import Principal
 def seat_claim_key(game_id: str, seat: int) -> str:
     """Store key whose first writer owns the seat (``set_value_if_absent`` is atomic across processes)."""
     return f"seat:{game_id}:{seat}"
+
+
+def seated_name_key(game_id: str, name_key: str) -> str:
+    """Store key of the seat whose holder's name reads as ``name_key`` (:func:`server.table.names.name_key`),
+    claimed before the seat so two look-alike names never both sit, whichever worker serves each (hashed:
+    the key is user text)."""
+    return f"game:{game_id}:name:{hashlib.sha256(name_key.encode()).hexdigest()[:32]}"
 
 
 def seat_holder_key(game_id: str, user_id: str) -> str:

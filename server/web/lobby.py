@@ -74,10 +74,11 @@ from server.table.live import (
     open_game_key,
     seat_claim_key,
     seat_holder_key,
+    seated_name_key,
     waiting_ended_key,
 )
 from server.table.master import Table
-from server.table.names import NameKind, name_clash
+from server.table.names import NameKind, name_clash, name_key
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.web.auth import clean_display_name
@@ -744,8 +745,11 @@ class Lobby:
                         {"seat": held},
                         status=409,
                     )
+            name_claim = self._claim_name(game_id, principal, candidate.seat)
             if self.store.set_value_if_absent(seat_claim_key(game_id, candidate.seat), holder) == holder:
                 return candidate.seat
+            if name_claim is not None:
+                self.store.replace_value(name_claim[0], name_claim[1], None)
             if person_claim is not None:  # the seat went to someone else: the person holds none
                 self.store.replace_value(seat_holder_key(game_id, principal.id), person_claim, None)
             if seat is not None:
@@ -753,6 +757,38 @@ class Lobby:
                     "seat_taken", f"Seat {seat} is taken; pick another or omit seat.", status=409
                 )
         raise ServerError("game_full", "Every seat you may take in this game is taken.", status=409)
+
+    def _claim_name(self, game_id: str, principal: Principal, seat: int) -> tuple[str, str] | None:
+        """Claim the seated name's look-alike class in the game (conditional write): (key, claim) to release
+        if the seat is lost, or None when this principal holds it already. ``invalid_name`` when another
+        principal's look-alike name holds it (or is taking a seat with it), across processes too; a claim a
+        crash left behind (no seat followed) is taken back."""
+        key = seated_name_key(game_id, name_key(principal.name))
+        claim = json.dumps({"user_id": principal.id, "seat": seat, "at": round(time.time(), 3)})
+        for _ in range(3):
+            if self.store.replace_value(key, None, claim):
+                return key, claim
+            current = self.store.get_value(key)
+            if current is None:
+                continue  # released meanwhile: try again
+            try:
+                taking = json.loads(current)
+                user, held, at = str(taking["user_id"]), int(taking["seat"]), float(taking["at"])
+            except (ValueError, TypeError, KeyError):
+                user, held, at = "", -1, 0.0
+            if user == principal.id:
+                return None
+            seated = self.store.get_value(seat_claim_key(game_id, held)) if held >= 0 else None
+            if seated is not None or time.time() - at < HOLDER_CLAIM_SECONDS:
+                raise ServerError(
+                    "invalid_name",
+                    f"Your name {principal.name!r} could be mistaken for the player's at seat {held} of this "
+                    "game; log in with another name to join it.",
+                    {"seat": held},
+                )
+            if self.store.replace_value(key, current, claim):
+                return key, claim
+        raise ServerError("conflict", "Joins of this game raced each other; join again.", status=409)
 
     def _claim_person(self, game_id: str, principal: Principal, seat: int) -> tuple[str | None, int | None]:
         """Claim the person's one seat of the game for ``seat`` (conditional write): ``(claim, None)`` when
