@@ -433,7 +433,16 @@ export function createCraftPanel({ emit, absorb }) {
     }
     if (answer.answer.truncated) list.append(el("li", "muted", `and ${answer.answer.total - answer.answer.crafts.length} more: search the recipe book.`));
     if (!list.children.length) {
-      list.append(el("li", "empty", filter ? "No craftable recipe matches that name." : "Nothing: your crafting hand holds no complete recipe. Search the recipe book to see what is missing."));
+      const filter = $("craft-possible-filter").value.trim();
+      list.append(
+        el(
+          "li",
+          "empty",
+          filter && answer.answer.crafts.length
+            ? `Nothing you can craft now matches “${filter}”.`
+            : "Your hand can craft nothing now: it holds no complete recipe. Search the recipe book to see what is missing.",
+        ),
+      );
     }
   }
 
