@@ -8,7 +8,7 @@
 import { iconFor, itemName } from "./icons.js";
 import { createCraftGrid } from "./craft_grid.js";
 import { createItemInfo, miniGrid, pickOption } from "./craft_info.js";
-import { craftErrorText, ingredientText, keptAfterRounding, quantity, recipeKind, refuseRuns, runsText } from "./craft_text.js";
+import { craftErrorText, fractionLost, ingredientText, keptAfterRounding, quantity, recipeKind, refuseRuns, runsText } from "./craft_text.js";
 
 const $ = (id) => document.getElementById(id);
 /** A recipe id as a control's name says it ("iron ingot from smelting raw iron": no underscores to read out). */
@@ -298,7 +298,14 @@ export function createCraftPanel({ emit, absorb }) {
     const target = state.view.target || {};
     const missing = Object.entries(target).filter(([item, need]) => keptAfterRounding(hand[item] || 0) < need);
     const check = $("craft-target-check");
-    const lost = entries.filter(([, count]) => quantity(count) !== keptAfterRounding(count)).map(([item, count]) => `${count} ${itemName(item, state.ruleset)}`);
+    // what the rounding takes: the fractional part of each count ("2/3 Stick (8/3 rounds down to 2)")
+    const lost = entries
+      .filter(([, count]) => quantity(count) !== keptAfterRounding(count))
+      .map(([item, count]) => {
+        const kept = keptAfterRounding(count);
+        const name = `${fractionLost(count)} ${itemName(item, state.ruleset)}`;
+        return kept === 0 ? name : `${name} (${count} rounds down to ${kept})`;
+      });
     if (!Object.keys(target).length) {
       check.textContent = "";
     } else if (!missing.length) {
@@ -433,7 +440,16 @@ export function createCraftPanel({ emit, absorb }) {
     }
     if (answer.answer.truncated) list.append(el("li", "muted", `and ${answer.answer.total - answer.answer.crafts.length} more: search the recipe book.`));
     if (!list.children.length) {
-      list.append(el("li", "empty", filter ? "No craftable recipe matches that name." : "Nothing: your crafting hand holds no complete recipe. Search the recipe book to see what is missing."));
+      const filter = $("craft-possible-filter").value.trim();
+      list.append(
+        el(
+          "li",
+          "empty",
+          filter && answer.answer.crafts.length
+            ? `Nothing you can craft now matches “${filter}”.`
+            : "Your hand can craft nothing now: it holds no complete recipe. Search the recipe book to see what is missing.",
+        ),
+      );
     }
   }
 

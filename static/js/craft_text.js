@@ -17,6 +17,27 @@ export function keptAfterRounding(count) {
   return Math.floor(quantity(count) + 1e-9);
 }
 
+/** What the rounding takes from a count: its fractional part, as the server writes amounts ("8/3" → "2/3",
+ * "5/2" → "1/2", "2.5" → "0.5"); null for a whole count. */
+export function fractionLost(count) {
+  const value = String(count ?? "").trim();
+  const fraction = value.match(/^(\d+)\s*\/\s*(\d+)$/);
+  if (fraction) {
+    const [num, den] = [Number(fraction[1]), Number(fraction[2])];
+    const rest = den ? num % den : 0;
+    if (!rest) return null;
+    const divisor = gcd(rest, den);
+    return `${rest / divisor}/${den / divisor}`;
+  }
+  const decimal = value.match(/^\d*\.(\d+)$/);
+  if (decimal && Number(decimal[1])) return `0.${decimal[1].replace(/0+$/, "")}`;
+  return null;
+}
+
+function gcd(a, b) {
+  return b ? gcd(b, a % b) : a;
+}
+
 /** "1/4 × Coal" style text of an amount; "1 run" / "1/2 run" / "3 runs". */
 export function runsText(runs) {
   return `${runs} run${quantity(runs) > 1 ? "s" : ""}`;

@@ -334,6 +334,8 @@ function renderPropose(view, mine) {
 // v2: what an opponent thinks you need). A slider starts unset (no value that could anchor the answer);
 // the report is sent only when every slider was moved.
 let tomShownFor = null;
+// the keys that choose a range input's value (Tab, a screen reader's reading keys and the like do not)
+const VALUE_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
 
 function renderToM(view, mine) {
   const panel = $("room-tom");
@@ -367,6 +369,10 @@ function renderToM(view, mine) {
       slider.min = "0";
       slider.max = "10";
       slider.step = "1";
+      // Set type-first, the line already holds 10 (the 0-100 default, 50, clamped to the new max): a click
+      // on its right end or End then changes nothing and fires no input event. Whatever it holds, "not set"
+      // is left by any choice, including the value it already holds, so a click or a value key sets it too.
+      slider.value = "5";
       slider.id = id;
       slider.dataset.order = order;
       slider.dataset.item = item;
@@ -374,11 +380,17 @@ function renderToM(view, mine) {
       slider.setAttribute("aria-valuetext", "not set");
       const shown = el("output", "tom-value", "not set");
       shown.htmlFor = id;
-      slider.addEventListener("input", () => {
+      const choose = () => {
         slider.classList.remove("unset");
         slider.setAttribute("aria-valuetext", slider.value);
         shown.textContent = slider.value;
         showError("room-tom-error", "");
+      };
+      slider.addEventListener("input", choose);
+      slider.addEventListener("change", choose);
+      slider.addEventListener("click", choose); // after the pointer is released: the value it chose
+      slider.addEventListener("keyup", (event) => {
+        if (VALUE_KEYS.has(event.key)) choose();
       });
       row.append(iconFor(item, ruleset), label, slider, shown);
       fieldset.append(row);
