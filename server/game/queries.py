@@ -500,6 +500,7 @@ class _Budget:
     def __init__(self, nodes: int) -> None:
         self.left = nodes
         self.cut = False
+        self.reach: _Reach | None = None
 
     def take(self) -> bool:
         if self.left <= 0:
@@ -523,8 +524,39 @@ def _answer_crafting_tree(ctx: QueryContext, query: CraftingTree) -> dict[str, A
         for name, qty in ctx.own_hand.items():
             held[name] = held.get(name, Fraction(0)) + qty
     budget.take()
+    budget.reach = _Reach(ctx.rules, held)
     tree = _tree_node(ctx, item, Fraction(query.count), query.depth, held, budget, (item,))
     return {"tree": tree, "nodes": MAX_TREE_NODES - budget.left, "truncated": budget.cut}
+
+
+class _Reach:
+    """Which items the hands can make from what they hold, a few crafts deep (memoised per answer): the
+    tree prefers those routes to ones through items nobody holds."""
+
+    DEPTH = 3
+
+    def __init__(self, rules: RuleSet, held: Mapping[str, Fraction]) -> None:
+        self.rules = rules
+        self.held = held
+        self.memo: dict[tuple[str, int, tuple[str, ...]], bool] = {}
+
+    def __call__(self, item: str, path: tuple[str, ...], depth: int = DEPTH) -> bool:
+        """Whether the hands hold ``item`` or can make it without passing through ``path`` (the item
+        being made and its ancestors: nuggets from the ingot being made are no route to it)."""
+        if item in path:
+            return False
+        if self.held.get(item, 0) > 0:
+            return True
+        if depth <= 0:
+            return False
+        key = (item, depth, path)
+        if key not in self.memo:
+            self.memo[key] = False  # a cycle back to this item is no route
+            self.memo[key] = any(
+                all(any(self(o, path, depth - 1) for o in ing.options) for ing in recipe.ingredients)
+                for recipe in self.rules.recipes_by_result.get(item, ())
+            )
+        return self.memo[key]
 
 
 def _holders(ctx: QueryContext, item: str) -> list[int]:
@@ -546,30 +578,42 @@ def _tree_node(
         node["you_hold"] = fmt_qty(ctx.own_hand.get(item, Fraction(0)))
     recipes = rules.recipes_by_result.get(item, ())
     node["recipes_total"] = len(recipes)
-    if held.get(item, 0) >= need:
+    have = held.get(item, Fraction(0))
+    if have >= need:
         node["stop"] = "held"
         return node
+    levels = _planner(ctx).graph.item_levels
     # a recipe that only undoes another (raw iron from a block of raw iron, which is made of raw iron) is
-    # no way to obtain the item: an item made only so is as raw as one no recipe makes
-    recipes = tuple(r for r in recipes if not _undoes(rules, r, path))
+    # no way to obtain the item unless some hand holds the block; an item made only so is as raw as one no
+    # recipe makes. Packing (9 wheat -> a hay block) is a way: its input sits below the item.
+    recipes = tuple(r for r in recipes if not _undoes(rules, r, item, path, held, levels))
     if not recipes:
-        node["stop"] = "raw"
+        # "raw" (trade for it) only for an item no recipe makes from anything below it; an item whose
+        # every way passes through its own ancestors in the tree is a cycle
+        node["stop"] = "raw" if levels.get(item, 0) == 0 else "cycle"
         return node
     if depth <= 0:
         node["stop"] = "depth"
         return node
-    levels = _planner(ctx).graph.item_levels
+    # what the hands already hold is not made again: the runs cover only the rest
+    to_make = need - max(have, Fraction(0))
+    if to_make != need:
+        node["to_make"] = fmt_qty(to_make)
 
-    def simplicity(recipe: Recipe) -> tuple[int, int, int, str]:
+    reach = budget.reach or _Reach(rules, held)
+
+    def simplicity(recipe: Recipe) -> tuple[int, int, int, int, str]:
         # first the ways whose inputs the hands already hold (sticks from the planks someone has, not
         # from bamboo nobody has), then the shallowest
+        # (or can make from what they hold: sticks from the oak log someone has, through planks)
         unheld = sum(1 for ing in recipe.ingredients if not any(held.get(o, 0) > 0 for o in ing.options))
+        unreached = sum(1 for ing in recipe.ingredients if not any(reach(o, path) for o in ing.options))
         deepest = max((min(levels.get(o, 0) for o in ing.options) for ing in recipe.ingredients), default=0)
-        return (unheld, deepest, len(recipe.ingredients), recipe.id)
+        return (unreached, unheld, deepest, len(recipe.ingredients), recipe.id)
 
     node["recipes"] = []
     for recipe in sorted(recipes, key=simplicity)[:MAX_RECIPES_PER_ITEM]:
-        runs = need / recipe.count
+        runs = to_make / recipe.count
         if ctx.whole_runs:  # whole runs only: the next whole number of runs
             runs = Fraction(math.ceil(runs))
         way: dict[str, Any] = {
@@ -579,7 +623,7 @@ def _tree_node(
             "inputs": [],
         }
         for index, ing in enumerate(recipe.ingredients):
-            option = _pick_option(ing.options, held, levels)
+            option = _pick_option(ing.options, held, levels, lambda o: reach(o, path))
             amount = ing.count * runs
             if option in path or not budget.take():
                 child = {
@@ -597,20 +641,56 @@ def _tree_node(
                 child["options"] = list(ing.options[:20])
             way["inputs"].append(child)
         if recipe.burns_fuel:
+            fuels_held = sorted(f for f in rules.fuels.burn_ticks if held.get(f, 0) > 0)
             way["fuel"] = {
-                "options_held": sorted(f for f in rules.fuels.burn_ticks if held.get(f, 0) > 0)[:20],
+                "options_held": fuels_held[:20],
                 "coal_units": fmt_qty(runs * rules.fuels.units_per_run("coal"))
                 if "coal" in rules.fuels.burn_ticks
                 else None,
             }
+            # the fuel the step burns: the held fuel that covers the runs with the fewest units (else the
+            # most held), or coal when no hand holds any fuel
+            fuel = _pick_fuel(rules, fuels_held, held, runs)
+            if fuel is not None:
+                units = runs * rules.fuels.units_per_run(fuel)
+                way["fuel"].update(
+                    item=fuel,
+                    need=fmt_qty(units),
+                    held_by=_holders(ctx, fuel),
+                    enough=held.get(fuel, Fraction(0)) >= units,
+                )
         node["recipes"].append(way)
     return node
 
 
-def _undoes(rules: RuleSet, recipe: Recipe, path: tuple[str, ...]) -> bool:
-    """Whether some input of ``recipe`` can only be made from items on ``path`` (the item being made and
-    its ancestors in the tree), so running it would first need what it is meant to produce."""
+def _pick_fuel(
+    rules: RuleSet, fuels_held: list[str], held: Mapping[str, Fraction], runs: Fraction
+) -> str | None:
+    if fuels_held:
+        enough = [f for f in fuels_held if held[f] >= runs * rules.fuels.units_per_run(f)]
+        if enough:
+            return min(enough, key=lambda f: (runs * rules.fuels.units_per_run(f), f))
+        return max(fuels_held, key=lambda f: (held[f] / rules.fuels.units_per_run(f), f))
+    return "coal" if "coal" in rules.fuels.burn_ticks else None
+
+
+def _undoes(
+    rules: RuleSet,
+    recipe: Recipe,
+    item: str,
+    path: tuple[str, ...],
+    held: Mapping[str, Fraction],
+    levels: Mapping[str, int],
+) -> bool:
+    """Whether ``recipe`` only undoes another: some input no hand holds sits above ``item`` (an unpacking
+    of a storage form) and can only be made from items on ``path`` (the item being made and its
+    ancestors in the tree), so running it would first need what it is meant to produce."""
+    level = levels.get(item, 0)
     for ing in recipe.ingredients:
+        if any(held.get(option, 0) > 0 for option in ing.options):
+            continue  # a held block unpacks: a real way
+        if min((levels.get(option, 0) for option in ing.options), default=0) <= level:
+            continue  # packing goes up from what is below: a real way
         makers = [rules.recipes_by_result.get(option, ()) for option in ing.options]
         if all(
             ways and all(any(o in path for i in way.ingredients for o in i.options) for way in ways)
@@ -620,11 +700,21 @@ def _undoes(rules: RuleSet, recipe: Recipe, path: tuple[str, ...]) -> bool:
     return False
 
 
-def _pick_option(options: tuple[str, ...], held: Mapping[str, Fraction], levels: Mapping[str, int]) -> str:
-    """The option a tree expands: one some hand holds (the most held), else the simplest to make."""
+def _pick_option(
+    options: tuple[str, ...],
+    held: Mapping[str, Fraction],
+    levels: Mapping[str, int],
+    reach: Callable[[str], bool] | None = None,
+) -> str:
+    """The option a tree expands: one some hand holds (the most held), else one the hands can make from
+    what they hold, else the simplest to make."""
     holding = [o for o in options if held.get(o, 0) > 0]
     if holding:
         return max(holding, key=lambda o: (held[o], o))
+    if reach is not None:
+        reachable = [o for o in options if reach(o)]
+        if reachable:
+            return min(reachable, key=lambda o: (levels.get(o, 0), o))
     return min(options, key=lambda o: (levels.get(o, 0), o))
 
 

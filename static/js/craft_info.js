@@ -129,12 +129,30 @@ export function createItemInfo({ panel, body, title, emit, onShowItem, context }
     for (const [index, way] of (node.recipes || []).entries()) {
       const wrap = el("details", "craft-tree-way");
       wrap.open = index === 0;
-      wrap.append(el("summary", null, `${index === 0 ? "Made" : "Or made"} by ${way.runs} run${Number(way.runs) > 1 ? "s" : ""} of ${way.recipe.replace(/_/g, " ")}${way.fuel ? " (burns fuel)" : ""}`));
+      const rest = node.to_make !== undefined ? ` (for the ${node.to_make} not held)` : "";
+      wrap.append(el("summary", null, `${index === 0 ? "Made" : "Or made"} by ${way.runs} run${Number(way.runs) > 1 ? "s" : ""} of ${way.recipe.replace(/_/g, " ")}${rest}${way.fuel ? " (burns fuel)" : ""}`));
       const children = el("ul", "craft-tree");
       for (const child of way.inputs) children.append(treeNode(child, ctx));
+      if (way.fuel && way.fuel.item) children.append(fuelNode(way.fuel, ctx));
       wrap.append(children);
       item.append(wrap);
     }
+    return item;
+  }
+
+  // the fuel a smelting step burns: which fuel, how much, and whether the hands hold it
+  function fuelNode(fuel, ctx) {
+    const item = el("li", "craft-tree-fuel");
+    const line = el("div", "craft-tree-line");
+    const button = el("button", "link-button");
+    button.type = "button";
+    button.append(iconFor(fuel.item, ctx.ruleset), ` ${fuel.need} × ${itemName(fuel.item, ctx.ruleset)}`, el("span", "visually-hidden", ": show this item"));
+    button.addEventListener("click", () => onShowItem(fuel.item));
+    line.append(el("span", null, "Fuel: "), button);
+    const others = (fuel.held_by || []).filter((seat) => seat !== ctx.mine);
+    if (others.length) line.append(el("span", "badge", `held by ${others.map((s) => seatName(ctx.seats, s)).join(", ")}`));
+    line.append(el("span", "muted", fuel.enough ? " (the hands hold enough)" : " (no hand holds enough fuel: trade for some)"));
+    item.append(line);
     return item;
   }
 
