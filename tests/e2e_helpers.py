@@ -374,3 +374,19 @@ def play_duel(game_id: str, p0: Client, p1: Client) -> dict[str, Any]:
     ack = p1.act(game_id, "finish_crafting")
     assert ack["ok"], ack
     return ack
+
+
+def raw_engineio_socket(server_url: str, attempts: int = 3) -> Any:
+    """A bare engine.io WebSocket (no Socket.IO client) once the server's open packet has arrived. Now and
+    then, on a busy machine, the open packet never reached simple-websocket's client (seen as a 20 s silence):
+    such a connection is dropped and another made."""
+    import simple_websocket
+
+    url = server_url.replace("http", "ws", 1) + "/socket.io/?EIO=4&transport=websocket"
+    for _ in range(attempts):
+        ws = simple_websocket.Client.connect(url)
+        opened = ws.receive(timeout=5)
+        if opened is not None and opened.startswith("0"):
+            return ws
+        ws.close()
+    raise AssertionError(f"no engine.io open packet from {url} in {attempts} connections")

@@ -24,7 +24,15 @@ import simple_websocket
 import socketio
 import yaml
 from click.testing import CliRunner
-from e2e_helpers import ADMIN_PASSWORD, Client, MakeServer, ServerProcess, free_port, write_config
+from e2e_helpers import (
+    ADMIN_PASSWORD,
+    Client,
+    MakeServer,
+    ServerProcess,
+    free_port,
+    raw_engineio_socket,
+    write_config,
+)
 
 from server.table.config import LimitsSection, SettingsError, load_settings
 from server.web.limits import RateLimiter
@@ -109,10 +117,7 @@ MALFORMED_FRAMES = [
 
 
 def raw_socket(server: ServerProcess) -> simple_websocket.Client:
-    ws = simple_websocket.Client.connect(
-        server.url.replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket"
-    )
-    assert ws.receive(timeout=20).startswith("0")  # engine.io open
+    ws = raw_engineio_socket(server.url)
     ws.send("40")
     assert ws.receive(timeout=20).startswith("40")  # socket.io connect
     return ws
