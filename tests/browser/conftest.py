@@ -128,3 +128,62 @@ def axe_violations(page: Page) -> list[dict[str, Any]]:
         for v in result["violations"]
         if v["impact"] in ("serious", "critical")
     ]
+
+
+def lab_halls(config: dict[str, Any], root: Path, halls: dict[str, dict[str, Any]]) -> None:
+    """Add halls that each play one fixed task instance to a settings ``config`` (as ``write_config`` made
+    it): ``halls[name]`` holds the instance ``record`` (hands and targets), its ``title``, and optionally its
+    ``ruleset`` (minecraft) and ``game`` settings; the instance files go under ``root``."""
+    for name, hall in halls.items():
+        ruleset = hall.get("ruleset", "minecraft")
+        folder = root / ruleset / "1p_v_1p"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps([hall["record"]]), encoding="utf-8")
+        config["halls"][name] = {
+            "title": hall["title"],
+            "ruleset": ruleset,
+            "players": 2,
+            "instances": {"choice": "fixed", "root": str(root), "set": name},
+            "game": {"max_turns": 2, "first_proposer": 0, **hall.get("game", {})},
+        }
+
+
+def log_in(page: Page, base_url: str, name: str) -> None:
+    """Open the lobby and log in under the display name ``name`` (the page reloads)."""
+    page.goto(base_url + "/")
+    page.get_by_role("textbox", name="Display name").fill(name)
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
+
+
+def start_game_against_random(page: Page, base_url: str, name: str, hall: str) -> None:
+    """Log in as ``name`` and create and join a game of ``hall`` against the random bot: the room."""
+    log_in(page, base_url, name)
+    page.get_by_label("Game mode").select_option(hall)
+    page.get_by_label("Seat 2").select_option("bot:random")
+    page.get_by_role("button", name="Create and join").click()
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+
+
+def page_errors(page: Page) -> list[str]:
+    """The list the page's uncaught script errors are collected in from now on."""
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    return errors
+
+
+def tom_reports(base_url: str, page: Page, seat: int) -> list[dict[str, Any]]:
+    """The value reports ``seat`` made in the game open on ``page``, from the researcher export."""
+    import requests  # only the tests that read exports need it
+
+    game_id = page.url.rstrip("/").rsplit("/", 1)[1]
+    export = requests.get(
+        f"{base_url}/api/admin/games/{game_id}/export", auth=("admin", "test-admin-password"), timeout=15
+    )
+    return [
+        record["payload"]
+        for record in map(json.loads, export.text.splitlines())
+        if record.get("kind") == "event"
+        and record.get("type") == "tom_reported"
+        and record["payload"]["seat"] == seat
+    ]

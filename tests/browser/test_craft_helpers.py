@@ -6,14 +6,20 @@ the room with the craft panels open. Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DOCS, DOCS_SCREENSHOTS, axe_violations, check_icon_gallery
+from conftest import (
+    DOCS,
+    DOCS_SCREENSHOTS,
+    axe_violations,
+    check_icon_gallery,
+    lab_halls,
+    start_game_against_random,
+)
 from e2e_helpers import Client, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
@@ -43,40 +49,19 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     folder = tmp_path_factory.mktemp("craft")
     config_path = write_config(folder)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    root = folder / "instances"
-    for name, record, runs in (("craftlab", RATIONAL, "rational"), ("craftwhole", WHOLE, "whole")):
-        (root / "minecraft" / "1p_v_1p" / f"{name}.json").write_text(json.dumps([record]), encoding="utf-8")
-        config["halls"][name] = {
-            "title": f"Craft lab ({runs} runs)",
-            "ruleset": "minecraft",
-            "players": 2,
-            "instances": {"choice": "fixed", "root": str(root), "set": name},
-            "game": {"max_turns": 2, "first_proposer": 0, "crafting_runs": runs},
-        }
-    alchemy = root / "alchemy" / "1p_v_1p"
-    alchemy.mkdir(parents=True, exist_ok=True)
-    (alchemy / "craftlab.json").write_text(json.dumps([ALCHEMY]), encoding="utf-8")
-    config["halls"]["craftalchemy"] = {
-        "title": "Craft lab (alchemy)",
-        "ruleset": "alchemy",
-        "players": 2,
-        "instances": {"choice": "fixed", "root": str(root), "set": "craftlab"},
-        "game": {"max_turns": 2, "first_proposer": 0},
+    halls = {
+        name: {"record": record, "title": f"Craft lab ({runs} runs)", "game": {"crafting_runs": runs}}
+        for name, record, runs in (("craftlab", RATIONAL, "rational"), ("craftwhole", WHOLE, "whole"))
     }
+    halls["craftalchemy"] = {"record": ALCHEMY, "title": "Craft lab (alchemy)", "ruleset": "alchemy"}
+    lab_halls(config, folder / "instances", halls)
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
 
 
 def start_crafting(page: Page, server: ServerProcess, name: str, hall: str) -> None:
     """Log in, create a game of ``hall`` against the random bot, pass the trade: the craft phase."""
-    page.goto(server.url + "/")
-    page.get_by_role("textbox", name="Display name").fill(name)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text(f"You play as {name}")).to_be_visible()  # the page reloaded
-    page.get_by_label("Game mode").select_option(hall)
-    page.get_by_label("Seat 2").select_option("bot:random")
-    page.get_by_role("button", name="Create and join").click()
-    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    start_game_against_random(page, server.url, name, hall)
     page.get_by_role("button", name="Pass").click()
     expect(page.locator("#room-craft")).to_be_visible()
 

@@ -6,14 +6,13 @@ any more) instead of going blank on a script error; and the rounding note names 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
+from conftest import lab_halls, page_errors, start_game_against_random, tom_reports
 from e2e_helpers import MakeServer, ServerProcess, write_config
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 # rational runs: 2/3 of a run of sticks turns 2 planks into 2/3 plank and 8/3 sticks
 FRACTIONS = {"hands": [{"oak_planks": 2}, {"cobblestone": 3}], "targets": [{"stick": 3}, {"stone_button": 1}]}
@@ -29,35 +28,13 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     folder = tmp_path_factory.mktemp("guibugs")
     config_path = write_config(folder)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    root = folder / "instances"
-    for name, record, runs in (("fractions", FRACTIONS, "rational"), ("lastplank", LAST_PLANK, "whole")):
-        (root / "minecraft" / "1p_v_1p" / f"{name}.json").write_text(json.dumps([record]), encoding="utf-8")
-        config["halls"][name] = {
-            "title": f"Bug lab ({runs} runs)",
-            "ruleset": "minecraft",
-            "players": 2,
-            "instances": {"choice": "fixed", "root": str(root), "set": name},
-            "game": {"max_turns": 2, "first_proposer": 0, "crafting_runs": runs},
-        }
+    halls = {
+        name: {"record": record, "title": f"Bug lab ({runs} runs)", "game": {"crafting_runs": runs}}
+        for name, record, runs in (("fractions", FRACTIONS, "rational"), ("lastplank", LAST_PLANK, "whole"))
+    }
+    lab_halls(config, folder / "instances", halls)
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
-
-
-def start_game(page: Page, server: ServerProcess, name: str, hall: str) -> None:
-    page.goto(server.url + "/")
-    page.get_by_role("textbox", name="Display name").fill(name)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
-    page.get_by_label("Game mode").select_option(hall)
-    page.get_by_label("Seat 2").select_option("bot:random")
-    page.get_by_role("button", name="Create and join").click()
-    expect(page.locator("#room[data-ready=true]")).to_be_attached()
-
-
-def watch_errors(page: Page) -> list[str]:
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    return errors
 
 
 def test_unset_slider_reaches_ten_by_click_and_by_end(
@@ -65,8 +42,8 @@ def test_unset_slider_reaches_ten_by_click_and_by_end(
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    errors = watch_errors(page)
-    start_game(page, server, "Tenner", "tom")
+    errors = page_errors(page)
+    start_game_against_random(page, server.url, "Tenner", "tom")
     panel = page.locator("#room-tom")
     expect(panel).to_be_visible()
     sliders = panel.locator("input[type=range]")
@@ -113,17 +90,7 @@ def test_unset_slider_reaches_ten_by_click_and_by_end(
             chosen[str(slider.get_attribute("data-item"))] = int(outputs.nth(index).inner_text())
     page.get_by_role("button", name="Send my values").click()
     expect(panel).to_be_hidden()
-    game_id = page.url.rstrip("/").rsplit("/", 1)[1]
-    export = requests.get(
-        f"{server.url}/api/admin/games/{game_id}/export", auth=("admin", "test-admin-password"), timeout=15
-    )
-    reports = [
-        record["payload"]
-        for record in map(json.loads, export.text.splitlines())
-        if record.get("kind") == "event"
-        and record.get("type") == "tom_reported"
-        and record["payload"]["seat"] == 0
-    ]
+    reports = tom_reports(server.url, page, 0)
     assert reports and reports[0]["v0"] == chosen
     first_item = str(first.get_attribute("data-item"))
     assert reports[0]["v0"][first_item] == 10
@@ -136,8 +103,8 @@ def test_possible_crafts_say_why_they_are_empty_and_the_lost_fraction(
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    errors = watch_errors(page)
-    start_game(page, server, "Filterer", "fractions")
+    errors = page_errors(page)
+    start_game_against_random(page, server.url, "Filterer", "fractions")
     page.get_by_role("button", name="Pass").click()
     expect(page.locator("#room-craft")).to_be_visible()
     possible = page.locator("#craft-possible")
@@ -170,8 +137,8 @@ def test_a_hand_that_crafts_nothing_any_more_says_so(
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    errors = watch_errors(page)
-    start_game(page, server, "Buttoner", "lastplank")
+    errors = page_errors(page)
+    start_game_against_random(page, server.url, "Buttoner", "lastplank")
     page.get_by_role("button", name="Pass").click()
     expect(page.locator("#room-craft")).to_be_visible()
     possible = page.locator("#craft-possible")

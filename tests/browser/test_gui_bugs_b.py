@@ -5,15 +5,21 @@ phone. Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import assert_fits_width, axe_violations
+from conftest import (
+    assert_fits_width,
+    axe_violations,
+    lab_halls,
+    log_in,
+    page_errors,
+    start_game_against_random,
+)
 from e2e_helpers import MakeServer, ServerProcess, write_config
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 # seat 0 wants a hay block and holds the 9 wheat it is made of, raw iron and coal to smelt
 HAY = {
@@ -27,25 +33,14 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     folder = tmp_path_factory.mktemp("guibugs")
     config_path = write_config(folder)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    root = folder / "instances"
-    (root / "minecraft" / "1p_v_1p" / "haylab.json").write_text(json.dumps([HAY]), encoding="utf-8")
-    config["halls"]["haylab"] = {
+    hay = {
+        "record": HAY,
         # a long title: its option made the game-mode select, and so the lobby, wider than a phone
         "title": "Hay lab: a practice table where the hay bale is made from the wheat in your own hand",
-        "ruleset": "minecraft",
-        "players": 2,
-        "instances": {"choice": "fixed", "root": str(root), "set": "haylab"},
-        "game": {"max_turns": 2, "first_proposer": 0},
     }
+    lab_halls(config, folder / "instances", {"haylab": hay})
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
-
-
-def log_in(page: Page, server: ServerProcess, name: str) -> None:
-    page.goto(server.url + "/")
-    page.get_by_role("textbox", name="Display name").fill(name)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
 
 
 def test_tree_makes_hay_from_the_wheat_in_hand(
@@ -53,13 +48,8 @@ def test_tree_makes_hay_from_the_wheat_in_hand(
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    log_in(page, server, "Farmer")
-    page.get_by_label("Game mode").select_option("haylab")
-    page.get_by_label("Seat 2").select_option("bot:random")
-    page.get_by_role("button", name="Create and join").click()
-    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    errors = page_errors(page)
+    start_game_against_random(page, server.url, "Farmer", "haylab")
     page.get_by_role("button", name="Pass").click()
     page.get_by_role("button", name="How is Hay Bale made?").click()
     info = page.locator("#craft-info")
@@ -94,9 +84,8 @@ def test_lobby_fits_a_phone_and_a_tablet(
     width, height = size
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    log_in(page, server, f"Pocket{width}")
+    errors = page_errors(page)
+    log_in(page, server.url, f"Pocket{width}")
     assert_fits_width(page)
     page.get_by_label("Game mode").select_option("haylab")
     seat2 = page.get_by_label("Seat 2")

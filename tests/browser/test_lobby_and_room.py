@@ -5,23 +5,14 @@ axe-core checks the lobby and the game room. Screenshots go to tests/artifacts/.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-import requests
-from conftest import assert_fits_width, axe_violations
+from conftest import assert_fits_width, axe_violations, log_in, tom_reports
 from e2e_helpers import ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
 HOSTILE = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
-
-
-def login(page: Page, server: ServerProcess, name: str) -> None:
-    page.goto(server.url + "/")
-    page.get_by_role("textbox", name="Display name").fill(name)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
 
 
 def craft(page: Page, recipe: str, runs: str) -> None:
@@ -41,7 +32,7 @@ def test_two_people_play_a_duel_in_the_browser(
     for page in (ada, bob):
         page.on("pageerror", lambda err: errors.append(str(err)))
 
-    login(ada, server, "Ada")
+    log_in(ada, server.url, "Ada")
     assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "lobby.png", full_page=True)
     ada.get_by_label("Game mode").select_option("duel")
@@ -53,7 +44,7 @@ def test_two_people_play_a_duel_in_the_browser(
     ada.screenshot(path=artifacts / "room-waiting.png", full_page=True)
     game_id = ada.url.rstrip("/").rsplit("/", 1)[1]
 
-    login(bob, server, HOSTILE[:40])  # a display name with markup: shown as text everywhere
+    log_in(bob, server.url, HOSTILE[:40])  # a display name with markup: shown as text everywhere
     bob.get_by_role("row").filter(has_text=game_id).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
 
@@ -125,7 +116,7 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
 ) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
-    login(page, server, "Reporter")
+    log_in(page, server.url, "Reporter")
     page.get_by_label("Game mode").select_option("tom")
     page.get_by_label("Seat 2").select_option("bot:random")
     page.get_by_role("button", name="Create and join").click()
@@ -152,16 +143,6 @@ def test_tom_panel_sends_a_report_the_researcher_export_holds(
     page.screenshot(path=artifacts / "room-tom.png", full_page=True)
     page.get_by_role("button", name="Send my values").click()
     expect(panel).to_be_hidden()
-    game_id = page.url.rstrip("/").rsplit("/", 1)[1]
-    export = requests.get(
-        f"{server.url}/api/admin/games/{game_id}/export", auth=("admin", "test-admin-password"), timeout=15
-    )
-    reports = [
-        record["payload"]
-        for record in map(json.loads, export.text.splitlines())
-        if record.get("kind") == "event"
-        and record.get("type") == "tom_reported"
-        and record["payload"]["seat"] == 0
-    ]
+    reports = tom_reports(server.url, page, 0)
     assert reports and reports[0]["v0"] == chosen and set(reports[0]["v1"]) == {"1"}
     context.close()

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+from conftest import log_in
 from e2e_helpers import ServerProcess, free_port
 from playwright.sync_api import Browser, Page, expect
 
@@ -51,13 +52,6 @@ def attacker(server: ServerProcess) -> Iterator[str]:
     httpd.shutdown()
 
 
-def login(page: Page, server: ServerProcess, name: str) -> None:
-    page.goto(server.url + "/")
-    page.get_by_role("textbox", name="Display name").fill(name)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text(f"You play as {name}")).to_be_visible()
-
-
 def my_games(page: Page, server: ServerProcess) -> list[dict[str, object]]:
     answer = page.context.request.get(server.url + "/api/me/games")
     assert answer.ok, answer.text()
@@ -69,7 +63,7 @@ def test_logout_in_the_lobby_ends_the_session_for_a_copied_cookie(
 ) -> None:
     context = browser.new_context()
     page = context.new_page()
-    login(page, server, "Leaving")
+    log_in(page, server.url, "Leaving")
     copied = requests.Session()
     for cookie in context.cookies(server.url):
         copied.cookies.set(cookie["name"], cookie["value"])
@@ -86,7 +80,7 @@ def test_a_page_of_another_origin_cannot_act_for_the_player(
 ) -> None:
     context = browser.new_context()
     page = context.new_page()
-    login(page, server, "Victim")
+    log_in(page, server.url, "Victim")
     before = my_games(page, server)
     evil = context.new_page()
     evil.goto(attacker + attack)
