@@ -25,7 +25,8 @@ from server.store import open_store
 from server.store.sqlite import MIGRATIONS
 from server.table.config import load_settings
 from server.table.errors import ServerError
-from server.table.master import ACTION_CLAIM_STALE_SECONDS, Table, action_claim_key
+from server.table.live import CLAIM_STALE_SECONDS
+from server.table.master import Table, action_claim_key
 from server.table.transport import PushTransport
 
 
@@ -71,7 +72,7 @@ def test_an_action_id_another_process_is_applying_is_refused_until_its_claim_end
         worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")
     assert refused.value.code == "action_in_progress" and refused.value.status == 409
     assert worker.store.last_seq(game_id) == log_before
-    stale = json.dumps({"at": time.time() - ACTION_CLAIM_STALE_SECONDS - 1, "digest": "", "by": "crashed"})
+    stale = json.dumps({"at": time.time() - CLAIM_STALE_SECONDS - 1, "digest": "", "by": "crashed"})
     assert worker.store.replace_value(key, worker.store.get_value(key), stale)
     assert worker.table.act(game_id, ADA, {"type": "propose", **DUEL_TRADE}, client_action_id="x")["ok"]
     assert worker.store.get_value(key) is None  # released once the answer is remembered

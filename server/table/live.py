@@ -7,8 +7,10 @@ as ``set_value_if_absent`` claims (atomic across processes) under the keys named
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +19,8 @@ from craft_rules.tasks import TaskInstance
 from server.game.policy import Policy
 from server.game.settings import GameSettings
 from server.game.state import Game
+from server.store import Store
+from server.table.errors import ServerError
 from server.table.policy_specs import model_of, policy_name
 from server.table.principal import Principal
 
@@ -24,6 +28,48 @@ from server.table.principal import Principal
 def seat_claim_key(game_id: str, seat: int) -> str:
     """Store key whose first writer owns the seat (``set_value_if_absent`` is atomic across processes)."""
     return f"seat:{game_id}:{seat}"
+
+
+#: A claim (a seat holder, a seated name, an action id) whose work has not followed for this long was left
+#: by a crash, and may be taken over.
+CLAIM_STALE_SECONDS = 30.0
+
+
+def claim_is_stale(holder: Mapping[str, Any], now: float | None = None) -> bool:
+    """Whether a claim (with its time ``at``) is older than :data:`CLAIM_STALE_SECONDS`, or unreadable."""
+    at = holder.get("at")
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return True
+    return (time.time() if now is None else now) - at > CLAIM_STALE_SECONDS
+
+
+def claim_in_store(
+    store: Store, key: str, claim: dict[str, Any], judge: Callable[[dict[str, Any]], bool]
+) -> str | None:
+    """Claim ``key`` for ``claim`` (a JSON object) with the store's conditional write, across processes: the
+    written value when claimed (release it with ``replace_value(key, value, None)``), or None when
+    ``judge`` finds the current holder is the caller's own. ``judge(holder)`` sees the claim holding the key
+    (``{}`` if unreadable) and answers True to take it over (a crash left it) or False (it is the caller's),
+    or raises the refusal. The one "check, then act" of every claim: a seat holder, a seated name, an
+    action id."""
+    value = json.dumps(claim)
+    for _ in range(3):
+        if store.replace_value(key, None, value):
+            return value
+        current = store.get_value(key)
+        if current is None:
+            continue  # released meanwhile: claim again
+        try:
+            holder = json.loads(current)
+        except ValueError:
+            holder = None
+        if not judge(holder if isinstance(holder, dict) else {}):
+            return None
+        if store.replace_value(key, current, value):
+            return value
+    raise ServerError(
+        "conflict", "Requests for the same thing raced each other; send yours again.", status=409
+    )
 
 
 def seated_name_key(game_id: str, name_key: str) -> str:

@@ -63,6 +63,8 @@ from server.table.live import (
     CLOSED_UNSTARTED,
     LiveGame,
     SeatState,
+    claim_in_store,
+    claim_is_stale,
     phase_anchor,
     seat_claim_key,
     takeover_key,
@@ -87,10 +89,6 @@ def game_instance(meta: Mapping[str, Any], ruleset: str) -> TaskInstance:
         raise ServerError(
             "unknown_instance", f"There is no task instance {instance_id!r}.", {"instance_id": instance_id}
         ) from exc
-
-
-#: A claim on a client action id whose answer has not been remembered for this long was left by a crash.
-ACTION_CLAIM_STALE_SECONDS = 30.0
 
 
 def action_claim_key(game_id: str, idempotency_key: str) -> str:
@@ -437,29 +435,22 @@ class Table(BotSeats, TraceRecords):
         request's claim was found and its answer is remembered by now (the caller then answers it). Raises
         ``action_in_progress`` while another request holds a live claim on the id."""
         key = action_claim_key(live.game_id, idempotency_key)
-        value = json.dumps({"at": self.clock(), "digest": digest, "by": secrets.token_hex(8)})
-        for _ in range(3):
-            if self.store.replace_value(key, None, value):
-                return key, value
-            held = self.store.get_value(key)
-            if held is None:
-                continue  # released meanwhile: claim again
+
+        def judge(holder: dict[str, Any]) -> bool:
             if self.store.recall_action(live.game_id, idempotency_key) is not None:
-                return None  # answered by the other request: _apply_as_seat recalls it
-            try:
-                stale = self.clock() - float(json.loads(held)["at"]) > ACTION_CLAIM_STALE_SECONDS
-            except (ValueError, KeyError, TypeError):
-                stale = True
-            if stale and self.store.replace_value(key, held, value):  # left by a crash: take it over
-                return key, value
-            if not stale:
-                break
-        raise ServerError(
-            "action_in_progress",
-            "Another request is applying this client_action_id right now; wait for its answer, or send the "
-            "same action again in a moment to get it.",
-            status=409,
-        )
+                return False  # answered by the other request: _apply_as_seat recalls it
+            if not claim_is_stale(holder, self.clock()):
+                raise ServerError(
+                    "action_in_progress",
+                    "Another request is applying this client_action_id right now; wait for its answer, or "
+                    "send the same action again in a moment to get it.",
+                    status=409,
+                )
+            return True  # left by a crash: take it over
+
+        claim = {"at": self.clock(), "digest": digest, "by": secrets.token_hex(8)}
+        value = claim_in_store(self.store, key, claim, judge)
+        return None if value is None else (key, value)
 
     def _apply_as_seat(
         self,

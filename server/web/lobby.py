@@ -71,6 +71,8 @@ from server.table.live import (
     CLOSED_UNSTARTED,
     LiveGame,
     SeatState,
+    claim_in_store,
+    claim_is_stale,
     open_game_key,
     seat_claim_key,
     seat_holder_key,
@@ -90,8 +92,6 @@ GAME_ID_BYTES = 9
 #: An open-game slot naming a game that does not exist yet is a creation in progress for this long (a deal
 #: waits up to DEAL_WAIT_SECONDS, then generates); older, its creation crashed and the slot is taken back.
 OPEN_SLOT_CREATION_SECONDS = 120.0
-#: A person's seat-holder claim whose seat claim has not followed for this long was left by a crash.
-HOLDER_CLAIM_SECONDS = 30.0
 #: Difficulty bands a creator may ask for (the ``level`` the instance generator records).
 DIFFICULTY_BANDS = ("easy", "medium", "hard")
 #: A band is offered only when the hall's pool holds at least this many instances of it: asking for a band
@@ -759,67 +759,57 @@ class Lobby:
         raise ServerError("game_full", "Every seat you may take in this game is taken.", status=409)
 
     def _claim_name(self, game_id: str, principal: Principal, seat: int) -> tuple[str, str] | None:
-        """Claim the seated name's look-alike class in the game (conditional write): (key, claim) to release
-        if the seat is lost, or None when this principal holds it already. ``invalid_name`` when another
-        principal's look-alike name holds it (or is taking a seat with it), across processes too; a claim a
-        crash left behind (no seat followed) is taken back."""
+        """Claim the seated name's look-alike class in the game: (key, claim) to release if the seat is
+        lost, or None when this principal holds it already. ``invalid_name`` when another principal's
+        look-alike name holds it (or is taking a seat with it), across processes too; a claim a crash left
+        behind (no seat followed) is taken back."""
         key = seated_name_key(game_id, name_key(principal.name))
-        claim = json.dumps({"user_id": principal.id, "seat": seat, "at": round(time.time(), 3)})
-        for _ in range(3):
-            if self.store.replace_value(key, None, claim):
-                return key, claim
-            current = self.store.get_value(key)
-            if current is None:
-                continue  # released meanwhile: try again
-            try:
-                taking = json.loads(current)
-                user, held, at = str(taking["user_id"]), int(taking["seat"]), float(taking["at"])
-            except (ValueError, TypeError, KeyError):
-                user, held, at = "", -1, 0.0
-            if user == principal.id:
-                return None
-            seated = self.store.get_value(seat_claim_key(game_id, held)) if held >= 0 else None
-            if seated is not None or time.time() - at < HOLDER_CLAIM_SECONDS:
+
+        def judge(holder: dict[str, Any]) -> bool:
+            if holder.get("user_id") == principal.id:
+                return False
+            held = holder.get("seat")
+            held = held if isinstance(held, int) and held >= 0 else None
+            seated = held is not None and self.store.get_value(seat_claim_key(game_id, held)) is not None
+            if seated or not claim_is_stale(holder):
                 raise ServerError(
                     "invalid_name",
                     f"Your name {principal.name!r} could be mistaken for the player's at seat {held} of this "
                     "game; log in with another name to join it.",
                     {"seat": held},
                 )
-            if self.store.replace_value(key, current, claim):
-                return key, claim
-        raise ServerError("conflict", "Joins of this game raced each other; join again.", status=409)
+            return True
+
+        claim = {"user_id": principal.id, "seat": seat, "at": round(time.time(), 3)}
+        value = claim_in_store(self.store, key, claim, judge)
+        return None if value is None else (key, value)
 
     def _claim_person(self, game_id: str, principal: Principal, seat: int) -> tuple[str | None, int | None]:
-        """Claim the person's one seat of the game for ``seat`` (conditional write): ``(claim, None)`` when
-        claimed, ``(None, held)`` when the person already holds seat ``held``; ``seat_taken`` while another
-        of their joins is taking a seat. A claim a crash left behind (no seat followed) is taken back."""
-        key = seat_holder_key(game_id, principal.id)
-        claim = json.dumps({"seat": seat, "at": round(time.time(), 3)})
-        for _ in range(3):
-            if self.store.replace_value(key, None, claim):
-                return claim, None
-            current = self.store.get_value(key)
-            if current is None:
-                continue  # released meanwhile: try again
-            try:
-                taking = json.loads(current)
-                held, at = int(taking["seat"]), float(taking["at"])
-            except (ValueError, TypeError, KeyError):
-                held, at = -1, 0.0
-            seat_claim = self.store.get_value(seat_claim_key(game_id, held)) if held >= 0 else None
-            if seat_claim is not None and json.loads(seat_claim).get("user_id") == principal.id:
-                return None, held
-            if time.time() - at < HOLDER_CLAIM_SECONDS:
+        """Claim the person's one seat of the game for ``seat``: ``(claim, None)`` when claimed,
+        ``(None, held)`` when the person already holds seat ``held``; ``seat_taken`` while another of their
+        joins is taking a seat. A claim a crash left behind (no seat followed) is taken back."""
+        held: int | None = None
+
+        def judge(holder: dict[str, Any]) -> bool:
+            nonlocal held
+            taking = holder.get("seat")
+            if isinstance(taking, int) and taking >= 0:
+                seat_claim = self.store.get_value(seat_claim_key(game_id, taking))
+                if seat_claim is not None and json.loads(seat_claim).get("user_id") == principal.id:
+                    held = taking
+                    return False
+            if not claim_is_stale(holder):
                 raise ServerError(
                     "seat_taken",
                     "You are already taking a seat in this game; a person plays one seat.",
-                    {"seat": held},
+                    {"seat": taking},
                     status=409,
                 )
-            if self.store.replace_value(key, current, claim):
-                return claim, None
-        raise ServerError("conflict", "Your joins of this game raced each other; join again.", status=409)
+            return True
+
+        claim = {"seat": seat, "at": round(time.time(), 3)}
+        value = claim_in_store(self.store, seat_holder_key(game_id, principal.id), claim, judge)
+        return (value, None) if value is not None else (None, held)
 
     # -------------------------------------------------------------------------------------- cancelling
     def cancel_game(self, game_id: Any, principal: Principal) -> dict[str, Any]:
