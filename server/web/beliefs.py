@@ -37,6 +37,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, session
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis.tom_scores import tom_score_rows
+from craft_rules.model import RuleSet
 from server.game.events import Event, visible_to
 from server.table.errors import ServerError
 from server.table.game_logs import load_game_log
@@ -206,24 +207,21 @@ def _number(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, int | float) and not isinstance(value, bool) else "?"
 
 
-def _offer_text(offer: Any) -> str:
+def _offer_text(offer: Any, rules: RuleSet, seat_names: list[str]) -> str:
     """A ToM bot's offer record (``{"to", "offer", "request"}``: item counts it gives and asks) in words."""
     if not isinstance(offer, Mapping):
         return "nothing"
 
     def side(counts: Any) -> str:
-        if isinstance(counts, Mapping):
-            pairs = counts.items()
-        elif isinstance(counts, list):
-            pairs = [tuple(pair) for pair in counts if isinstance(pair, list | tuple) and len(pair) == 2]
-        else:
-            return "nothing"
-        return ", ".join(f"{n} {item}" for item, n in pairs) or "nothing"
+        pairs = counts.items() if isinstance(counts, Mapping) else []
+        return ", ".join(f"{n} {rules.display_name(str(item))}" for item, n in pairs) or "nothing"
 
-    return f"offer {side(offer.get('offer'))} for {side(offer.get('request'))} (to seat {offer.get('to')})"
+    to = offer.get("to")
+    whom = seat_names[to] if isinstance(to, int) and 0 <= to < len(seat_names) else f"seat {to}"
+    return f"offer {whom} {side(offer.get('offer'))} for {side(offer.get('request'))}"
 
 
-def reasoning_text(trace: Mapping[str, Any]) -> tuple[str, str] | None:
+def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[str]) -> tuple[str, str] | None:
     """``(decision, text)`` of one trace record, or None when it records no decision's reasoning.
 
     An LLM's ``llm_call`` gives its reasoning text (think blocks, provider reasoning, free text); a ToM-k
@@ -240,22 +238,28 @@ def reasoning_text(trace: Mapping[str, Any]) -> tuple[str, str] | None:
         candidates = trace.get("candidates") if isinstance(trace.get("candidates"), list) else []
         best = candidates[0].get("ev") if candidates and isinstance(candidates[0], Mapping) else None
         text = (
-            f"Weighed {trace.get('offers', 0)} possible offers; the best expected gain was {_number(best)}. "
+            f"Weighed {trace.get('offers', 0)} possible offers; the best one's expected gain (its score for "
+            f"how much the trade helps it) was {_number(best)}. "
         )
-        text += f"Chose to {_offer_text(chosen)}." if chosen else "None was worth making, so it passed."
+        text += (
+            f"Chose to {_offer_text(chosen, rules, seat_names)}."
+            if chosen
+            else "None was worth making, so it passed."
+        )
         return "propose", text
     if event == "decide":
         verdict = "accepted" if trace.get("accept") else "rejected"
         text = (
             f"Gain for its target {_number(trace.get('gain'))}, risk of helping the other finish first "
-            f"{_number(trace.get('race'))}, overall worth {_number(trace.get('utility'))}: it {verdict}."
+            f"{_number(trace.get('race'))}, overall worth {_number(trace.get('utility'))} (above 0 means "
+            f"worth accepting): it {verdict}."
         )
         return "decide", text
     return None
 
 
 def _reasoning(
-    traces: Iterable[Any], events: list[Event], seats: set[int]
+    traces: Iterable[Any], events: list[Event], seats: set[int], rules: RuleSet, seat_names: list[str]
 ) -> tuple[dict[int, list[Reasoning]], dict[int, bool]]:
     out: dict[int, list[Reasoning]] = {}
     cut: dict[int, bool] = {}
@@ -264,7 +268,7 @@ def _reasoning(
         seat = fields.get("seat")
         if seat not in seats:
             continue
-        found = reasoning_text(fields)
+        found = reasoning_text(fields, rules, seat_names)
         if found is None:
             continue
         entries = out.setdefault(seat, [])
@@ -289,13 +293,14 @@ def compute(table: Table, live: LiveGame) -> _Computed:
             if s.kind in AGENT_KINDS
         ]
         players = len(live.seats)
+        seat_names = [s.name or f"seat {s.seat}" for s in live.seats]
         show = bool(live.settings.show_agent_reasoning)
         rules = live.rules
     agents = {row["seat"] for row in seat_rows}
     stored = load_game_log(table.store, live.game_id, rules=rules, traces=bool(agents) and show)
     reports, cut_reports = _reports(stored.log, rules, agents) if agents else ({}, set())
     messages = _messages(stored.log.events, agents)
-    reasoning, cut_reasoning = _reasoning(stored.log.traces, stored.log.events, agents)
+    reasoning, cut_reasoning = _reasoning(stored.log.traces, stored.log.events, agents, rules, seat_names)
     for row in seat_rows:
         row["reports"] = reports.get(row["seat"], [])
         row["reports_cut"] = row["seat"] in cut_reports
