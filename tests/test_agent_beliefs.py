@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, write_config
+from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, play_duel, write_config
 from mongo_server import database_uri, drop_database
 
 from agents.testing.openai_server import OpenAITestServer
@@ -27,8 +27,9 @@ from agents.testing.scripted_player import Reply, ScriptedPlayer
 from craft_rules.loader import load_rule_set
 from craft_rules.values import reference_values
 from server.game.gamelog import GameLog, decode_log
+from server.web.beliefs import ComputedBeliefs, reasoning_note
 
-HUMAN_V0 = 7  # the person's own report: a value the bot's reports never hold together with HUMAN_V1
+HUMAN_V0 = 7  # the person's own reports, which no answer may use (V2 is judged by the reference values)
 HUMAN_V1 = 3
 
 
@@ -221,6 +222,38 @@ def test_reasoning_is_kept_from_everyone_when_the_game_says_so(tom_server: Serve
         seat = body["seats"][0]
         assert seat["reasoning"] is None and "settings" in seat["reasoning_note"]
         assert seat["reports"], "the reports are still shown"
+
+
+def test_people_only_games_show_no_seat_and_waiting_games_are_refused(tom_server: ServerProcess) -> None:
+    p0, p1 = Client(tom_server.url, "Gus").connect(), Client(tom_server.url, "Hal").connect()
+    try:
+        game_id = start_game(p0, "duel")
+        status, waiting = beliefs(p1, tom_server.url, game_id)
+        assert status == 409 and waiting["error"]["details"] == {"status": "waiting"}
+        assert p1.call("join", {"game_id": game_id})["ok"]
+        play_duel(game_id, p0, p1)
+        status, answer = beliefs(p1, tom_server.url, game_id)
+    finally:
+        p0.close()
+        p1.close()
+    assert status == 200, answer
+    assert answer["seats"] == [] and answer["viewer_seats"] == [1]
+    assert "ingot for coal" not in json.dumps(answer)  # a person's messages are not an agent's
+
+
+def test_reasoning_reaches_the_seat_the_other_duellist_and_admins_only() -> None:
+    duel = ComputedBeliefs(2, True, [], {}, {}, {})
+    trio = ComputedBeliefs(3, True, [], {}, {}, {})
+    quiet = ComputedBeliefs(2, False, [], {}, {}, {})
+    assert reasoning_note(duel, 1, [0], admin=False) is None
+    assert reasoning_note(duel, 1, [], admin=False) is not None  # a spectator
+    assert reasoning_note(duel, 1, [], admin=True) is None
+    assert reasoning_note(trio, 1, [0], admin=False) is not None  # it may mention a proposal seat 0 never saw
+    assert reasoning_note(trio, 1, [1], admin=False) is None  # the agent's own holder
+    assert reasoning_note(trio, 1, [], admin=True) is None
+    assert reasoning_note(quiet, 1, [0], admin=True) is not None  # the setting wins
+    # the sentence depends on who asks, never on what the game held
+    assert reasoning_note(trio, 1, [0], admin=False) == reasoning_note(trio, 2, [0], admin=False)
 
 
 def test_unknown_and_malformed_games_are_typed_errors(tom_server: ServerProcess) -> None:

@@ -121,7 +121,7 @@ class BeliefsAnswer(_Model):
 
 
 # ------------------------------------------------------------------------------------------- computing
-class _Computed:
+class ComputedBeliefs:
     """A finished game's agent seats as computed once; answers filter it per caller."""
 
     def __init__(
@@ -284,7 +284,7 @@ def _reasoning(
     return out, cut
 
 
-def compute(table: Table, live: LiveGame) -> _Computed:
+def compute(table: Table, live: LiveGame) -> ComputedBeliefs:
     """Read and compute a finished game's agent seats (the store's log, traces, the rule set)."""
     with live.lock:
         seat_rows = [
@@ -304,7 +304,7 @@ def compute(table: Table, live: LiveGame) -> _Computed:
     for row in seat_rows:
         row["reports"] = reports.get(row["seat"], [])
         row["reports_cut"] = row["seat"] in cut_reports
-    return _Computed(players, show, seat_rows, messages, reasoning, cut_reasoning)
+    return ComputedBeliefs(players, show, seat_rows, messages, reasoning, cut_reasoning)
 
 
 class BeliefsCache:
@@ -313,11 +313,11 @@ class BeliefsCache:
 
     def __init__(self, size: int = CACHED_GAMES) -> None:
         self._size = size
-        self._games: OrderedDict[str, _Computed] = OrderedDict()
+        self._games: OrderedDict[str, ComputedBeliefs] = OrderedDict()
         self._lock = threading.Lock()
         self._computing = threading.Lock()
 
-    def get(self, table: Table, live: LiveGame) -> _Computed:
+    def get(self, table: Table, live: LiveGame) -> ComputedBeliefs:
         with self._computing:
             with self._lock:
                 found = self._games.get(live.game_id)
@@ -333,7 +333,7 @@ class BeliefsCache:
 
 
 # -------------------------------------------------------------------------------------------- answering
-def reasoning_note(computed: _Computed, seat: int, viewer_seats: list[int], admin: bool) -> str | None:
+def reasoning_note(computed: ComputedBeliefs, seat: int, viewer_seats: list[int], admin: bool) -> str | None:
     """None when the caller may read ``seat``'s reasoning, else why not (see the module's docstring)."""
     if not computed.show_reasoning:
         return "This game's settings keep the agents' reasoning for the researchers."
