@@ -27,7 +27,7 @@ from agents.testing.scripted_player import Reply, ScriptedPlayer
 from craft_rules.loader import load_rule_set
 from craft_rules.values import reference_values
 from server.game.gamelog import GameLog, decode_log
-from server.web.beliefs import ComputedBeliefs, reasoning_note
+from server.web.beliefs import ComputedBeliefs, reasoning_note, reasoning_text
 
 HUMAN_V0 = 7  # the person's own reports, which no answer may use (V2 is judged by the reference values)
 HUMAN_V1 = 3
@@ -330,3 +330,33 @@ def test_an_llm_seat_shows_its_trace_reasoning_and_messages(make_server: MakeSer
     proposals = [e.payload["message"] for e in log.events if e.type == "proposed" and e.actor == 1]
     assert any(proposals), "the model wrote messages with its proposals"
     assert [m["text"] for m in seat["messages"] if m["kind"] == "proposal"] == [p for p in proposals if p]
+
+
+def test_each_policys_trace_becomes_a_sentence_or_nothing() -> None:
+    rules = load_rule_set("minecraft")
+    names = ["Ada", "Tomas"]
+    offer = {"to": 0, "offer": {"coal": 1}, "request": {"iron_ingot": 1}}
+    tom_propose = {"event": "propose", "offers": 4, "candidates": [{"ev": 0.25}], "chosen": offer}
+    assert reasoning_text(tom_propose, rules, names) == (
+        "propose",
+        "Weighed 4 possible offers; the best one's expected gain (its score for how much the trade helps it) "
+        "was 0.25. Chose to offer Ada 1 Coal for 1 Iron Ingot.",
+    )
+    assert "passed" in reasoning_text({**tom_propose, "chosen": None}, rules, names)[1]  # type: ignore[index]
+    decided = reasoning_text({"event": "decide", "gain": 0.5, "race": 0.1, "utility": -0.2}, rules, names)
+    assert decided is not None and decided[1].endswith("it rejected.")
+    planner = {"event": "candidates", "best": [{"offer": offer, "gain": 0.4}]}
+    assert reasoning_text(planner, rules, names) == (
+        "propose",
+        "Its best offers by how much they bring its target closer: offer Ada 1 Coal for 1 Iron Ingot "
+        "(gain 0.40).",
+    )
+    llm = {"trace": "llm_call", "decision": "turn 2 propose", "reasoning": "  I need coal.  "}
+    assert reasoning_text(llm, rules, names) == ("turn 2 propose", "I need coal.")
+    for nothing in (
+        {"event": "decide", "accept": False},  # a scripted partner's move, no reasoning
+        {"event": "report", "v0": {}},
+        {"trace": "llm_call", "reasoning": None},
+        {"trace": "llm_probe"},
+    ):
+        assert reasoning_text(nothing, rules, names) is None

@@ -225,7 +225,8 @@ def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[st
     """``(decision, text)`` of one trace record, or None when it records no decision's reasoning.
 
     An LLM's ``llm_call`` gives its reasoning text (think blocks, provider reasoning, free text); a ToM-k
-    bot's ``propose`` / ``decide`` records give the numbers it weighed, in a sentence."""
+    bot's ``propose`` / ``decide`` records and the planner's ``candidates`` give the numbers it weighed, in a
+    sentence. A record of the move alone (the scripted partners' ``decide``) is no reasoning."""
     if trace.get("trace") == "llm_call":
         text = trace.get("reasoning")
         if not isinstance(text, str) or not text.strip():
@@ -233,7 +234,15 @@ def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[st
         decision = trace.get("decision")
         return (str(decision) if decision else "move"), text.strip()
     event = trace.get("event")
-    if event == "propose":
+    if event == "candidates" and isinstance(trace.get("best"), list):  # the planner bot's best offers
+        best = [b for b in trace["best"][:3] if isinstance(b, Mapping)]
+        if not best:
+            return None
+        ranked = "; ".join(
+            f"{_offer_text(b.get('offer'), rules, seat_names)} (gain {_number(b.get('gain'))})" for b in best
+        )
+        return "propose", f"Its best offers by how much they bring its target closer: {ranked}."
+    if event == "propose" and "offers" in trace:  # a ToM-k bot's weighed offers
         chosen = trace.get("chosen")
         candidates = trace.get("candidates") if isinstance(trace.get("candidates"), list) else []
         best = candidates[0].get("ev") if candidates and isinstance(candidates[0], Mapping) else None
@@ -247,7 +256,7 @@ def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[st
             else "None was worth making, so it passed."
         )
         return "propose", text
-    if event == "decide":
+    if event == "decide" and "utility" in trace:  # a ToM-k bot's acceptance utility
         verdict = "accepted" if trace.get("accept") else "rejected"
         text = (
             f"Gain for its target {_number(trace.get('gain'))}, risk of helping the other finish first "
