@@ -315,12 +315,16 @@ def test_an_llm_seat_shows_its_trace_reasoning_and_messages(make_server: MakeSer
             game_id = start_game(person, "llm_bot")
             play_as_person(person, game_id)
             status, answer = beliefs(person, server.url, game_id)
+            spectator = requests.get(f"{server.url}/api/games/{game_id}/beliefs", timeout=30).json()
             log = researcher_log(server, game_id)
         finally:
             person.close()
             server.stop()
     assert status == 200, answer
     check_reports_against_log(answer, log, agent_seat=1)
+    # the person rejected every proposal of the model: a spectator reads none of them, nor its reasoning
+    assert spectator["seats"][0]["messages"] == [] and spectator["seats"][0]["reasoning"] is None
+    assert "My plan" not in json.dumps(spectator) and "swap" not in json.dumps(spectator)
     seat = answer["seats"][0]
     assert seat["policy"] == spec
     texts = [r["text"] for r in seat["reasoning"]]

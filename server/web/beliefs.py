@@ -20,7 +20,8 @@ For every bot or agent seat of a **finished** game:
 
 Before the end the request is refused with ``game_not_over`` and nothing else (no counts, no seats). Cost is
 bounded: a finished game is read and computed once (its log is that of the finished game, its traces at most
-``bots.traces_per_game``) and the answer cached (:data:`CACHED_GAMES` games); each answer holds at most
+``bots.traces_per_game``) and the answer cached (:data:`CACHED_GAMES` games; trace records an API agent
+sends after that are in the researchers' export only); each answer holds at most
 :data:`MAX_TURNS` turns of reports, :data:`MAX_MESSAGES` messages of at most :data:`MAX_TEXT_CHARS`
 characters and :data:`MAX_REASONING_STEPS` reasoning entries of at most :data:`MAX_TEXT_CHARS` characters
 per seat (``truncated`` says what was cut).
