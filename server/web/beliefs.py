@@ -327,13 +327,21 @@ class BeliefsCache:
         self._lock = threading.Lock()
         self._computing = threading.Lock()
 
+    def _cached(self, game_id: str) -> ComputedBeliefs | None:
+        with self._lock:
+            found = self._games.get(game_id)
+            if found is not None:
+                self._games.move_to_end(game_id)
+            return found
+
     def get(self, table: Table, live: LiveGame) -> ComputedBeliefs:
+        found = self._cached(live.game_id)  # a cached game never waits for another's computation
+        if found is not None:
+            return found
         with self._computing:
-            with self._lock:
-                found = self._games.get(live.game_id)
-                if found is not None:
-                    self._games.move_to_end(live.game_id)
-                    return found
+            found = self._cached(live.game_id)  # computed while this request waited
+            if found is not None:
+                return found
             computed = compute(table, live)
             with self._lock:
                 self._games[live.game_id] = computed
