@@ -27,7 +27,14 @@ from agents.testing.scripted_player import Reply, ScriptedPlayer
 from craft_rules.loader import load_rule_set
 from craft_rules.values import reference_values
 from server.game.gamelog import GameLog, decode_log
-from server.web.beliefs import ComputedBeliefs, reasoning_note, reasoning_text
+from server.web.beliefs import (
+    MAX_REASONING_STEPS,
+    MAX_TEXT_CHARS,
+    ComputedBeliefs,
+    reasoning_entries,
+    reasoning_note,
+    reasoning_text,
+)
 
 HUMAN_V0 = 7  # the person's own reports, which no answer may use (V2 is judged by the reference values)
 HUMAN_V1 = 3
@@ -364,3 +371,16 @@ def test_each_policys_trace_becomes_a_sentence_or_nothing() -> None:
         {"trace": "llm_probe"},
     ):
         assert reasoning_text(nothing, rules, names) is None
+
+
+def test_reasoning_is_bounded_per_seat_and_per_text() -> None:
+    rules = load_rule_set("minecraft")
+    long = "why " * 1000
+    traces = [{"seat": 1, "trace": "llm_call", "decision": "move", "reasoning": long}] * (
+        MAX_REASONING_STEPS + 5
+    )
+    traces.append({"seat": 0, "trace": "llm_call", "reasoning": "a person's seat is never read"})
+    found, cut = reasoning_entries(traces, [], {1}, rules, ["Ada", "Model"])
+    assert set(found) == {1} and cut == {1: True}
+    assert len(found[1]) == MAX_REASONING_STEPS
+    assert all(len(r.text) == MAX_TEXT_CHARS + 1 and r.text.endswith("…") for r in found[1])

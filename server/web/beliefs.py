@@ -268,7 +268,7 @@ def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[st
     return None
 
 
-def _reasoning(
+def reasoning_entries(
     traces: Iterable[Any], events: list[Event], seats: set[int], rules: RuleSet, seat_names: list[str]
 ) -> tuple[dict[int, list[Reasoning]], dict[int, bool]]:
     out: dict[int, list[Reasoning]] = {}
@@ -310,7 +310,9 @@ def compute(table: Table, live: LiveGame) -> ComputedBeliefs:
     stored = load_game_log(table.store, live.game_id, rules=rules, traces=bool(agents) and show)
     reports, cut_reports = _reports(stored.log, rules, agents) if agents else ({}, set())
     messages = _messages(stored.log.events, agents)
-    reasoning, cut_reasoning = _reasoning(stored.log.traces, stored.log.events, agents, rules, seat_names)
+    reasoning, cut_reasoning = reasoning_entries(
+        stored.log.traces, stored.log.events, agents, rules, seat_names
+    )
     for row in seat_rows:
         row["reports"] = reports.get(row["seat"], [])
         row["reports_cut"] = row["seat"] in cut_reports

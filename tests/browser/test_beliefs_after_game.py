@@ -107,5 +107,22 @@ def test_the_end_screen_and_the_replay_show_what_the_bot_believed(
         assert_fits_width(page)
         page.locator("#replay-beliefs").screenshot(path=artifacts / "beliefs-replay-phone.png")
         assert errors == []
+        replay_url = page.url
     finally:
         context.close()
+    # a spectator (nobody logged in) sees the same charts, and a sentence instead of the reasoning
+    stranger = browser.new_context(viewport={"width": 390, "height": 844})
+    page = stranger.new_page()
+    try:
+        page.goto(replay_url.split("?")[0])
+        seat = page.locator("#replay-beliefs article.beliefs-seat")
+        expect(seat.locator("svg.beliefs-items g[data-item]")).to_have_count(
+            len({i for h in DUEL["hands"] for i in h})
+        )
+        seat.locator("details.beliefs-reasoning summary").click()
+        expect(seat.locator("details.beliefs-reasoning")).to_contain_text("Only the game's players read")
+        assert seat.locator("details.beliefs-reasoning li").count() == 0
+        assert_fits_width(page)
+        page.locator("#replay-beliefs").screenshot(path=artifacts / "beliefs-replay-spectator.png")
+    finally:
+        stranger.close()
