@@ -123,6 +123,11 @@ class GameSettings(_Settings):
         ge=1,
         description="consecutive timeouts after which the server may hand a seat to a bot; None = never",
     )
+    show_agent_reasoning: bool = Field(
+        True,
+        description="whether, once the game is over, its players may read each bot or LLM seat's reasoning "
+        "for its moves (GET /api/games/<id>/beliefs); false keeps it for researchers' exports only",
+    )
 
     @field_validator("tom_orders")
     @classmethod

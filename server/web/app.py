@@ -35,6 +35,7 @@ from server.table.timers import DeadlineScheduler
 from server.web import csrf, sessions
 from server.web.admin import admin
 from server.web.auth import secret_key
+from server.web.beliefs import beliefs
 from server.web.deployment import DeploymentCaps, async_mode
 from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
@@ -133,7 +134,7 @@ def create_app(
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
 
     SocketProtocol(socketio).register()
-    for blueprint in (api, admin, replay, item_catalog, viewer_pages):
+    for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs):
         app.register_blueprint(blueprint)
     route_socketio_paths(app)
     _register_health_check(app, services)

@@ -5,6 +5,7 @@ import { loadIcons } from "./icons.js";
 import { eventParts, seatName } from "./narrate.js";
 import { renderBoard } from "./board.js";
 import { partsNodes, seatKind } from "./seat_label.js";
+import { showBeliefs } from "./beliefs_chart.js";
 
 const root = document.getElementById("replay");
 const gameId = root.dataset.gameId;
@@ -72,6 +73,11 @@ async function go(query) {
     await loadIcons(ruleset);
   }
   show(answer);
+  const beliefs = $("replay-beliefs");
+  if (!beliefs.dataset.loaded) { // once: the replay opens only for a game that is over
+    beliefs.dataset.loaded = "1";
+    showBeliefs(beliefs, gameId, { seatName: (seat) => seatName(answer.seats, seat), ruleset });
+  }
   return true;
 }
 

@@ -10,6 +10,7 @@ import { statusParts, standInBadge } from "./board.js";
 import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
+import { showBeliefs } from "./beliefs_chart.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -509,6 +510,11 @@ function renderEnd(view, mine) {
   }
   $("room-end-text").replaceChildren(...joinParts(said.map((sentence) => partsNodes(sentence, seats)), " "));
   renderRevealedTargets(reveal ? reveal.payload : null, view, mine);
+  const beliefs = $("room-beliefs");
+  if (!beliefs.dataset.loaded) { // once: a finished game's beliefs never change
+    beliefs.dataset.loaded = "1";
+    showBeliefs(beliefs, gameId, { seatName: (seat) => seatName(seats, seat), ruleset, mine });
+  }
 }
 
 // Every seat's target (revealed at the end), whether it was reached, and the points it scored.
