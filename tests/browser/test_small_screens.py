@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import assert_fits_screen, lab_halls, log_in, page_errors, screen_problems
+from conftest import assert_fits_screen, axe_violations, lab_halls, log_in, page_errors, screen_problems
 from e2e_helpers import MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, Locator, Page, expect
 
@@ -55,12 +55,15 @@ class Steps:
     def __init__(self, size: str, artifacts: Path) -> None:
         self.size, self.artifacts, self.count = size, artifacts, 0
 
-    def check(self, page: Page, step: str) -> None:
+    def check(self, page: Page, step: str, *, axe: bool = False, full_page: bool = True) -> None:
+        """Screenshot (the whole page, or the window), fit check and, with ``axe``, axe-core's serious and
+        critical findings."""
         self.count += 1
-        page.screenshot(
-            path=self.artifacts / f"small-screen-{self.size}-{self.count:02d}-{step}.png", full_page=True
-        )
+        path = self.artifacts / f"small-screen-{self.size}-{self.count:02d}-{step}.png"
+        page.screenshot(path=path, full_page=full_page)
         assert_fits_screen(page, f"{self.size}: {step}")
+        if axe:
+            assert axe_violations(page) == [], step
 
 
 def press(locator: Locator, touch: bool) -> None:
@@ -78,7 +81,7 @@ def report_values(page: Page, steps: Steps, step: str) -> None:
     sliders = panel.locator("input[type=range]")
     count = sliders.count()
     assert count >= 3
-    steps.check(page, f"{step}-unset")
+    steps.check(page, f"{step}-unset", axe=step == "turn1-values")
     for index in range(count):
         sliders.nth(index).fill(str((index * 3) % 11))
     steps.check(page, step)
@@ -110,7 +113,7 @@ def test_whole_game_fits_small_screens(
     log_in(page, server.url, name)
     page.get_by_label("Game mode").select_option(HALL)
     page.get_by_label("Seat 2").select_option("bot:rational")
-    steps.check(page, "lobby-create")
+    steps.check(page, "lobby-create", axe=True)
     press(page.get_by_role("button", name="Create and join"), touch)
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
@@ -126,7 +129,7 @@ def test_whole_game_fits_small_screens(
     report_values(page, steps, "turn1-values")
     expect(page.locator("#room-target")).to_contain_text("Torch")
     propose(page, "Cobblestone", "Coal", touch)
-    steps.check(page, "turn1-propose")
+    steps.check(page, "turn1-propose", axe=True)
     press(page.get_by_role("button", name="Propose"), touch)
     expect(page.locator("#room-outcome")).to_contain_text("rejected")
     expect(page.locator("#room-craft")).to_be_visible()
@@ -146,7 +149,7 @@ def test_whole_game_fits_small_screens(
     expect(page.locator("#craft-results li[data-recipe='torch']")).to_be_visible()
     press(page.get_by_role("button", name="How is Torch made?"), touch)
     expect(page.locator("#craft-info")).to_contain_text("About Torch")
-    steps.check(page, "turn1-recipe-book")
+    steps.check(page, "turn1-recipe-book", axe=True)
     press(page.get_by_role("button", name="Finish crafting"), touch)
 
     steps.check(spectator, "watch")
@@ -155,7 +158,7 @@ def test_whole_game_fits_small_screens(
     report_values(page, steps, "turn2-values")
     expect(page.locator("#room-decide")).to_be_visible()
     page.get_by_label("Reply (optional, sent with your answer)").fill("not this time")
-    steps.check(page, "turn2-decide")
+    steps.check(page, "turn2-decide", axe=True)
     press(page.get_by_role("button", name="Reject"), touch)
     expect(page.locator("#room-craft")).to_be_visible()
     press(page.get_by_role("button", name="Finish crafting"), touch)
@@ -178,14 +181,14 @@ def test_whole_game_fits_small_screens(
     # the end screen, the replay, the spectator's end
     expect(page.locator("#room-end")).to_be_visible()
     expect(page.locator("#room-end-text")).to_contain_text("Won by")
-    steps.check(page, "end")
+    steps.check(page, "end", axe=True)
     expect(spectator.locator("#watch-end")).to_be_visible()
     steps.check(spectator, "watch-end")
     press(page.get_by_role("link", name="Replay the game step by step"), touch)
     expect(page.locator("#replay[data-ready=true]")).to_be_attached()
     for _ in range(4):
         press(page.get_by_role("button", name="Next"), touch)
-    steps.check(page, "replay")
+    steps.check(page, "replay", axe=True)
     press(page.get_by_role("button", name="Last"), touch)
     steps.check(page, "replay-last")
 
@@ -195,6 +198,16 @@ def test_whole_game_fits_small_screens(
     steps.check(page, "lobby-after")
     page.goto(server.url + "/how-to-play")
     steps.check(page, "how-to-play")
+    page.goto(f"{server.url}/rulesets/minecraft/icons")
+    expect(page.locator("#icon-gallery[data-ready=true]")).to_be_attached()
+    steps.check(page, "icons", full_page=False)  # 1,255 icons: the whole page is 40,000 px tall
+    # a game that waits for a second player: the waiting panel and its link to share
+    page.goto(server.url + "/")
+    page.get_by_label("Game mode").select_option(HALL)
+    page.get_by_label("Seat 2").select_option("open")
+    press(page.get_by_role("button", name="Create and join"), touch)
+    expect(page.locator("#room-lobby")).to_be_visible()
+    steps.check(page, "waiting", axe=True)
     assert errors == [] and spectator_errors == []
     context.close()
     spectator_context.close()
