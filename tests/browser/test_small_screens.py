@@ -74,15 +74,26 @@ def press(locator: Locator, touch: bool) -> None:
         locator.click()
 
 
-def report_values(page: Page, steps: Steps, step: str) -> None:
-    """Set every value-report slider (each to a different value) and send the report."""
+def report_values(page: Page, steps: Steps, step: str, touch: bool) -> None:
+    """Set the first value-report line to 10 by a tap (or click) on its right end and every other one to a
+    different value, then send the report."""
     panel = page.locator("#room-tom")
     expect(panel).to_be_visible()
     sliders = panel.locator("input[type=range]")
     count = sliders.count()
     assert count >= 3
     steps.check(page, f"{step}-unset", axe=step == "turn1-values")
-    for index in range(count):
+    first = sliders.nth(0)
+    first.scroll_into_view_if_needed()
+    line = first.bounding_box()
+    assert line is not None
+    right_end = (line["x"] + line["width"] - 1, line["y"] + line["height"] / 2)
+    if touch:
+        page.touchscreen.tap(*right_end)
+    else:
+        page.mouse.click(*right_end)
+    expect(panel.locator("output.tom-value").first).to_have_text("10")
+    for index in range(1, count):
         sliders.nth(index).fill(str((index * 3) % 11))
     steps.check(page, step)
     page.get_by_role("button", name="Send my values").click()
@@ -126,7 +137,7 @@ def test_whole_game_fits_small_screens(
     expect(spectator.locator("#watch-board")).to_contain_text("Oak Planks")
 
     # turn 1: values, an offer the bot refuses, sticks on the grid
-    report_values(page, steps, "turn1-values")
+    report_values(page, steps, "turn1-values", touch)
     expect(page.locator("#room-target")).to_contain_text("Torch")
     propose(page, "Cobblestone", "Coal", touch)
     steps.check(page, "turn1-propose", axe=True)
@@ -155,7 +166,7 @@ def test_whole_game_fits_small_screens(
     steps.check(spectator, "watch")
 
     # turn 2: the bot proposes, the player decides
-    report_values(page, steps, "turn2-values")
+    report_values(page, steps, "turn2-values", touch)
     expect(page.locator("#room-decide")).to_be_visible()
     page.get_by_label("Reply (optional, sent with your answer)").fill("not this time")
     steps.check(page, "turn2-decide", axe=True)
@@ -164,7 +175,7 @@ def test_whole_game_fits_small_screens(
     press(page.get_by_role("button", name="Finish crafting"), touch)
 
     # turn 3: the iron ingot for the coal; the torch from "What you can craft now"
-    report_values(page, steps, "turn3-values")
+    report_values(page, steps, "turn3-values", touch)
     propose(page, "Iron Ingot", "Coal", touch)
     press(page.get_by_role("button", name="Propose"), touch)
     expect(page.locator("#room-outcome")).to_contain_text("accepted your proposal")
