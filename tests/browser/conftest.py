@@ -224,6 +224,16 @@ _SCREEN_PROBLEMS = r"""([selector, minTarget, offScreen, windowWidth]) => {
         }
         return (outside.match(/[A-Za-z]{2,}/g) || []).length >= 3;  // words around it, not a bare label
     };
+    // inside a box that scrolls sideways and itself fits the window (a wide table's wrapper): reachable
+    const scrollsInto = el => {
+        for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+            const overflow = getComputedStyle(box).overflowX;
+            if (overflow !== 'auto' && overflow !== 'scroll') continue;
+            const r = box.getBoundingClientRect();
+            return r.left >= -0.5 && r.right <= width + 0.5;
+        }
+        return false;
+    };
     const problems = [];
     const page = document.documentElement.scrollWidth;
     if (page > width) problems.push(`the page is ${page} px wide in a ${width}-px window`);
@@ -232,7 +242,7 @@ _SCREEN_PROBLEMS = r"""([selector, minTarget, offScreen, windowWidth]) => {
         if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
         const r = el.getBoundingClientRect();
         if (r.width <= 1 || r.height <= 1) continue;  // visually hidden (read by screen readers only)
-        if (r.left < -0.5 || r.right > width + 0.5) {
+        if ((r.left < -0.5 || r.right > width + 0.5) && !scrollsInto(el)) {
             problems.push(`${name(el)} sticks out of the window: ${box(r)}`);
         } else if ((r.width < minTarget - 0.5 || r.height < minTarget - 0.5) && !inSentence(el)) {
             problems.push(`${name(el)} is smaller than ${minTarget}x${minTarget}: ${box(r)}`);
@@ -244,8 +254,9 @@ _SCREEN_PROBLEMS = r"""([selector, minTarget, offScreen, windowWidth]) => {
 
 def screen_problems(page: Page) -> list[str]:
     """What does not fit the window on ``page``: sideways scrolling, and every visible interactive element
-    that sticks out of the window's width or is smaller than the WCAG 2.5.8 target size (24x24 px; a link
-    inside a sentence is exempt, as WCAG exempts it). One line per problem, naming the element and its box."""
+    that sticks out of the window's width (unless a box that scrolls sideways and fits the window holds it,
+    such as a wide table's wrapper) or is smaller than the WCAG 2.5.8 target size (24x24 px; a link inside a
+    sentence is exempt, as WCAG exempts it). One line per problem, naming the element and its box."""
     size = page.viewport_size
     assert size is not None, "screen_problems needs a page opened with a viewport size"
     return page.evaluate(

@@ -239,6 +239,10 @@ FIT_CHECK_PAGE = """<!doctype html><meta name="viewport" content="width=device-w
 <button id="hidden" type="button" hidden>not shown</button>
 <span class="hidden-text"><button type="button">read aloud only</button></span>
 <button id="far" type="button">out of the window</button>
+<div style="overflow-x: auto"><table style="width: 700px"><tr><td style="width: 600px">wide</td>
+  <td><button id="scrolled" type="button">in a scrolling box</button></td></tr></table></div>
+<div style="overflow: hidden"><table style="width: 700px"><tr><td style="width: 600px">wide</td>
+  <td><button id="cut" type="button">cut off</button></td></tr></table></div>
 """
 
 
@@ -252,18 +256,20 @@ def test_fit_check_names_what_does_not_fit(browser: Browser) -> None:
     joined = "\n".join(problems)
     assert problems[0].startswith("the page is ") and "in a 390-px window" in problems[0]
     assert '<button#far> "out of the window" sticks out of the window: x 360..460, 100x' in joined
+    assert '<button#cut> "cut off" sticks out of the window: x 6' in joined  # hidden past the edge
+    assert "#scrolled" not in joined  # reachable: its box scrolls sideways
     assert '<button#tiny> "tiny" is smaller than 24x24' in joined
     assert '<input#box> "small box" is smaller than 24x24: ' in joined
     assert '<a#alone> "Replay" is smaller than 24x24' in joined and "#alone-too" in joined
     assert "#in-sentence" not in joined and "#fine" not in joined  # a link in a sentence; a big button
     assert "Skip to the content" not in joined and "not shown" not in joined and "read aloud" not in joined
-    assert len(problems) == 6
+    assert len(problems) == 7
     with pytest.raises(AssertionError, match=r"a label \(about:blank, 390x844\):\n\s+the page is"):
         assert_fits_screen(page, "a label")
     # fixed: nothing to report
     page.add_style_tag(
         content="#far { margin-left: 0 } #tiny { height: 24px } #box { width: 24px; height: 24px }"
-        " p > a { display: inline-block; padding: 4px 0 }"
+        " p > a { display: inline-block; padding: 4px 0 } #cut { margin-left: -400px }"
     )
     assert screen_problems(page) == []
     assert_fits_screen(page, "fixed")
