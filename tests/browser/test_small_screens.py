@@ -41,6 +41,8 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     config_path = write_config(folder)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     game = {"max_turns": 3, "first_proposer": 0, "allow_pass": False, "tom_orders": [[0, 1, 2], [0]]}
+    # long deadlines: the countdown shows in the status bar, and never runs out in a test
+    game["deadlines"] = {"tom_report": 900, "trade_propose": 900, "trade_decide": 900, "craft": 900}
     lab_halls(
         config, folder / "instances", {HALL: {"record": INSTANCE, "title": "Pocket duel", "game": game}}
     )
@@ -137,6 +139,7 @@ def test_whole_game_fits_small_screens(
     expect(spectator.locator("#watch-board")).to_contain_text("Oak Planks")
 
     # turn 1: values, an offer the bot refuses, sticks on the grid
+    expect(page.locator("#room-deadline")).to_be_visible()
     report_values(page, steps, "turn1-values", touch)
     expect(page.locator("#room-target")).to_contain_text("Torch")
     propose(page, "Cobblestone", "Coal", touch)
