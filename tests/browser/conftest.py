@@ -187,3 +187,87 @@ def tom_reports(base_url: str, page: Page, seat: int) -> list[dict[str, Any]]:
         and record.get("type") == "tom_reported"
         and record["payload"]["seat"] == seat
     ]
+
+
+#: What a player can click, tap or type into.
+INTERACTIVE = (
+    "a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link]"
+)
+#: WCAG 2.2 target size (minimum), success criterion 2.5.8: 24 by 24 CSS pixels.
+MIN_TARGET_PX = 24
+#: Off-screen on purpose until focused (the skip link of base.html).
+OFF_SCREEN_UNTIL_FOCUSED = ".skip-link:not(:focus)"
+
+_SCREEN_PROBLEMS = r"""([selector, minTarget, offScreen, windowWidth]) => {
+    // a mobile browser zooms out to show a page wider than the screen, and innerWidth grows with it
+    const width = Math.min(window.innerWidth, windowWidth);
+    const name = el => {
+        const id = el.id ? '#' + el.id : '';
+        const cls = el.classList.length ? '.' + [...el.classList].join('.') : '';
+        const select = el.tagName === 'SELECT';
+        const shown = select ? el.selectedOptions[0]?.textContent : el.textContent || el.value;
+        const words = (el.getAttribute('aria-label') || shown || '').trim().replace(/\s+/g, ' ');
+        return `<${el.tagName.toLowerCase()}${id}${cls}> "${words.slice(0, 40)}"`;
+    };
+    const px = Math.round;
+    const box = r => `x ${px(r.left)}..${px(r.right)}, ${px(r.width)}x${px(r.height)}`;
+    // WCAG's inline exception: a link inside a sentence is as tall as the line of text around it
+    const inSentence = el => {
+        if (el.tagName !== 'A' || getComputedStyle(el).display !== 'inline') return false;
+        let block = el.parentElement;
+        while (block && getComputedStyle(block).display === 'inline') block = block.parentElement;
+        if (!block) return false;
+        const texts = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+        let outside = '';
+        while (texts.nextNode()) {
+            if (!texts.currentNode.parentElement.closest('a')) outside += texts.currentNode.data;
+        }
+        return (outside.match(/[A-Za-z]{2,}/g) || []).length >= 3;  // words around it, not a bare label
+    };
+    // inside a box that scrolls sideways and itself fits the window (a wide table's wrapper): reachable
+    const scrollsInto = el => {
+        for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+            const overflow = getComputedStyle(box).overflowX;
+            if (overflow !== 'auto' && overflow !== 'scroll') continue;
+            const r = box.getBoundingClientRect();
+            return r.left >= -0.5 && r.right <= width + 0.5;
+        }
+        return false;
+    };
+    const problems = [];
+    const page = document.documentElement.scrollWidth;
+    if (page > width) problems.push(`the page is ${page} px wide in a ${width}-px window`);
+    for (const el of document.querySelectorAll(selector)) {
+        if (el.matches(offScreen)) continue;
+        if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+        const r = el.getBoundingClientRect();
+        if (r.width <= 1 || r.height <= 1) continue;  // visually hidden (read by screen readers only)
+        if ((r.left < -0.5 || r.right > width + 0.5) && !scrollsInto(el)) {
+            problems.push(`${name(el)} sticks out of the window: ${box(r)}`);
+        } else if ((r.width < minTarget - 0.5 || r.height < minTarget - 0.5) && !inSentence(el)) {
+            problems.push(`${name(el)} is smaller than ${minTarget}x${minTarget}: ${box(r)}`);
+        }
+    }
+    return problems;
+}"""
+
+
+def screen_problems(page: Page) -> list[str]:
+    """What does not fit the window on ``page``: sideways scrolling, and every visible interactive element
+    that sticks out of the window's width (unless a box that scrolls sideways and fits the window holds it,
+    such as a wide table's wrapper) or is smaller than the WCAG 2.5.8 target size (24x24 px; a link inside a
+    sentence is exempt, as WCAG exempts it). One line per problem, naming the element and its box."""
+    size = page.viewport_size
+    assert size is not None, "screen_problems needs a page opened with a viewport size"
+    return page.evaluate(
+        _SCREEN_PROBLEMS, [INTERACTIVE, MIN_TARGET_PX, OFF_SCREEN_UNTIL_FOCUSED, size["width"]]
+    )
+
+
+def assert_fits_screen(page: Page, label: str) -> None:
+    """Nothing on ``page`` is off-screen sideways and every visible control is big enough to tap (see
+    :func:`screen_problems`); ``label`` names the step in the failure message."""
+    problems = screen_problems(page)
+    size = page.viewport_size or {}
+    window = f"{size.get('width')}x{size.get('height')}"
+    assert not problems, f"{label} ({page.url}, {window}):\n  " + "\n  ".join(problems)
