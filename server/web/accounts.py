@@ -99,7 +99,7 @@ def read_account(store: Store, name: str) -> tuple[str | None, dict[str, Any] | 
 
 
 def name_kept(name: str, kept_as: str) -> ServerError:
-    looks = "" if name == kept_as else f" (it looks like the kept name “{kept_as}”)"
+    looks = "" if name.casefold() == kept_as.casefold() else f" (it looks like the kept name “{kept_as}”)"
     return ServerError(
         "name_kept",
         f"The name “{name}” is kept by the player who chose it{looks}. If it is yours, enter its password "

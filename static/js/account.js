@@ -24,6 +24,8 @@ async function post(path, body) {
 }
 
 function describe(account) {
+  $("keep-submit").textContent = account.password ? "Change the password" : "Keep with this password";
+  $("keep-token").textContent = account.login_token ? "Replace my login token" : "Give me a login token instead";
   if (!account.kept) return "(so nobody else can use it)";
   const ways = [account.password ? "a password" : "", account.login_token ? "a login token" : ""].filter(Boolean);
   return `(kept with ${ways.join(" and ")})`;
