@@ -5,11 +5,13 @@ passwords; history and leaderboard show finished games' public data only, with t
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
 from e2e_helpers import play_duel
 from in_process import InProcessApp, InProcessClient, MakeApp
+from mongo_server import database_uri, drop_database
 from table_support import in_parallel
 
 from server.web import accounts
@@ -176,3 +178,23 @@ def test_history_and_leaderboard_show_finished_games_public_data(app: InProcessA
     assert hal.http.get("/history?after=%3Cscript%3E").status_code == 400
     anonymous = app.client().http.get("/history").get_data(as_text=True)
     assert "Log in" in anonymous and "Hal" not in anonymous
+
+
+def test_kept_names_histories_and_ratings_on_mongodb(make_app: MakeApp, mongo_uri: str) -> None:
+    """The same through the pymongo store against a MongoDB wire-protocol server."""
+    url = database_uri(mongo_uri, f"tc_accounts_{uuid.uuid4().hex[:10]}")
+    app = make_app(database_uri=url)
+    try:
+        assert app.services.store.backend == "mongodb"
+        kim, lou = app.client("Kim"), app.client("Lou")
+        assert kim.rest("POST", "/api/account/keep", {"password": PASSWORD})[0] == 200
+        game_id = play(app, "duel", kim, lou)
+        assert error_code(login(app.client(), "KIM")) == (409, "name_kept")
+        again = app.client()
+        status, body = login(again, "Kim", PASSWORD)
+        assert status == 200 and body["user"]["id"] == kim.user["id"]
+        status, page = again.rest("GET", "/api/me/history")
+        assert status == 200 and [g["game_id"] for g in page["games"]] == [game_id]
+        assert page["rating"]["games"] == 1 and page["rating"]["wins"] == 1
+    finally:
+        drop_database(url)

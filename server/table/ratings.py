@@ -354,6 +354,8 @@ def _apply(store: Store, writes: Mapping[str, str | None]) -> None:
             current = store.get_value(key)
             if current == value or store.replace_value(key, current, value):
                 break
+        else:  # only a writer ignoring the lock could race it ten times
+            raise RuntimeError(f"ratings: {key} kept changing under the ratings lock")
 
 
 def _plan(store: Store, result: GameResult, clock: Callable[[], float]) -> dict[str, str | None]:
