@@ -141,9 +141,9 @@ def test_an_llm_seat_is_rated_by_its_spec_and_an_api_agent_by_its_token() -> Non
         {"seat": 1, "kind": "agent", "name": "Remote", "user_id": "token:abc", "bot": None},
     ]
     players = participants(seats, [0], [0, 1], None)
-    assert [(p.key, p.kind, p.user_id) for p in players] == [
-        ("bot:llm:openai:m?tom=0", "llm", None),
-        ("agent:abc", "agent", None),
+    assert [(p.key, p.kind, p.user_id, p.name) for p in players] == [
+        ("bot:llm:openai:m?tom=0", "llm", None, "llm:openai:m?tom=0 bot"),  # not the seat's chosen name
+        ("agent:abc", "agent", None, "Remote"),
     ]
 
 

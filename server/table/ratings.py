@@ -98,6 +98,15 @@ def player_identity(seat: Mapping[str, Any]) -> tuple[str, PlayerKind, str | Non
     return None
 
 
+def _player_name(seat: Mapping[str, Any], kind: PlayerKind) -> str:
+    """The name a player is listed under: a person's or an agent's own name; a bot's from its spec (as the
+    lobby names a bot seat by default), never the seat name a game's creator chose, which would rename the
+    bot on the leaderboard."""
+    if kind in ("bot", "llm"):
+        return f"{seat.get('bot')} bot"
+    return str(seat.get("name") or "?")
+
+
 def ranks(winners: Sequence[int], active: Sequence[int], seats: int) -> list[int]:
     """Each seat's rank (0 best): winners 0, the others still active 1, resigned 2; renumbered so the
     best rank present is 0 (a game without a winner is then a draw among the active seats)."""
@@ -122,7 +131,7 @@ def participants(
         key, kind, user_id = identity
         candidate = Participant(
             key=key,
-            name=str(record.get("name") or key),
+            name=_player_name(record, kind),
             kind=kind,
             seat=index,
             rank=seat_ranks[index],
@@ -246,7 +255,7 @@ def record_table_game(
             return settings.halls[hall].rated if hall in settings.halls else None
 
         result = game_result(
-            {**meta, "game_id": meta["game_id"]},
+            meta,
             seat_records,
             list(game.winners),
             game.active_seats,
@@ -298,9 +307,9 @@ def settle_pending(
                 raise
             # from here a failure leaves the journal in the lock: the next settle after it goes stale
             # applies it, so the game counts once
-            lock = _write_journal(store, lock, writes)
+            lock = _write_journal(store, lock, writes, clock)
             _apply(store, writes)
-            lock = _write_journal(store, lock, None)
+            lock = _write_journal(store, lock, None, clock)
             settled.append(game_id)
         store.replace_value(pending_key(game_id), text, None)
     store.replace_value(RATINGS_LOCK_KEY, lock, None)
@@ -336,11 +345,13 @@ def _acquire_lock(store: Store, clock: Callable[[], float]) -> str | None:
         pause = min(pause * 2, 0.1)
 
 
-def _write_journal(store: Store, lock: str, writes: dict[str, str | None] | None) -> str:
+def _write_journal(
+    store: Store, lock: str, writes: dict[str, str | None] | None, clock: Callable[[], float]
+) -> str:
     """The lock's value with ``writes`` as its journal (refreshing its time); raises if the lock was lost."""
     holder = json.loads(lock)
     holder["journal"] = writes
-    holder["at"] = time.time()
+    holder["at"] = clock()
     value = json.dumps(holder)
     if not store.replace_value(RATINGS_LOCK_KEY, lock, value):
         raise RuntimeError("the ratings lock was taken over while held: this settle stops")

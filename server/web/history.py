@@ -94,11 +94,14 @@ def shortdate(stamp: float) -> str:
     return datetime.fromtimestamp(float(stamp), UTC).strftime("%d %b %Y, %H:%M UTC")
 
 
-@history.errorhandler(ServerError)
-def _error(err: ServerError) -> tuple[Response, int] | tuple[str, int]:
+@history.errorhandler(Exception)
+def _error(err: Exception) -> tuple[Response, int] | tuple[str, int]:
+    """JSON routes answer every failure typed; pages show a refusal's sentence (bad paging links)."""
     if request.path.startswith("/api/"):
         return rest_error(err, current_services().settings.server.max_payload_bytes)
-    return render_template("history_error.html", message=err.message), err.status
+    if isinstance(err, ServerError):
+        return render_template("history_error.html", message=err.message), err.status
+    raise err
 
 
 @history.get("/api/me/history")
