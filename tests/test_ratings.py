@@ -4,6 +4,7 @@ objects, MongoDB over the wire), a crashed settle's journal applied once, and th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -155,6 +156,7 @@ def test_racing_finishes_update_each_rating_exactly_once(store_url: str) -> None
         result([human(0, "Ada"), bot(1, "random")], winners=[0]),
         result([human(0, "Ada"), bot(1, "tom1")], winners=[1]),
     ]
+    games[1] = dataclasses.replace(games[1], finished_at=games[0].finished_at + 1)  # the later one
     workers = [open_store(store_url) for _ in range(8)] if store_url != "memory://" else None
     shared = open_store(store_url) if workers is None else None
     try:
@@ -217,7 +219,7 @@ def test_history_pages_newest_first_and_bounded(store: Store) -> None:
     ids = []
     for k in range(5):
         game = result([human(0, "Ada"), bot(1, "random")], winners=[0])
-        game = GameResult(**{**game.__dict__, "finished_at": 1_700_000_000 + k})
+        game = dataclasses.replace(game, finished_at=1_700_000_000 + k)
         record_finished_game(store, game)
         ids.append(game.game_id)
     first, cursor = history_page(store, "u-ada", "", 2)
