@@ -273,6 +273,17 @@ class RoomsSection(_Section):
     )
 
 
+class RatingsSection(_Section):
+    """Players' ratings and the leaderboard (server/table/ratings.py, docs/ratings.md)."""
+
+    min_games: int = Field(
+        5,
+        ge=1,
+        le=1000,
+        description="rated games a player needs to be ranked on the leaderboard (fewer: listed apart)",
+    )
+
+
 class RateRule(_Section):
     """At most ``count`` events per ``seconds`` (a fixed window; see server/web/limits.py)."""
 
@@ -301,6 +312,15 @@ class LimitsSection(_Section):
         RateRule(count=10, seconds=600),
         description="wrong admin passwords from one address per window; then every admin password from it is "
         "refused until the window ends",
+    )
+    password_failures_per_address: RateRule | None = Field(
+        RateRule(count=20, seconds=600),
+        description="wrong passwords or login tokens for kept names from one address per window; then every "
+        "password login from it is refused until the window ends",
+    )
+    password_failures_per_name: RateRule | None = Field(
+        RateRule(count=10, seconds=600),
+        description="wrong passwords or login tokens for one kept name per window, from any address",
     )
     open_games_per_user: int | None = Field(
         10, ge=1, description="games waiting for players that one user may have created; null = unbounded"
@@ -431,6 +451,7 @@ class HallSettings(_Section):
     instances: InstanceSection = Field(default_factory=InstanceSection, description="instance choice")
     seats: list[SeatSpec] = Field(default_factory=list, description="per-seat kinds; [] = every seat open")
     allow_custom_seats: bool = Field(True, description="creators may choose seat kinds (e.g. add bots)")
+    rated: bool = Field(True, description="finished games count for ratings (false: study, paper halls)")
     game: dict[str, Any] = Field(
         default_factory=dict, description="GameSettings fields (server/game/settings.py) except ruleset"
     )
@@ -498,6 +519,7 @@ class Settings(_Section):
     limits: LimitsSection = Field(default_factory=LimitsSection)
     halls: dict[str, HallSettings] = Field(default_factory=_default_halls)
     prices: PricesSection = Field(default_factory=PricesSection)
+    ratings: RatingsSection = Field(default_factory=RatingsSection)
 
     # Where the YAML came from: relative paths are resolved against its folder. Not a settings key.
     base_dir: Path = Field(default=PROJECT_ROOT, exclude=True)

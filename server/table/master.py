@@ -72,6 +72,7 @@ from server.table.live import (
 )
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
+from server.table.ratings import record_table_game
 from server.table.timers import Scheduler
 from server.table.traces import TraceRecords, environment_secrets
 from server.table.transport import LOBBY_ROOM, NO_TRANSPORT, Transport, seat_room, spectator_room
@@ -692,6 +693,10 @@ class Table(BotSeats, TraceRecords):
             self.store.update_game(live.game_id, **done)
             live.meta.update(done)
             self._lobby_changed(live)
+            # ratings and the players' histories, once per game whichever worker gets here (ratings.py)
+            record_table_game(
+                self.store, self.settings, live.meta, [seat.record() for seat in live.seats], game
+            )
 
     # --------------------------------------------------------------------------------- after a change
     def _after_change(self, live: LiveGame, events: list[Event], records: list[dict[str, Any]]) -> None:

@@ -33,10 +33,12 @@ from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
 from server.web import csrf, sessions
+from server.web.accounts import accounts
 from server.web.admin import admin
 from server.web.auth import secret_key
 from server.web.beliefs import beliefs
 from server.web.deployment import DeploymentCaps, async_mode
+from server.web.history import history
 from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
 from server.web.pages import viewer_pages
@@ -135,6 +137,8 @@ def create_app(
 
     SocketProtocol(socketio).register()
     for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs):
+        app.register_blueprint(blueprint)
+    for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
     route_socketio_paths(app)
     _register_health_check(app, services)

@@ -147,6 +147,8 @@ LIMIT_SENTENCES = {
     "games_per_address": "games created from one network address",
     "logins_per_address": "logins from one network address",
     "admin_failures_per_address": "wrong admin passwords from one network address",
+    "password_failures_per_address": "wrong passwords of kept names from one network address",
+    "password_failures_per_name": "wrong passwords for this kept name",
     "socket_events_per_connection": "Socket.IO events from one connection",
     "socket_events_per_user": "Socket.IO events from one user",
 }

@@ -17,7 +17,8 @@ from server.game.queries import QUERY_MODELS
 from server.game.schemas import strict_args_schema
 from server.table.errors import SERVER_ERROR_CODES, ServerError, parse_count, parse_seconds
 from server.table.principal import Principal
-from server.web.auth import clean_display_name, require_principal, resolve_principal
+from server.web.accounts import log_in_by_name
+from server.web.auth import require_principal, resolve_principal
 from server.web.deployment import long_poll_slot, query_slot
 from server.web.errors import request_object, rest_error
 from server.web.messages import cancel_game_request, create_game_request, split_action
@@ -49,10 +50,13 @@ def _error(err: Exception) -> tuple[Response, int]:
 
 @api.post("/login")
 def login() -> tuple[Response, int]:
-    name = clean_display_name(body().get("name"))
+    data = body()
     services = current_services()
-    services.lobby.limiter.hit("logins_per_address", request.remote_addr or "unknown")
-    user = services.store.create_user(name)
+    address = request.remote_addr or "unknown"
+    # a kept name needs its password or login token (server/web/accounts.py)
+    user = log_in_by_name(
+        services.store, services.lobby.limiter, data.get("name"), data.get("password"), address
+    )
     current_sessions().log_in(user["id"])
     return ok({"user": {"id": user["id"], "name": user["name"], "kind": "human"}})
 

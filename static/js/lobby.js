@@ -4,6 +4,7 @@
 // when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
+import { loginSecret } from "/static/js/account.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -42,7 +43,7 @@ const loginForm = $("login-form");
 if (loginForm) {
   loginForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const answer = await request("POST", "/api/login", { name: $("login-name").value });
+    const answer = await request("POST", "/api/login", { name: $("login-name").value, ...loginSecret() });
     if (answer.ok) window.location.reload();
     else showError($("login-error"), answer);
   });
