@@ -115,5 +115,6 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "unknown_event": "no Socket.IO event of that name exists; see docs/protocol.md for the event list",
     "too_many_waits": "this user or network address holds as many open long polls (events?wait=) as "
     "server.max_waits_per_user / max_waits_per_address allow; poll without wait or close one (HTTP 429)",
+    "not_a_practice_game": "the game is not a practice game (/practice)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

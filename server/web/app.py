@@ -39,6 +39,7 @@ from server.web.deployment import DeploymentCaps, async_mode
 from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
 from server.web.pages import viewer_pages
+from server.web.practice import install_practice_hall, practice
 from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
@@ -87,6 +88,7 @@ def create_app(
     ``policy_factory(spec, seed)`` builds the policies of bot seats; by default the installed policy
     registry (entry point group ``tradecraft.policy_registry``) does: the server imports no bot."""
     settings = settings or load_settings(config_path)
+    install_practice_hall(settings)  # the guided practice game's hall (server/web/practice.py)
     logging.basicConfig(
         level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -133,7 +135,7 @@ def create_app(
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
 
     SocketProtocol(socketio).register()
-    for blueprint in (api, admin, replay, item_catalog, viewer_pages):
+    for blueprint in (api, admin, replay, item_catalog, viewer_pages, practice):
         app.register_blueprint(blueprint)
     route_socketio_paths(app)
     _register_health_check(app, services)

@@ -10,6 +10,7 @@ import { statusParts, standInBadge } from "./board.js";
 import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
+import { startPracticeGuide } from "./practice_guide.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -91,7 +92,22 @@ function render() {
   const focusKey = document.activeElement ? document.activeElement.dataset.focusKey : undefined;
   renderAll();
   restoreFocus(focusKey);
+  for (const listener of renderListeners) listener();
 }
+
+// What other modules (the practice guide) may read of the room, and when: after every redraw.
+const renderListeners = [];
+const roomView = {
+  root,
+  state: () => ({
+    view: envelope ? envelope.view : null,
+    seat: envelope ? envelope.seat : null,
+    status: envelope ? envelope.status : null,
+    events: [...events.values()],
+  }),
+  onRender: (listener) => renderListeners.push(listener),
+};
+if (root.dataset.practice === "true") startPracticeGuide(roomView); // server/web/practice.py
 
 /** A redraw replaces the controls: the keyboard focus goes back to the control that stands for the same
  * thing (the same item button, the same count field), else to the status bar (see keepFocus). */
