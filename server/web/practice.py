@@ -4,8 +4,9 @@
   instance (``practice_games/minecraft/practice/guided.json``: you hold 2 cobblestone and need 4 torches, the
   partner holds coal and sticks) against ``practice_partner`` (agents/bots/practice_partner.py), which
   accepts every proposal and, on its turn, offers 1 stick for 1 cobblestone. No deadlines, no value reports,
-  passing allowed. The hall is unlisted: the lobby offers it nowhere and lists none of its games (nobody can
-  join one: its only open seat is taken by its creator at creation). Practice games are unrated.
+  passing allowed, whole crafting runs. The hall is unlisted: the lobby offers it nowhere and lists none of
+  its games (nobody can join one: its only open seat is taken by its creator at creation). Practice games
+  are unrated.
 - :func:`start_practice` gives a person their practice game: the one still running, or a new one (through
   the lobby, so its abuse limits apply). The game room (``/games/<id>``) shows the guide
   (static/js/practice_guide.js) over the real controls.
@@ -50,7 +51,13 @@ PRACTICE_HALL = HallSettings(
     seats=[SeatSpec(kind="human"), SeatSpec(kind="bot", bot=PRACTICE_PARTNER, name="Sam")],
     allow_custom_seats=False,
     listed=False,
-    game={"max_turns": 6, "allow_pass": True, "first_proposer": 0, "tom_orders": []},
+    game={
+        "max_turns": 6,
+        "crafting_runs": "whole",
+        "allow_pass": True,
+        "first_proposer": 0,
+        "tom_orders": [],
+    },
 )
 
 
