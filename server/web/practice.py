@@ -148,8 +148,8 @@ def _ok(payload: dict[str, Any], status: int = 200) -> tuple[Response, int]:
     return jsonify({"ok": True, **payload}), status
 
 
-@practice.errorhandler(ServerError)
-def _error(err: Exception) -> tuple[Response, int]:
+@practice.errorhandler(Exception)
+def _error(err: Exception) -> tuple[Response, int]:  # typed answers, as every /api route gives
     return rest_error(err, current_services().settings.server.max_payload_bytes)
 
 
