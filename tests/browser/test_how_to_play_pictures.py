@@ -142,7 +142,10 @@ def test_pictures_of_the_real_screens(server: ServerProcess, browser: Browser) -
         assert (PICTURES / f"{name}.png").stat().st_size < 150_000, name
 
 
-@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, {"width": 390, "height": 844}])
+@pytest.mark.parametrize(
+    "viewport",
+    [{"width": 1280, "height": 900}, {"width": 768, "height": 1024}, {"width": 390, "height": 844}],
+)
 def test_how_to_play_shows_every_picture(
     server: ServerProcess, browser: Browser, artifacts: Path, viewport: dict[str, int]
 ) -> None:
