@@ -219,10 +219,13 @@ export const PRACTICE_STEPS = [
     number: 2,
     title: "Propose a trade",
     when: (state) => legal(state, "propose"),
-    text: () =>
-      draftReady()
-        ? "Now press Propose. The proposal goes to Sam only."
-        : `It is your turn to propose. In the hands below, click ${PARTNER}'s Coal to ask for it and your Cobblestone to give one, then press Propose.`,
+    text: (state) => {
+      if (draftReady()) return `Now press Propose. The proposal goes to ${PARTNER} only.`;
+      // the first time the coal; after a detour (a rejected stick, say) whatever is still missing
+      const wanted = ["coal", "stick"].filter((item) => held(myHand(state), item) < 1);
+      const ask = wanted.length ? wanted.map((item) => (item === "coal" ? "Coal" : "Stick")).join(" and ") : "an item";
+      return `It is your turn to propose. In the hands below, click ${PARTNER}'s ${ask} to ask for it and your Cobblestone to give one, then press Propose.`;
+    },
     target: () => (draftReady() ? $("propose-send") : $("room-propose")),
   },
   {

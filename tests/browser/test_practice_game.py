@@ -161,3 +161,30 @@ def test_completion_is_refused_before_the_game_is_won(server: ServerProcess, bro
     status_now = page.evaluate("async () => (await fetch('/api/practice')).json()")
     assert status_now["completed"] is False
     context.close()
+
+
+def test_the_guide_follows_a_player_who_leaves_the_script(server: ServerProcess, browser: Browser) -> None:
+    """Rejecting the partner's stick is allowed: the guide then asks for the stick on the next proposal."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors = page_errors(page)
+    page.goto(server.url + "/practice")
+    page.get_by_role("textbox", name="Display name").fill("Detour")
+    page.get_by_role("button", name="Start the practice").click()
+    guide_step(page, "welcome")
+    page.get_by_role("button", name="Next").click()
+    guide_step(page, "propose")
+    expect(page.locator("#practice-guide")).to_contain_text("click Sam's Coal and Stick to ask")
+    page.get_by_role("button", name="Ask for 1 × Coal").click()
+    page.get_by_role("button", name="Give 2 × Cobblestone").click()
+    page.locator("#propose-send").click()
+    guide_step(page, "craft_wait")
+    page.locator("#craft-finish").click()
+    guide_step(page, "accept")
+    page.get_by_role("button", name="Reject").click()
+    guide_step(page, "craft_wait")
+    page.locator("#craft-finish").click()
+    guide_step(page, "propose")
+    expect(page.locator("#practice-guide")).to_contain_text("click Sam's Stick to ask")
+    assert errors == []
+    context.close()
