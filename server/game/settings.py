@@ -104,6 +104,13 @@ class GameSettings(_Settings):
             "[] for a seat = no reports; an empty outer list = no reports at all"
         ),
     )
+    tom_report_items: Literal["all", "compact"] = Field(
+        "all",
+        description=(
+            "the items a ToM report values: all = every item in the public hands (the paper's); compact = "
+            "only those some recipe the pooled hands can run would use (craft_rules/report_items.py)"
+        ),
+    )
     allow_pass: bool = Field(True, description="whether a proposer may skip proposing")
     message_max_chars: int = Field(500, ge=0, description="longest proposal / reply message")
     end_condition: Literal["first_win", "all_win"] = Field(

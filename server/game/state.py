@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from craft_rules.crafting import floor_hand, fmt_qty
 from craft_rules.model import RuleSet
+from craft_rules.report_items import compact_report_items
 from craft_rules.tasks import TaskInstance
 from server.game import checks
 from server.game.actions import Action, parse_action
@@ -683,6 +684,8 @@ class Game:
         reporters = [s for s in range(self._n) if self._active[s] and self.settings.orders_for(s)]
         if reporters:
             items = sorted({item for hand in self._hands for item, count in hand.items() if count > 0})
+            if self.settings.tom_report_items == "compact":
+                items = compact_report_items(self.rules, items)
             self._emit(
                 "phase_started",
                 None,

@@ -452,6 +452,9 @@ class HallSettings(_Section):
     seats: list[SeatSpec] = Field(default_factory=list, description="per-seat kinds; [] = every seat open")
     allow_custom_seats: bool = Field(True, description="creators may choose seat kinds (e.g. add bots)")
     rated: bool = Field(True, description="finished games count for ratings (false: study, paper halls)")
+    listed: bool = Field(
+        True, description="shown in the lobby (its form and game lists); false: a page's own hall (practice)"
+    )
     game: dict[str, Any] = Field(
         default_factory=dict, description="GameSettings fields (server/game/settings.py) except ruleset"
     )

@@ -121,5 +121,6 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "wrong_password": "the password or login token does not match the kept name (HTTP 401; counted by "
     "limits.password_failures_per_address and password_failures_per_name)",
     "invalid_password": "a new password is shorter or longer than a kept name's password may be",
+    "not_a_practice_game": "the game is not a practice game (/practice)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

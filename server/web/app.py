@@ -42,6 +42,7 @@ from server.web.history import history
 from server.web.item_catalog import item_catalog
 from server.web.lobby import Lobby
 from server.web.pages import viewer_pages
+from server.web.practice import install_practice_hall, practice
 from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
@@ -90,6 +91,7 @@ def create_app(
     ``policy_factory(spec, seed)`` builds the policies of bot seats; by default the installed policy
     registry (entry point group ``tradecraft.policy_registry``) does: the server imports no bot."""
     settings = settings or load_settings(config_path)
+    install_practice_hall(settings)  # the guided practice game's hall (server/web/practice.py)
     logging.basicConfig(
         level=settings.server.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -136,7 +138,7 @@ def create_app(
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
 
     SocketProtocol(socketio).register()
-    for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs):
+    for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs, practice):
         app.register_blueprint(blueprint)
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)

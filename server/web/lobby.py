@@ -158,6 +158,7 @@ class Lobby:
                 "settings": hall.game_settings().model_dump(mode="json"),
             }
             for name, hall in self.settings.halls.items()
+            if hall.listed
         ]
 
     def instance_pool(self, hall: HallSettings) -> list[str]:
@@ -636,11 +637,17 @@ class Lobby:
         limit = max(1, min(parse_count(limit, "limit"), 1000))
         out = []
         for meta in self.store.list_games(status=status, limit=limit):
+            if not self._listed(meta.get("hall")):
+                continue  # e.g. practice games: nobody else joins or watches them from the lobby
             seats = [SeatState.from_record(r) for r in meta.get("seats", [])]
             if meta.get("status") == "waiting":
                 self._merge_claims(meta["game_id"], seats)
             out.append(summarize(meta, seats))
         return out
+
+    def _listed(self, hall_name: Any) -> bool:
+        hall = self.settings.halls.get(hall_name) if isinstance(hall_name, str) else None
+        return hall is None or hall.listed
 
     def _merge_claims(self, game_id: str, seats: list[SeatState]) -> None:
         for seat in seats:

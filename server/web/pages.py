@@ -26,6 +26,7 @@ from flask.blueprints import BlueprintSetupState
 
 from server.table.errors import ServerError
 from server.web.auth import resolve_principal
+from server.web.practice import PRACTICE_HALL_NAME
 from server.web.services import current_services
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ def game_page(template: str, game_id: str) -> str:
         game_id=game_id,
         title=meta.get("title"),
         ruleset=ruleset if ruleset in services.rulesets else None,
+        practice=meta.get("hall") == PRACTICE_HALL_NAME,  # the room shows the guide (practice_guide.js)
     )
 
 

@@ -11,6 +11,8 @@ import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
 import { showBeliefs } from "./beliefs_chart.js";
+import { startPracticeGuide } from "./practice_guide.js";
+import { renderValueReport, readValueReport } from "./value_report.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -92,7 +94,22 @@ function render() {
   const focusKey = document.activeElement ? document.activeElement.dataset.focusKey : undefined;
   renderAll();
   restoreFocus(focusKey);
+  for (const listener of renderListeners) listener();
 }
+
+// What other modules (the practice guide) may read of the room, and when: after every redraw.
+const renderListeners = [];
+const roomView = {
+  root,
+  state: () => ({
+    view: envelope ? envelope.view : null,
+    seat: envelope ? envelope.seat : null,
+    status: envelope ? envelope.status : null,
+    events: [...events.values()],
+  }),
+  onRender: (listener) => renderListeners.push(listener),
+};
+if (root.dataset.practice === "true") startPracticeGuide(roomView); // server/web/practice.py
 
 /** A redraw replaces the controls: the keyboard focus goes back to the control that stands for the same
  * thing (the same item button, the same count field), else to the status bar (see keepFocus). */
@@ -331,12 +348,8 @@ function renderPropose(view, mine) {
   $("propose-pass").hidden = !view.legal_actions.includes("pass");
 }
 
-// The ToM report: one 0-10 slider per item for each asked order (v0: you; v1: what an opponent needs;
-// v2: what an opponent thinks you need). A slider starts unset (no value that could anchor the answer);
-// the report is sent only when every slider was moved.
+// The value report (ToM report): static/js/value_report.js draws it once per turn and reads it when sent.
 let tomShownFor = null;
-// the keys that choose a range input's value (Tab, a screen reader's reading keys and the like do not)
-const VALUE_KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
 
 function renderToM(view, mine) {
   const panel = $("room-tom");
@@ -346,79 +359,16 @@ function renderToM(view, mine) {
   const key = `${view.turn}:${duty.orders.join(",")}:${duty.items.join(",")}`;
   if (tomShownFor === key) return; // keep what the player has set so far
   tomShownFor = key;
-  const groups = $("tom-groups");
-  groups.replaceChildren();
-  const asked = [];
-  if (duty.orders.includes(0)) asked.push({ order: "v0", opponent: null, title: ["How much do YOU need each item?"] });
-  for (const opponent of duty.opponents) {
-    const who = seatRef(opponent);
-    if (duty.orders.includes(1)) asked.push({ order: "v1", opponent, title: parts`How much does ${who} need each item?` });
-    if (duty.orders.includes(2)) asked.push({ order: "v2", opponent, title: parts`How much does ${who} think YOU need each item?` });
-  }
-  for (const { order, opponent, title } of asked) {
-    const fieldset = el("fieldset", "tom-group");
-    const legend = el("legend");
-    legend.append(...partsNodes(title, seats, { mine }));
-    fieldset.append(legend);
-    for (const item of duty.items) {
-      const row = el("div", "tom-row");
-      const id = `tom-${order}-${opponent ?? "self"}-${item}`;
-      const label = el("label", null, itemName(item, ruleset));
-      label.htmlFor = id;
-      const slider = el("input", "tom-slider unset");
-      slider.type = "range";
-      slider.min = "0";
-      slider.max = "10";
-      slider.step = "1";
-      // Set type-first, the line already holds 10 (the 0-100 default, 50, clamped to the new max): a click
-      // on its right end or End then changes nothing and fires no input event. Whatever it holds, "not set"
-      // is left by any choice, including the value it already holds, so a click or a value key sets it too.
-      slider.value = "5";
-      slider.id = id;
-      slider.dataset.order = order;
-      slider.dataset.item = item;
-      if (opponent !== null) slider.dataset.opponent = String(opponent);
-      slider.setAttribute("aria-valuetext", "not set");
-      const shown = el("output", "tom-value", "not set");
-      shown.htmlFor = id;
-      const choose = () => {
-        slider.classList.remove("unset");
-        slider.setAttribute("aria-valuetext", slider.value);
-        shown.textContent = slider.value;
-        showError("room-tom-error", "");
-      };
-      slider.addEventListener("input", choose);
-      slider.addEventListener("change", choose);
-      slider.addEventListener("click", choose); // after the pointer is released: the value it chose
-      slider.addEventListener("keyup", (event) => {
-        if (VALUE_KEYS.has(event.key)) choose();
-      });
-      row.append(iconFor(item, ruleset), label, slider, shown);
-      fieldset.append(row);
-    }
-    groups.append(fieldset);
-  }
+  renderValueReport($("tom-groups"), { view, mine, seats, ruleset, onChoose: () => showError("room-tom-error", "") });
 }
 
 $("tom-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const sliders = [...document.querySelectorAll("#tom-groups .tom-slider")];
-  const unset = sliders.filter((s) => s.classList.contains("unset"));
+  const { report, unset } = readValueReport($("tom-groups"));
   if (unset.length) {
     showError("room-tom-error", `Set every slider first (click its line): ${unset.length} still not set.`);
     unset[0].focus();
     return;
-  }
-  const report = { v0: null, v1: null, v2: null };
-  for (const slider of sliders) {
-    const { order, item, opponent } = slider.dataset;
-    const value = Number(slider.value);
-    if (order === "v0") {
-      report.v0 = { ...(report.v0 || {}), [item]: value };
-    } else {
-      report[order] = report[order] || {};
-      report[order][opponent] = { ...(report[order][opponent] || {}), [item]: value };
-    }
   }
   await act("report_tom", report, "room-tom-error");
 });
