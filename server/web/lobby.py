@@ -602,8 +602,9 @@ class Lobby:
         return choice, instance, None  # no file: the game's record holds the whole instance
 
     def my_games(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
-        """The games in which ``principal`` holds a seat (newest first, among the latest
-        :data:`MY_GAMES_SCAN` of each status), each summary with ``your_seats``."""
+        """The games in which ``principal`` holds a seat, and the waiting games it created without taking one
+        (so it can cancel them), newest first, among the latest :data:`MY_GAMES_SCAN` of each status; each
+        summary with ``your_seats``."""
         mine = []
         for status in ("waiting", "running", "finished", "aborted"):
             for meta in self.store.list_games(status=status, limit=MY_GAMES_SCAN):
@@ -611,7 +612,7 @@ class Lobby:
                 if status == "waiting":
                     self._merge_claims(meta["game_id"], seats)
                 held = [s.seat for s in seats if s.user_id == principal.id]
-                if held:
+                if held or (status == "waiting" and meta.get("created_by") == principal.id):
                     # the caller's own fact (never another's user id): the GUI offers Cancel on it
                     cancellable = status == "waiting" and meta.get("created_by") == principal.id
                     mine.append({**summarize(meta, seats), "your_seats": held, "cancellable": cancellable})
