@@ -122,7 +122,7 @@ def join_offer(game: dict[str, Any], principal: Principal | None, your_seats: li
     if not takeable:
         accepts = {s.get("accepts") for s in free}
         if accepts == {"agent"}:
-            why = "The open seat is for a program (an API agent), not for a person."
+            why = "The open seat is for a program (an API agent), not a person."
         elif accepts == {"human"} and kind != "human":
             why = "The open seat is for a person."
         else:

@@ -119,7 +119,7 @@ function renderAll() {
   root.dataset.logSize = String(envelope ? envelope.log_size : 0);
   renderTabTitle(view);
   renderWaitingRoom();
-  roomControls.render(envelope);
+  roomControls.render(envelope, seats);
   $("room-hands").closest("section").hidden = !view; // no hands are dealt before the game starts
   if (!view) {
     renderTimeline();

@@ -42,7 +42,7 @@ export function gapNote(partsList, seats, mine) {
 }
 
 /** The waiting room's sentence: which seats are still open, and how each gets filled. An agent's seat is
- * filled by a program with an API token, never from the lobby. */
+ * filled by a program with an API token, never from the lobby (renderAgentHelp shows the command). */
 export function waitingRoomText(seats) {
   const open = seats.filter((s) => !s.taken);
   if (!open.length) return "Every seat is taken: the game is starting…";
@@ -50,17 +50,30 @@ export function waitingRoomText(seats) {
   const forPeople = open.filter((s) => s.accepts !== "agent");
   const forAgents = open.filter((s) => s.accepts === "agent");
   const said = ["The game starts when every seat is taken."];
-  if (forAgents.length) {
-    said.push(
-      `${names(forAgents)} ${forAgents.length > 1 ? "wait" : "waits"} for a program (an API agent), not for a person: ` +
-        "the game's creator connects one with an API token from the server's operator, e.g. " +
-        "`tradecraft bot --server URL --game GAME_ID --policy random` (see docs/agents.md). People cannot take it from the lobby.",
-    );
-  }
   if (forPeople.length) {
     said.push(`Still open for people: ${names(forPeople)}. Others join from the lobby's Open table, or with this page's address:`);
   }
+  if (forAgents.length) {
+    const which = names(forAgents);
+    said.push(
+      `${which.charAt(0).toUpperCase()}${which.slice(1)} ${forAgents.length > 1 ? "are" : "is"} for a program (an API agent), ` +
+        "not for a person, so nobody can take it from the lobby.",
+    );
+  }
   return said.join(" ");
+}
+
+/** For open agent seats: how the game's creator connects an agent (docs/agents.md, `tradecraft bot`), with
+ * this game's address and id filled in; the share link is hidden when no seat is left for people. */
+function renderAgentHelp(seats, gameId, waiting) {
+  const open = waiting ? seats.filter((s) => !s.taken) : [];
+  const forAgents = open.filter((s) => s.accepts === "agent");
+  const help = $("room-agent-help");
+  help.hidden = forAgents.length === 0;
+  $("room-lobby-link").parentElement.hidden = waiting && open.length > 0 && open.every((s) => s.accepts === "agent");
+  if (help.hidden) return;
+  const command = `TRADECRAFT_TOKEN=tc_… tradecraft bot --server ${window.location.origin} --game ${gameId} --seat ${forAgents[0].seat} --policy random`;
+  $("room-agent-command").textContent = command;
 }
 
 /** The controls of one room: `act(type, fields, errorBoxId)` sends an action as the room does; `socket`
@@ -71,8 +84,9 @@ export function createRoomControls({ gameId, socket, act }) {
   let rematchAsked = false;
   let shown = null;
 
-  function render(envelope) {
+  function render(envelope, seats) {
     shown = envelope;
+    renderAgentHelp(seats, gameId, Boolean(envelope && envelope.status === "waiting"));
     const view = envelope ? envelope.view : null;
     const mine = envelope ? envelope.seat : null;
     const seated = mine !== null && mine !== undefined;
@@ -98,7 +112,7 @@ export function createRoomControls({ gameId, socket, act }) {
     if (rematchId !== null) link.href = `/games/${encodeURIComponent(rematchId)}`;
     $("room-rematch-start").hidden = rematchId !== null;
     $("room-rematch-text").textContent = rematchId === null
-      ? "Play again: a new game of the same kind, with the same bots and a new task."
+      ? "Play again: a new game of the same kind with the same bots, its task dealt as for any new game."
       : "A rematch of this game is waiting for you.";
   }
 
