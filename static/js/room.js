@@ -113,6 +113,7 @@ function renderAll() {
   const mine = envelope ? envelope.seat : null;
   let status = partsNodes(statusParts(view, mine), seats, { mine });
   if (envelope && envelope.status === "waiting") status = ["Waiting for the other players to join…"];
+  if (envelope && envelope.status === "aborted" && !view) status = ["Closed before it started."];
   if (view && view.your_turn) status = ["Your move. ", ...status];
   $("room-status").replaceChildren(...status);
   renderPlayers(mine);
@@ -612,7 +613,9 @@ socket.on("connect", async () => {
       ? { href: "/", text: "Choose a display name in the lobby" }
       : code === "game_full" || code === "seat_taken"
         ? { href: `/games/${encodeURIComponent(gameId)}/watch`, text: "Open the spectator page" }
-        : null;
+        : code === "game_cancelled"
+          ? { href: "/", text: "Back to the lobby" }
+          : null;
     if (next) {
       const link = el("a", null, next.text);
       link.href = next.href;

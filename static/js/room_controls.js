@@ -92,6 +92,7 @@ export function createRoomControls({ gameId, socket, act }) {
     const seated = mine !== null && mine !== undefined;
     const waiting = Boolean(envelope && envelope.status === "waiting");
     $("room-leave-row").hidden = !(waiting && seated);
+    $("room-closed").hidden = !(envelope && envelope.status === "aborted" && !view);
     const playing = Boolean(view && seated && !view.finished && envelope.status === "running");
     const active = playing && view.active[mine] !== false;
     $("room-resign-bar").hidden = !active;
@@ -125,6 +126,17 @@ export function createRoomControls({ gameId, socket, act }) {
       renderRematch();
     }
   }
+
+  const CLOSED_BECAUSE = {
+    cancelled: "Its creator cancelled it before every seat was taken.",
+    expired: "Nobody took the last seats in time, so it expired.",
+  };
+  socket.on("game_cancelled", (data) => {
+    if (data && data.game_id === gameId) {
+      $("room-closed-text").textContent = CLOSED_BECAUSE[data.reason] || "It was closed before every seat was taken.";
+      $("room-closed").hidden = false;
+    }
+  });
 
   socket.on("rematch", (data) => {
     if (data && data.game_id === gameId && typeof data.rematch === "string") {

@@ -205,6 +205,27 @@ def test_cancel_leave_and_seats_the_viewer_cannot_take(
     expect(ada.locator("#room-players")).not_to_contain_text("Dan")
     expect(ada.locator("#room-lobby-text")).to_contain_text("seat 2, seat 3")
     expect(lobby_row(bob, trio).get_by_role("link", name="Join")).to_be_visible()
+
+    # from the lobby too: join, then Leave in My games
+    lobby_row(bob, trio).get_by_role("link", name="Join").click()
+    expect(bob.locator("#room[data-ready=true]")).to_be_attached()
+    bob.goto(server.url + "/")
+    lobby_row(bob, trio, "#mine-panel").get_by_role("button", name=f"Leave game {trio}").click()
+    expect(lobby_row(bob, trio, "#mine-panel")).to_have_count(0)
+    expect(ada.locator("#room-players")).not_to_contain_text("Dan")
+
+    # Dan sits again; Cleo cancels the game from another tab: Dan's room says so and where to go
+    lobby_row(bob, trio).get_by_role("link", name="Join").click()
+    expect(bob.locator("#room[data-ready=true]")).to_be_attached()
+    creator_tab = ada.context.new_page()
+    creator_tab.goto(server.url + "/")
+    lobby_row(creator_tab, trio, "#mine-panel").get_by_role("button", name=f"Cancel game {trio}").click()
+    closed = bob.locator("#room-closed")
+    expect(closed).to_contain_text("Its creator cancelled it")
+    expect(closed.get_by_role("link", name="Back to the lobby")).to_be_visible()
+    expect(bob.locator("#room-status")).to_have_text("Closed before it started.")
+    expect(bob.get_by_role("button", name="Leave this game")).to_be_hidden()
+    bob.screenshot(path=artifacts / "deadends-cancelled-phone.png", full_page=True)
     assert errors == []
     for page in (ada, bob):
         page.context.close()
