@@ -216,6 +216,20 @@ def test_a_rematch_is_offered_to_the_other_player_only_and_two_requests_make_one
     assert eve.messages("rematch") == []  # a spectator is not told
 
 
+def test_a_rematch_cancelled_before_it_started_makes_way_for_a_new_one(app: InProcessApp) -> None:
+    ada, bob = person(app, "Ada"), person(app, "Bob")
+    game_id = create(ada, "duel")
+    assert bob.call("join", {"game_id": game_id})["seat"] == 1
+    assert ada.call("resign", {"game_id": game_id})["view"]["finished"]
+    status, first = ada.rest("POST", f"/api/games/{game_id}/rematch", {})
+    assert status == 200 and summary(app, first["game"]["game_id"])["status"] == "waiting", first
+    assert ada.rest("POST", f"/api/games/{first['game']['game_id']}/cancel", {})[0] == 200
+    status, second = bob.rest("POST", f"/api/games/{game_id}/rematch", {})
+    assert status == 200, second
+    assert second["game"]["game_id"] != first["game"]["game_id"] and second["game"]["your_seat"] == 0
+    assert ada.rest("GET", f"/api/games/{game_id}/rematch")[1]["rematch"] == second["game"]["game_id"]
+
+
 # ---------------------------------------------------------------------------------- races across workers
 @pytest.fixture(params=["sqlite", "mongodb"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:

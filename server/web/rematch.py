@@ -5,9 +5,10 @@ limits and instance choice apply: a new draw or a new deal, never the finished g
 difficulty band its creator asked for is asked for again), with the same seat kinds (the same built-in bots
 and LLM specs; a person's or an agent's seat stays open to that kind), and the requester seated in it.
 
-One finished game has at most one rematch: the first request claims :func:`rematch_key` with a conditional
-write (``creating``), creates the game, then records its id there; a second request (the same person again,
-or another player of the finished game) joins that game instead of making another. The other people of the
+One finished game has at most one rematch at a time: the first request claims :func:`rematch_key` with a
+conditional write (``creating``), creates the game, then records its id there; a second request (the same
+person again, or another player of the finished game) joins that game instead of making another. A rematch
+closed before it started (cancelled, expired) makes way for a new one. The other people of the
 finished game are told (a ``rematch`` push to their seats' rooms, and ``GET .../rematch`` for a page loaded
 later); nobody else is.
 """
@@ -58,6 +59,9 @@ def request_rematch(lobby: Lobby, game_id: Any, principal: Principal, address: s
             continue
         record = _read(current)
         if isinstance(record.get("game_id"), str):
+            if _closed_unstarted(lobby, record["game_id"]):  # cancelled or expired: a new one may be made
+                lobby.store.replace_value(key, current, None)
+                continue
             return _join(lobby, record["game_id"], principal)
         if claim_is_stale(record):  # the creating request crashed: take its place
             lobby.store.replace_value(key, current, None)
@@ -116,6 +120,11 @@ def _create(
         if seat.kind == "human" and seat.user_id != principal.id:
             lobby.table.transport.push("rematch", offer, seat_room(str(meta["game_id"]), seat.seat), None)
     return {**game, "rematch_of": meta["game_id"]}
+
+
+def _closed_unstarted(lobby: Lobby, game_id: str) -> bool:
+    meta = lobby.store.get_game(game_id)
+    return meta is None or (meta.get("status") == "aborted" and meta.get("started_at") is None)
 
 
 def _join(lobby: Lobby, game_id: str, principal: Principal) -> dict[str, Any]:
