@@ -105,6 +105,7 @@ def test_resign_rematch_and_the_timeline_of_a_pass(
     resigned = ada.locator("#room-resigned")
     expect(resigned).to_be_visible()
     expect(resigned.get_by_role("link", name="Back to the lobby")).to_be_visible()
+    assert axe_violations(ada) == []
     expect(ada.get_by_role("button", name="Resign…")).to_be_hidden()
     expect(bob.locator("#room-timeline")).to_contain_text("Ada left the game.")
     expect(bob.locator("#room-end")).to_be_hidden()
@@ -165,6 +166,9 @@ def test_cancel_leave_and_seats_the_viewer_cannot_take(
     ada.goto(server.url + "/")
     row = lobby_row(ada, unjoined, "#mine-panel")
     expect(row).to_contain_text("created by you, not joined")
+    ada.set_viewport_size({"width": 768, "height": 1024})
+    assert_fits_width(ada)
+    assert axe_violations(ada) == []
     ada.locator("#mine-panel").screenshot(path=artifacts / "deadends-my-games-unjoined.png")
     row.get_by_role("button", name=f"Cancel game {unjoined}").click()
     expect(lobby_row(ada, unjoined, "#mine-panel")).to_have_count(0)
@@ -179,6 +183,7 @@ def test_cancel_leave_and_seats_the_viewer_cannot_take(
     expect(ada.locator("#room-lobby-link")).to_be_hidden()  # no seat left for people: no link to share
     ada.set_viewport_size({"width": 390, "height": 844})
     assert_fits_width(ada)
+    assert axe_violations(ada) == []
     ada.screenshot(path=artifacts / "deadends-waiting-for-agent-phone.png", full_page=True)
     ada.set_viewport_size({"width": 1280, "height": 900})
     bob.goto(server.url + "/")
@@ -193,6 +198,7 @@ def test_cancel_leave_and_seats_the_viewer_cannot_take(
     trio = create(ada, "trio", ["open", "open", "open"])
     bob.goto(server.url + "/")
     assert_fits_width(bob)
+    assert axe_violations(bob) == []
     bob.screenshot(path=artifacts / "deadends-lobby-offers-phone.png", full_page=True)
     lobby_row(bob, trio).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
