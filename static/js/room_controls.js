@@ -49,10 +49,7 @@ export function waitingRoomText(seats) {
   const names = (list) => list.map((s) => `seat ${s.seat + 1}`).join(", ");
   const forPeople = open.filter((s) => s.accepts !== "agent");
   const forAgents = open.filter((s) => s.accepts === "agent");
-  const said = ["The game starts when every seat is taken."];
-  if (forPeople.length) {
-    said.push(`Still open for people: ${names(forPeople)}. Others join from the lobby's Open table, or with this page's address:`);
-  }
+  const said = [`The game starts when every seat is taken; still open: ${names(open)}.`];
   if (forAgents.length) {
     const which = names(forAgents);
     said.push(
@@ -60,6 +57,7 @@ export function waitingRoomText(seats) {
         "not for a person, so nobody can take it from the lobby.",
     );
   }
+  if (forPeople.length) said.push("Others join from the lobby's Open table, or with this page's address:");
   return said.join(" ");
 }
 

@@ -74,7 +74,7 @@ def test_resign_rematch_and_the_timeline_of_a_pass(
     bob = person(browser, server.url, "Bob", (390, 844))
     errors = page_errors(ada) + page_errors(bob)
     game_id = create(ada, "trio", ["open", "open", "bot:random"])
-    expect(ada.locator("#room-lobby-text")).to_contain_text("Still open for people: seat 2")
+    expect(ada.locator("#room-lobby-text")).to_contain_text("still open: seat 2.")
     bob.goto(server.url + "/")
     lobby_row(bob, game_id).get_by_role("link", name="Join").click()
     expect(bob.locator("#room[data-ready=true]")).to_be_attached()
@@ -233,5 +233,25 @@ def test_cancel_leave_and_seats_the_viewer_cannot_take(
     expect(bob.get_by_role("button", name="Leave this game")).to_be_hidden()
     bob.screenshot(path=artifacts / "deadends-cancelled-phone.png", full_page=True)
     assert errors == []
+    for page in (ada, bob):
+        page.context.close()
+
+
+def test_in_a_duel_the_other_player_reads_passed(server: ServerProcess, browser: Browser) -> None:
+    ada = person(browser, server.url, "Ola")
+    bob = person(browser, server.url, "Per")
+    game_id = create(ada, "duel", ["open", "open"])
+    bob.goto(f"{server.url}/games/{game_id}")
+    expect(bob.locator("#room[data-ready=true]")).to_be_attached()
+    for page in (ada, bob):
+        expect(page.locator("#room-hands-panel")).to_be_visible()  # the game has started
+    ada_proposes = ada.get_by_role("button", name="Pass").is_visible()
+    proposer, other, name = (ada, bob, "Ola") if ada_proposes else (bob, ada, "Per")
+    proposer.get_by_role("button", name="Pass").click()
+    # any proposal would have come to the other player: "passed" tells them nothing new
+    expect(other.locator("#room-timeline .timeline-gap")).to_contain_text(
+        f"{name} passed: no trade this turn."
+    )
+    expect(proposer.locator("#room-timeline .timeline-gap")).to_have_count(0)  # the proposer has its own line
     for page in (ada, bob):
         page.context.close()
