@@ -297,8 +297,14 @@ class Table(BotSeats, TraceRecords):
             return
         self._refresh_seats(live)
         if not all(s.taken for s in live.seats):
-            # a leave (in another process) freed a seat between the count and the decision: undo the start
+            # a leave (in another process) freed a seat between the count and the decision: undo the start,
+            # and record the seats as the claims now have them (this worker's count was stale)
             self.store.replace_value(waiting_ended_key(live.game_id), "started", None)
+            records = [s.record() for s in live.seats]
+            self.store.update_game(live.game_id, seats=records)
+            live.meta["seats"] = records
+            self._push_seats(live)
+            self._lobby_changed(live)
             return
         self.scheduler.cancel(expiry_timer_key(live.game_id))
         self._release_open_slot(live)

@@ -644,12 +644,16 @@ class Lobby:
         return out
 
     def _merge_claims(self, game_id: str, seats: list[SeatState]) -> None:
+        """A waiting game's seats as their claims (the authority) have them: a seat left since the record
+        was written is open (server/web/seat_moves.py)."""
         for seat in seats:
-            if seat.accepts != "bot" and seat.user_id is None:
+            if seat.accepts != "bot":
                 claim = self.store.get_value(seat_claim_key(game_id, seat.seat))
                 if claim:
                     holder = json.loads(claim)
                     seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
+                else:
+                    seat.kind, seat.name, seat.user_id = None, None, None
 
     def summary(self, game_id: Any) -> dict[str, Any]:
         live = self.table.get(game_id)
