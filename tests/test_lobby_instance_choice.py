@@ -166,9 +166,12 @@ def test_an_admin_lists_instances_with_their_difficulty_and_picks_one(app: InPro
 def test_my_games_lists_the_games_i_hold_a_seat_in(app: InProcessApp) -> None:
     ada, bob = login(app, "Ada M"), login(app, "Bob M")
     made = ada.post("/api/games", json={"hall": "duel", "join": True}).json["game"]
-    ada.post("/api/games", json={"hall": "duel"})  # created, not joined: not mine
+    # created, not joined: listed too (issue 20: its creator must be able to find and cancel it)
+    unjoined = ada.post("/api/games", json={"hall": "duel"}).json["game"]
     mine = ada.get("/api/me/games").json["games"]
-    assert [(g["game_id"], g["your_seats"]) for g in mine] == [(made["game_id"], [0])]
+    assert sorted((g["game_id"], g["your_seats"], g["cancellable"]) for g in mine) == sorted(
+        [(made["game_id"], [0], True), (unjoined["game_id"], [], True)]
+    )
     assert bob.get("/api/me/games").json["games"] == []
     assert bob.post(f"/api/games/{made['game_id']}/join", json={}).status_code == 200
     running = bob.get("/api/me/games").json["games"]

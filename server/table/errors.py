@@ -101,7 +101,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "rate_limited": "too many requests of this kind (games created, logins, admin passwords, Socket.IO "
     "events); retry after details.retry_after seconds (HTTP 429 + Retry-After)",
     "too_many_open_games": "you created too many games that still wait for players; start or abandon one",
-    "not_waiting": "the game has started or closed: only a game still waiting for players can be cancelled",
+    "not_waiting": "the game has started or closed: only a game still waiting for players can be cancelled "
+    "or left (once it runs, a player resigns instead)",
     "game_cancelled": "the game was closed before it started (cancelled by its creator, expired or aborted)",
     "not_an_agent": "only agents connected with an API token send trace records for their seat",
     "too_many_connections": "this network address holds as many open Socket.IO connections "

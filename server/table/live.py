@@ -101,6 +101,24 @@ def open_game_key(user_id: str, slot: int) -> str:
 #: Why a waiting game closed before it started (its ``abort_reason`` and :func:`waiting_ended_key` value).
 CLOSED_UNSTARTED = ("cancelled", "expired", "aborted")
 
+#: Prefix of the :func:`waiting_ended_key` value a player's leave holds while it frees their seat (then the
+#: key is emptied again): a start that meets it does not start (a seat is being freed), a close waits for it.
+LEAVING_PREFIX = "leaving:"
+
+
+def leaving_marker(now: float | None = None) -> str:
+    """The :func:`waiting_ended_key` value a leave holds for a moment (timed: a crash's goes stale)."""
+    return f"{LEAVING_PREFIX}{(time.time() if now is None else now):.3f}"
+
+
+def leaving_is_stale(value: str, now: float | None = None) -> bool:
+    """Whether a leave's marker was left by a crash (older than :data:`CLAIM_STALE_SECONDS`)."""
+    try:
+        at = float(value[len(LEAVING_PREFIX) :])
+    except ValueError:
+        return True
+    return (time.time() if now is None else now) - at > CLAIM_STALE_SECONDS
+
 
 def overdue_key(game_id: str, seat: int) -> str:
     """Scheduler key of the watchdog that abandons a bot move past its time limit."""

@@ -61,10 +61,12 @@ from server.table.envelope import envelope, number_events
 from server.table.errors import ServerError
 from server.table.live import (
     CLOSED_UNSTARTED,
+    LEAVING_PREFIX,
     LiveGame,
     SeatState,
     claim_in_store,
     claim_is_stale,
+    leaving_is_stale,
     phase_anchor,
     seat_claim_key,
     takeover_key,
@@ -100,6 +102,12 @@ def action_claim_key(game_id: str, idempotency_key: str) -> str:
 def expiry_timer_key(game_id: str) -> str:
     """Scheduler key of the timer that closes a game still waiting for players."""
     return f"expiry:{game_id}"
+
+
+#: A close meeting a leave in progress checks again this many times, this far apart (a leave takes a few
+#: store writes).
+LEAVE_WAIT_ROUNDS = 40
+LEAVE_WAIT_SECONDS = 0.025
 
 
 def not_waiting(status: str) -> ServerError:
@@ -217,13 +225,17 @@ class Table(BotSeats, TraceRecords):
         return True
 
     def _refresh_seats(self, live: LiveGame) -> None:
-        """Merge the store's seat claims and takeovers (the authority) into the seat list."""
+        """Merge the store's seat claims and takeovers (the authority) into the seat list. While the game
+        waits, a seat whose claim is gone was left (server/web/seat_moves.py, maybe in another process)."""
+        waiting = live.status == "waiting"
         for seat in live.seats:
-            if seat.accepts != "bot" and seat.user_id is None:
+            if seat.accepts != "bot" and (seat.user_id is None or waiting):
                 claim = self.store.get_value(seat_claim_key(live.game_id, seat.seat))
                 if claim:
                     holder = json.loads(claim)
                     seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
+                elif waiting:
+                    seat.kind, seat.name, seat.user_id = None, None, None
             if seat.takeover is None:
                 seat.takeover = self.store.get_value(takeover_key(live.game_id, seat.seat))
 
@@ -282,7 +294,18 @@ class Table(BotSeats, TraceRecords):
         if live.game is not None:
             return
         if self._end_waiting(live.game_id, "started") != "started":
-            self.reload_waiting_status(live)  # a cancel, an expiry or an abort won: it never starts
+            self.reload_waiting_status(live)  # a cancel, an expiry, an abort or a leave won: it never starts
+            return
+        self._refresh_seats(live)
+        if not all(s.taken for s in live.seats):
+            # a leave (in another process) freed a seat between the count and the decision: undo the start,
+            # and record the seats as the claims now have them (this worker's count was stale)
+            self.store.replace_value(waiting_ended_key(live.game_id), "started", None)
+            records = [s.record() for s in live.seats]
+            self.store.update_game(live.game_id, seats=records)
+            live.meta["seats"] = records
+            self._push_seats(live)
+            self._lobby_changed(live)
             return
         self.scheduler.cancel(expiry_timer_key(live.game_id))
         self._release_open_slot(live)
@@ -591,14 +614,24 @@ class Table(BotSeats, TraceRecords):
             live.meta.update({k: stored[k] for k in ("status", "abort_reason", "finished_at") if k in stored})
 
     def _end_waiting(self, game_id: str, outcome: str) -> str:
-        """Decide once how the game stops waiting: ``outcome`` if this call decided it, else what did."""
+        """Decide once how the game stops waiting: ``outcome`` if this call decided it, else what did. A
+        player's leave in progress (:data:`LEAVING_PREFIX`) stops a start (a seat is being freed) and makes a
+        close wait for it; one a crash left behind is taken back."""
         key = waiting_ended_key(game_id)
-        for _ in range(3):
+        for _ in range(LEAVE_WAIT_ROUNDS):
             if self.store.replace_value(key, None, outcome):
                 return outcome
             decided = self.store.get_value(key)
-            if decided is not None:
+            if decided is None:
+                continue
+            if not decided.startswith(LEAVING_PREFIX):
                 return decided
+            if leaving_is_stale(decided):
+                self.store.replace_value(key, decided, None)
+            elif outcome == "started":
+                return decided
+            else:
+                time.sleep(LEAVE_WAIT_SECONDS)
         raise ServerError("conflict", "The game changed under concurrent requests; try again.", status=409)
 
     def _arm_expiry(self, live: LiveGame) -> None:

@@ -603,8 +603,9 @@ class Lobby:
         return choice, instance, None  # no file: the game's record holds the whole instance
 
     def my_games(self, principal: Principal, limit: int = 50) -> list[dict[str, Any]]:
-        """The games in which ``principal`` holds a seat (newest first, among the latest
-        :data:`MY_GAMES_SCAN` of each status), each summary with ``your_seats``."""
+        """The games in which ``principal`` holds a seat, and the waiting games it created without taking one
+        (so it can cancel them), newest first, among the latest :data:`MY_GAMES_SCAN` of each status; each
+        summary with ``your_seats``."""
         mine = []
         for status in ("waiting", "running", "finished", "aborted"):
             for meta in self.store.list_games(status=status, limit=MY_GAMES_SCAN):
@@ -612,7 +613,7 @@ class Lobby:
                 if status == "waiting":
                     self._merge_claims(meta["game_id"], seats)
                 held = [s.seat for s in seats if s.user_id == principal.id]
-                if held:
+                if held or (status == "waiting" and meta.get("created_by") == principal.id):
                     # the caller's own fact (never another's user id): the GUI offers Cancel on it
                     cancellable = status == "waiting" and meta.get("created_by") == principal.id
                     mine.append({**summarize(meta, seats), "your_seats": held, "cancellable": cancellable})
@@ -650,12 +651,16 @@ class Lobby:
         return hall is None or hall.listed
 
     def _merge_claims(self, game_id: str, seats: list[SeatState]) -> None:
+        """A waiting game's seats as their claims (the authority) have them: a seat left since the record
+        was written is open (server/web/seat_moves.py)."""
         for seat in seats:
-            if seat.accepts != "bot" and seat.user_id is None:
+            if seat.accepts != "bot":
                 claim = self.store.get_value(seat_claim_key(game_id, seat.seat))
                 if claim:
                     holder = json.loads(claim)
                     seat.kind, seat.name, seat.user_id = holder["kind"], holder["name"], holder["user_id"]
+                else:
+                    seat.kind, seat.name, seat.user_id = None, None, None
 
     def summary(self, game_id: Any) -> dict[str, Any]:
         live = self.table.get(game_id)

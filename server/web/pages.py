@@ -27,6 +27,7 @@ from flask.blueprints import BlueprintSetupState
 from server.table.errors import ServerError
 from server.web.auth import resolve_principal
 from server.web.practice import PRACTICE_HALL_NAME
+from server.web.seat_moves import join_offers
 from server.web.services import current_services
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ def lobby() -> str:
     except ServerError:  # a revoked API token: show the page as to anyone
         principal = None
     games = services.lobby.list_games(limit=LOBBY_GAMES_SHOWN)
+    my_games = services.lobby.my_games(principal, limit=20) if principal else []
+    open_games = [g for g in games if g["status"] == "waiting" and g["open_seats"]]
     return render_template(
         "lobby.html",
         user=principal.public() if principal else None,
@@ -98,8 +101,9 @@ def lobby() -> str:
         halls=services.lobby.halls(),
         bots=services.bots.seatable(),
         default_bot=services.settings.bots.default,
-        my_games=services.lobby.my_games(principal, limit=20) if principal else [],
-        open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],
+        my_games=my_games,
+        open_games=open_games,
+        join_offers=join_offers(open_games, principal, my_games),  # server/web/seat_moves.py
         running_games=[g for g in games if g["status"] == "running"],
         finished_games=[g for g in games if g["status"] in ("finished", "aborted")],
     )

@@ -22,7 +22,9 @@ from server.web.auth import require_principal, resolve_principal
 from server.web.deployment import long_poll_slot, query_slot
 from server.web.errors import request_object, rest_error
 from server.web.messages import cancel_game_request, create_game_request, split_action
+from server.web.rematch import rematch_of, request_rematch
 from server.web.schema_catalog import schema_catalogue
+from server.web.seat_moves import leave_waiting_game
 from server.web.services import current_services
 from server.web.sessions import current_sessions
 
@@ -119,6 +121,30 @@ def join(game_id: str) -> tuple[Response, int]:
 @api.post("/games/<game_id>/cancel")
 def cancel(game_id: str) -> tuple[Response, int]:
     return ok({"game": cancel_game_request(current_services(), game_id, caller())})
+
+
+@api.post("/games/<game_id>/leave")
+def leave(game_id: str) -> tuple[Response, int]:
+    body()  # the one request check (size, JSON object) every POST makes
+    return ok({"game": leave_waiting_game(current_services().lobby, game_id, require_principal(caller()))})
+
+
+@api.post("/games/<game_id>/rematch")
+def rematch(game_id: str) -> tuple[Response, int]:
+    body()
+    principal = require_principal(caller())
+    return ok(
+        {
+            "game": request_rematch(
+                current_services().lobby, game_id, principal, request.remote_addr or "unknown"
+            )
+        }
+    )
+
+
+@api.get("/games/<game_id>/rematch")
+def rematch_id(game_id: str) -> tuple[Response, int]:
+    return ok({"rematch": rematch_of(current_services().lobby, game_id, require_principal(caller()))})
 
 
 @api.get("/games/<game_id>/view")

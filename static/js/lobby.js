@@ -193,14 +193,16 @@ $("create-form").addEventListener("submit", async (event) => {
 });
 
 // ------------------------------------------------------------------------------------------- cancel
-// the creator of a game that still waits for players may cancel it (My games); its seated players are told
+// the creator of a game that still waits for players may cancel it (My games); its seated players are told.
+// A player seated in a waiting game may leave it (the seat opens again).
 const minePanel = $("mine-panel");
 if (minePanel) {
   minePanel.addEventListener("click", async (event) => {
-    const button = event.target.closest("button.cancel-game");
+    const button = event.target.closest("button.cancel-game, button.leave-game");
     if (!button) return;
+    const verb = button.classList.contains("leave-game") ? "leave" : "cancel";
     button.disabled = true;
-    const answer = await request("POST", `/api/games/${encodeURIComponent(button.dataset.gameId)}/cancel`, {});
+    const answer = await request("POST", `/api/games/${encodeURIComponent(button.dataset.gameId)}/${verb}`, {});
     const box = $("mine-error");
     if (box) showError(box, answer);
     if (answer.ok) await refreshTables();

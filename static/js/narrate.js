@@ -60,6 +60,7 @@ export function joinParts(lists, separator) {
 const PHASES = {
   tom_report: "value reports: each player asked rates how much every item is worth",
   trade_propose: "proposes a trade (or passes)",
+  trade_propose_no_pass: "proposes a trade",
   craft: "craft phase: everyone crafts in private, then presses “finish crafting”",
 };
 
@@ -80,8 +81,9 @@ export function sentence(text) {
 }
 
 /** The sentence of one event as a viewer received it ({type, actor, payload}), as parts (seat_label.js
- * `partsNodes` draws them with badges). */
-export function eventParts(event, ruleset) {
+ * `partsNodes` draws them with badges). `rules` (the view's public `rules`) says whether passing is allowed;
+ * without it the sentence mentions passing as a possibility. */
+export function eventParts(event, ruleset, rules = null) {
   const p = event.payload || {};
   const who = seatRef;
   const t = parts;
@@ -89,7 +91,10 @@ export function eventParts(event, ruleset) {
     case "game_started":
       return t`The game starts: ${p.players} players, at most ${p.max_turns} turns. ${who(p.first_proposer)} proposes first.`;
     case "phase_started":
-      if (p.phase === "trade_propose") return t`Turn ${p.turn}: ${who(p.proposer)} ${PHASES.trade_propose}.`;
+      if (p.phase === "trade_propose") {
+        const asked = rules && rules.allow_pass === false ? PHASES.trade_propose_no_pass : PHASES.trade_propose;
+        return t`Turn ${p.turn}: ${who(p.proposer)} ${asked}.`;
+      }
       if (p.phase === "craft") return t`Turn ${p.turn}: ${PHASES.craft}.`;
       if (p.phase === "tom_report") return t`Turn ${p.turn}: ${PHASES.tom_report}.`;
       return t`Turn ${p.turn}: ${p.phase}.`;
@@ -131,4 +136,38 @@ export function eventParts(event, ruleset) {
     default:
       return [String(event.type)];
   }
+}
+
+// Events that explain a trade phase without a trade on their own: a trade, the viewer's own part in the
+// proposal (proposed / passed / decided / cancelled), a resignation or a timeout (both public).
+const TRADE_PHASE_EXPLAINED = new Set(["trade_executed", "proposed", "passed", "decided", "proposal_cancelled", "resigned", "timeout"]);
+
+/** The lines a viewer's timeline adds for trade phases that ended with no trade it saw explained: event n
+ * (the craft phase's start) -> parts, from the viewer's own events only. A third player is never told
+ * whether the proposer passed or was turned down (the engine keeps that to the two parties); in a
+ * two-player game the other player knows it was a pass, since any proposal would have come to them. */
+export function tradeGapLines(orderedEvents, { mine = null, players = null } = {}) {
+  const lines = new Map();
+  let proposer = null;
+  let explained = false;
+  for (const event of orderedEvents) {
+    const p = event.payload || {};
+    if (event.type === "phase_started" && p.phase === "trade_propose") {
+      proposer = p.proposer;
+      explained = false;
+    } else if (TRADE_PHASE_EXPLAINED.has(event.type)) {
+      explained = true;
+    } else if (event.type === "phase_started" && p.phase === "craft") {
+      if (proposer !== null && !explained) {
+        lines.set(
+          event.n,
+          mine !== null && players === 2
+            ? parts`${seatRef(proposer)} passed: no trade this turn.`
+            : parts`No trade this turn: ${seatRef(proposer)} passed or was turned down (only the two players involved know which).`,
+        );
+      }
+      proposer = null;
+    }
+  }
+  return lines;
 }

@@ -125,7 +125,7 @@ function fillTurns(answer) {
 
 function timelineItem(event, answer, isCurrent) {
   const item = document.createElement("li");
-  item.append(...partsNodes(eventParts(event, ruleset), answer.seats));
+  item.append(...partsNodes(eventParts(event, ruleset, answer.view ? answer.view.rules : null), answer.seats));
   item.dataset.n = String(event.n);
   if (event.visibility !== "public") {
     const badge = document.createElement("span");
@@ -146,7 +146,7 @@ function show(answer) {
   fillTurns(answer);
   const last = answer.steps - 1;
   output.position.textContent = `Event ${answer.step + 1} of ${answer.steps} · turn ${answer.turn}`;
-  output.event.replaceChildren(...partsNodes(eventParts(answer.event, ruleset), answer.seats));
+  output.event.replaceChildren(...partsNodes(eventParts(answer.event, ruleset, answer.view ? answer.view.rules : null), answer.seats));
   controls.first.disabled = controls.prev.disabled = answer.step === 0;
   controls.next.disabled = controls.last.disabled = answer.step === last;
   if (answer.step === last) stopPlaying();

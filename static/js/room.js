@@ -5,7 +5,7 @@
 // a refused action shows the server's message next to its control and changes nothing.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
-import { eventParts, seatName, itemsText, parts, joinParts, seatRef } from "./narrate.js";
+import { eventParts, seatName, itemsText, parts, joinParts, seatRef, tradeGapLines } from "./narrate.js";
 import { statusParts, standInBadge } from "./board.js";
 import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
@@ -13,6 +13,7 @@ import { tradeErrorText } from "./trade_text.js";
 import { showBeliefs } from "./beliefs_chart.js";
 import { startPracticeGuide } from "./practice_guide.js";
 import { renderValueReport, readValueReport } from "./value_report.js";
+import { createRoomControls, gapNote, waitingRoomText } from "./room_controls.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -45,6 +46,7 @@ function errorText(answer) {
 
 const socket = io({ transports: ["websocket"] });
 const craftPanel = createCraftPanel({ emit, absorb });
+const roomControls = createRoomControls({ gameId, socket, act }); // leave, resign, rematch
 
 function emit(event, data) {
   return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
@@ -129,12 +131,14 @@ function renderAll() {
   const mine = envelope ? envelope.seat : null;
   let status = partsNodes(statusParts(view, mine), seats, { mine });
   if (envelope && envelope.status === "waiting") status = ["Waiting for the other players to join…"];
+  if (envelope && envelope.status === "aborted" && !view) status = ["Closed before it started."];
   if (view && view.your_turn) status = ["Your move. ", ...status];
   $("room-status").replaceChildren(...status);
   renderPlayers(mine);
   root.dataset.logSize = String(envelope ? envelope.log_size : 0);
   renderTabTitle(view);
   renderWaitingRoom();
+  roomControls.render(envelope, seats);
   $("room-hands").closest("section").hidden = !view; // no hands are dealt before the game starts
   if (!view) {
     renderTimeline();
@@ -179,10 +183,7 @@ function renderWaitingRoom() {
   const panel = $("room-lobby");
   panel.hidden = !(envelope && envelope.status === "waiting");
   if (panel.hidden) return;
-  const open = seats.filter((s) => !s.taken).map((s) => `seat ${s.seat + 1}`);
-  $("room-lobby-text").textContent = open.length
-    ? `The game starts when every seat is taken; still open: ${open.join(", ")}. Others join from the lobby's Open table, or with this page's address:`
-    : "Every seat is taken: the game is starting…";
+  $("room-lobby-text").textContent = waitingRoomText(seats); // room_controls.js
   $("room-lobby-link").textContent = window.location.href;
 }
 
@@ -496,13 +497,18 @@ function privateBadge(visibility) {
 }
 
 function renderTimeline() {
-  const ordered = [...events.values()].sort((a, b) => a.n - b.n).slice(-80);
+  const all = [...events.values()].sort((a, b) => a.n - b.n);
+  const ordered = all.slice(-80);
   const timeline = $("room-timeline");
   const atBottom = timeline.scrollTop + timeline.clientHeight >= timeline.scrollHeight - 8;
   timeline.start = ordered.length ? ordered[0].n + 1 : 1;
+  const mine = envelope ? envelope.seat : null;
+  const rules = envelope && envelope.view ? envelope.view.rules : null;
+  const gaps = tradeGapLines(all, { mine, players: seats.length }); // narrate.js: turns with no trade
   timeline.replaceChildren(...ordered.map((event) => {
     const item = el("li");
-    item.append(...partsNodes(eventParts(event, ruleset), seats, { mine: envelope ? envelope.seat : null }));
+    if (gaps.has(event.n)) item.append(gapNote(gaps.get(event.n), seats, mine)); // room_controls.js
+    item.append(...partsNodes(eventParts(event, ruleset, rules), seats, { mine }));
     if (event.visibility !== "public") item.append(" ", privateBadge(event.visibility));
     item.dataset.type = event.type;
     item.dataset.n = String(event.n);
@@ -563,7 +569,9 @@ socket.on("connect", async () => {
       ? { href: "/", text: "Choose a display name in the lobby" }
       : code === "game_full" || code === "seat_taken"
         ? { href: `/games/${encodeURIComponent(gameId)}/watch`, text: "Open the spectator page" }
-        : null;
+        : code === "game_cancelled"
+          ? { href: "/", text: "Back to the lobby" }
+          : null;
     if (next) {
       const link = el("a", null, next.text);
       link.href = next.href;

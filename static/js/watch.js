@@ -52,7 +52,8 @@ function render() {
   });
   const items = ordered.slice(-SHOWN_EVENTS).map((event) => {
     const item = document.createElement("li");
-    item.append(...partsNodes(eventParts(event, ruleset), seats));
+    const rules = envelope && envelope.view ? envelope.view.rules : null;
+    item.append(...partsNodes(eventParts(event, ruleset, rules), seats));
     return item;
   });
   const shown = ordered.slice(-SHOWN_EVENTS);
