@@ -10,6 +10,7 @@ import { statusParts, standInBadge } from "./board.js";
 import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
+import { renderTargetNotice } from "./target_notice.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -124,6 +125,7 @@ function renderAll() {
   }
   $("room-target").hidden = mine === null || view.finished; // the end screen shows every target
   if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
+  renderTargetNotice(view, mine, ruleset); // static/js/target_notice.js
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
   placeHands(view);
   renderHands(view, mine);
