@@ -56,7 +56,14 @@ def reachable_targets(game: Game) -> tuple[bool | None, ...]:
     pool = _pooled(game)
     active = tuple(game.active_seats)
     targets = tuple(tuple(sorted(game.target(seat).items())) for seat in range(game.players))
-    key = (id(game.rules), game.rules.name, game.settings.crafting_runs, tuple(sorted(pool.items())), active, targets)
+    key = (
+        id(game.rules),
+        game.rules.name,
+        game.settings.crafting_runs,
+        tuple(sorted(pool.items())),
+        active,
+        targets,
+    )
     with _cache_lock:
         known = _cache.get(key)
         if known is not None:

@@ -4,6 +4,7 @@
 // when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
+import { bandMeasuresOf, showBandMeasure } from "./difficulty_note.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -73,6 +74,7 @@ function selectedHall() {
     seats: chosen.dataset.seats ? chosen.dataset.seats.split(",") : [],
     seatBots: chosen.dataset.seatBots ? chosen.dataset.seatBots.split(",") : [],
     bands,
+    bandMeasures: bandMeasuresOf(chosen), // static/js/difficulty_note.js
     description: chosen.dataset.description,
   };
 }
@@ -88,6 +90,7 @@ function fillDifficulties(hall) {
   $("create-difficulty-help").textContent = offered.length
     ? "The server draws the task secretly among many of that difficulty. Nobody else is told which difficulty you chose."
     : "This game mode deals its tasks itself: there is no difficulty to choose.";
+  showBandMeasure(hall); // static/js/difficulty_note.js
 }
 
 function fillSeats(hall) {

@@ -1,0 +1,107 @@
+"""Difficulty labels measured from bot self-play (docs/difficulty.md), read from the committed calibration.
+
+The calibration file (:data:`CALIBRATION_PATH`, written by ``tradecraft calibrate-difficulty``,
+:mod:`agents.difficulty_calibration`) holds, per *group* (rule set, number of players, crafting-runs rule):
+
+- ``thresholds``: cut points on the structural score of :class:`craft_rules.taskgen.InstanceReport`
+  (``easy`` below ``easy_below``, ``hard`` from ``hard_from``), fitted to how ToM-1 pairs fared on a
+  seeded sample of generated deals; :func:`level_for_score` labels every generated deal with them;
+- ``bands``: the measured figures of each band on that sample (finish rate, mean turns to finish), which
+  the lobby shows next to the band;
+- ``cost_cuts``: cut points on the measured *cost* (turns to the first win, a game without one counting
+  as ``max_turns + 1``) between the bands' mean costs, which label the shipped instances by their own
+  measured cost (``instances``).
+
+A group without a calibration keeps the structural score's original guessed cut points
+(:data:`GUESSED_THRESHOLDS`). This module only reads: it imports nothing above ``craft_rules``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CALIBRATION_PATH = Path(__file__).resolve().parent / "difficulty_calibration.json"
+LEVELS = ("easy", "medium", "hard")
+GUESSED_THRESHOLDS = (4.0, 7.0)
+"""The structural score's cut points before any measurement (easy < 4 <= medium < 7 <= hard)."""
+
+
+def group_key(ruleset: str, players: int, crafting_runs: str | None) -> str:
+    """The calibration group of a game: ``minecraft/2/rational``."""
+    return f"{ruleset}/{players}/{crafting_runs or 'rational'}"
+
+
+@cache
+def _calibration(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def calibration(path: Path | None = None) -> dict[str, Any]:
+    """The calibration (``{}`` when the file is absent); read once per path."""
+    return _calibration(path or CALIBRATION_PATH)
+
+
+def thresholds(ruleset: str, players: int, crafting_runs: str | None) -> tuple[float, float]:
+    """``(easy_below, hard_from)`` on the structural score for a group: measured, else guessed."""
+    group = calibration().get("groups", {}).get(group_key(ruleset, players, crafting_runs))
+    if not group:
+        return GUESSED_THRESHOLDS
+    cut = group["thresholds"]
+    return float(cut["easy_below"]), float(cut["hard_from"])
+
+
+def level_of(score: float, cuts: tuple[float, float]) -> str:
+    """The level of ``score`` under ``cuts``: easy below the first, hard from the second."""
+    return "easy" if score < cuts[0] else "medium" if score < cuts[1] else "hard"
+
+
+def level_for_score(score: float, ruleset: str, players: int, crafting_runs: str | None) -> str:
+    """The difficulty label of a structural score in a group (see the module docstring)."""
+    return level_of(score, thresholds(ruleset, players, crafting_runs))
+
+
+def band_measures(ruleset: str, players: int, crafting_runs: str | None) -> dict[str, dict[str, Any]]:
+    """Per band, what ToM-1 pairs did on the group's calibration sample (``{}`` when uncalibrated):
+    ``finish_rate`` (share of games with a winner), ``mean_turns`` (turns to the first win, over the
+    finished games), ``instances`` and ``games``."""
+    group = calibration().get("groups", {}).get(group_key(ruleset, players, crafting_runs))
+    return dict(group["bands"]) if group else {}
+
+
+def measured_instance(instance_id: str) -> dict[str, Any] | None:
+    """The measured figures and label of a shipped instance (None when it was not calibrated)."""
+    record = calibration().get("instances", {}).get(instance_id)
+    return dict(record) if record else None
+
+
+def measured_difficulty(instance_id: str, recorded: dict[str, Any]) -> dict[str, Any]:
+    """An instance's difficulty record with its measured level in place of the generator's guess, and the
+    figures behind it under ``measured`` (the record unchanged when the instance was not calibrated)."""
+    record = measured_instance(instance_id)
+    if record is None:
+        return dict(recorded)
+    return {**recorded, "level": record["level"], "measured": record}
+
+
+def pooled_measure(instance_ids: list[str]) -> dict[str, Any] | None:
+    """The measured figures of a pool of shipped instances (a hall's band), or None when any of them
+    was not calibrated: ``finish_rate`` and ``mean_turns`` over all their games."""
+    records = [measured_instance(i) for i in instance_ids]
+    if not records or any(r is None for r in records):
+        return None
+    games = sum(r["games"] for r in records if r)
+    wins = sum(r["finish_rate"] * r["games"] for r in records if r)
+    turns = sum((r["mean_turns"] or 0) * r["finish_rate"] * r["games"] for r in records if r)
+    return {
+        "instances": len(records),
+        "games": games,
+        "finish_rate": round(wins / games, 4) if games else None,
+        "mean_turns": round(turns / wins, 3) if wins else None,
+    }
