@@ -28,6 +28,7 @@ same file, whatever the machine (only ``provenance.created`` differs).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -153,7 +154,7 @@ def _ordered(figures: dict[str, dict[str, Any]]) -> bool:
 def fit_thresholds(sample: Sequence[Measured]) -> tuple[tuple[float, float], bool]:
     """The score cut points for ``sample`` (see the module docstring) and whether their bands are ordered."""
     scores = sorted({m.score for m in sample})
-    candidates = [round((a + b) / 2, 3) for a, b in zip(scores, scores[1:], strict=False)]
+    candidates = [round((a + b) / 2, 3) for a, b in itertools.pairwise(scores)]
     least = max(1, int(MIN_BAND_SHARE * len(sample) + 0.999))
     best: tuple[float, tuple[float, float]] | None = None
     best_ordered: tuple[float, tuple[float, float]] | None = None
