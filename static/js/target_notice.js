@@ -36,7 +36,7 @@ function buildNotice(view, ruleset) {
   title.id = `${NOTICE_ID}-title`;
   title.textContent = "Your target is out of reach";
   const what = paragraph(
-    `No combination of all the hands on the table can make ${targetText(view.target, ruleset)} any more: ` +
+    `No combination of all the hands on the table can make your target (${targetText(view.target, ruleset)}) any more: ` +
       "something it needs (an ingredient or the fuel) was crafted away or lost.",
   );
   what.dataset.part = "what";

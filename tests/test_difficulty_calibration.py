@@ -1,0 +1,98 @@
+"""Measured difficulty labels (craft_rules/difficulty.py, agents/difficulty_calibration.py): the calibration
+of a tiny sample is the same for the same seed; the committed calibration's bands are ordered by what the
+bots measured; generated deals and shipped instances are labelled from it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from agents.difficulty_calibration import Measured, calibrate, calibrate_command, fit_thresholds
+from craft_rules import difficulty
+from craft_rules.difficulty import CALIBRATION_PATH, LEVELS, level_of
+from craft_rules.loader import load_rule_set
+from craft_rules.taskgen import generate_instance
+from craft_rules.tasks import iter_instances
+
+TINY = {"groups": ["minecraft/2/rational"], "samples": 16, "repeats": 1, "shipped": False, "created": "test"}
+
+
+def test_a_tiny_calibration_is_the_same_for_a_seed() -> None:
+    first = calibrate(seed=5, **TINY)  # type: ignore[arg-type]
+    again = calibrate(seed=5, **TINY)  # type: ignore[arg-type]
+    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
+    group = first["groups"]["minecraft/2/rational"]
+    assert len(group["sample"]) + group["deals_not_generated"] == 16
+    assert sum(band["instances"] for band in group["bands"].values()) == len(group["sample"])
+
+
+def test_the_command_writes_the_file_with_its_provenance(tmp_path) -> None:
+    out = tmp_path / "calibration.json"
+    args = ["--group", "minecraft/2/rational", "--samples", "16", "--repeats", "1", "--no-shipped"]
+    result = CliRunner().invoke(calibrate_command, [*args, "--seed", "5", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert record["provenance"]["command"].startswith("tradecraft calibrate-difficulty --group minecraft/2/")
+    assert record["provenance"]["seed"] == 5 and record["provenance"]["policy"] == "tom1"
+    assert "| minecraft/2/rational | easy |" in result.output
+    bad = CliRunner().invoke(calibrate_command, ["--group", "minecraft/two", "--out", str(out)])
+    assert bad.exit_code != 0 and "RULESET/PLAYERS/RUNS" in bad.output
+
+
+def test_thresholds_prefer_ordered_bands() -> None:
+    # scores 1..9; costs rise with the score except one cheap outlier at 9
+    sample = [Measured(f"i{s}", float(s), 10, (True,), (s if s != 9 else 1,)) for s in range(1, 10)]
+    cuts, ordered = fit_thresholds(sample)
+    assert ordered
+    bands = {level: [m for m in sample if level_of(m.score, cuts) == level] for level in LEVELS}
+    means = [sum(m.mean_cost for m in bands[level]) / len(bands[level]) for level in LEVELS]
+    assert means == sorted(means) and all(len(b) >= 2 for b in bands.values())
+
+
+committed = pytest.mark.skipif(not CALIBRATION_PATH.exists(), reason="no committed calibration")
+
+
+@committed
+def test_the_committed_bands_order_by_finish_rate_and_turns() -> None:
+    record = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))
+    assert record["provenance"]["command"].startswith("tradecraft calibrate-difficulty")
+    assert record["groups"], "the calibration measures at least one group"
+    for key, group in record["groups"].items():
+        bands = [group["bands"][level] for level in LEVELS]
+        rates = [b["finish_rate"] for b in bands]
+        turns = [b["mean_turns"] for b in bands]
+        assert group["ordered"], key
+        assert rates == sorted(rates, reverse=True), (key, rates)
+        assert turns == sorted(turns), (key, turns)
+        assert rates[0] > rates[2] or turns[0] < turns[2], f"{key}: easy and hard measured the same"
+        # the thresholds really are what split the sample into those bands
+        cuts = (group["thresholds"]["easy_below"], group["thresholds"]["hard_from"])
+        counted = {level: 0 for level in LEVELS}
+        for row in group["sample"]:
+            counted[level_of(row["score"], cuts)] += 1
+        assert counted == {level: group["bands"][level]["instances"] for level in LEVELS}
+
+
+@committed
+def test_generated_deals_and_shipped_instances_carry_the_measured_label() -> None:
+    low, high = difficulty.thresholds("minecraft", 2, "rational")
+    assert (low, high) != difficulty.GUESSED_THRESHOLDS or difficulty.calibration()["groups"]
+    rules = load_rule_set("minecraft")
+    for seed in range(6):
+        dealt = generate_instance(rules, 2, seed).instance.difficulty
+        assert dealt["level"] == level_of(dealt["score"], (low, high))
+    for level in LEVELS:  # every band can still be dealt under the fitted cut points
+        assert generate_instance(rules, 2, 11, band=level).instance.difficulty["level"] == level
+    shipped = {inst.id: inst for inst in iter_instances("minecraft", "1p_v_1p")}
+    record = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))["instances"]
+    measured = [i for i in shipped if i in record]
+    assert measured, "the shipped instances are measured"
+    for instance_id in measured:
+        entry = record[instance_id]
+        cuts = record[instance_id]["group"]
+        group = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))["groups"][cuts]
+        assert entry["level"] == level_of(entry["mean_cost"], tuple(group["cost_cuts"]))
+        label = difficulty.measured_difficulty(instance_id, shipped[instance_id].difficulty)
+        assert label["level"] == entry["level"] and label["measured"]["games"] == entry["games"]
