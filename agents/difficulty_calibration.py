@@ -14,8 +14,9 @@ every band's shapes (:func:`craft_rules.taskgen.generate_instance` without a ban
 structural score. The two cut points on the score are the pair, among the midpoints between sampled
 scores, that minimises the squared deviation of the instances' mean costs from their band's mean (each
 band at least :data:`MIN_BAND_SHARE` of the sample), keeping only pairs whose bands are ordered: finish
-rate easy >= medium >= hard, mean cost and mean turns to finish easy <= medium <= hard (when no pair is
-ordered, the best pair by cost alone, marked ``ordered: false``).
+rate easy >= medium >= hard and mean cost easy <= medium <= hard, and among those the pairs that also
+order the mean turns of the won games, when there are any. When no pair orders the bands the group keeps
+the guessed cut points (``ordered: false``, ``thresholds: null``; the best pair is kept for the record).
 
 Shipped instances: each is played the same way and labelled by its own mean cost, cut between its
 group's band means (``cost_cuts``).
@@ -40,7 +41,7 @@ import click
 
 from agents.bots.registry import make_policy
 from agents.local import derive_seed, play_local
-from craft_rules.difficulty import CALIBRATION_PATH, LEVELS, group_key, level_of
+from craft_rules.difficulty import CALIBRATION_PATH, GUESSED_THRESHOLDS, LEVELS, group_key, level_of
 from craft_rules.loader import load_rule_set
 from craft_rules.provenance import package_versions
 from craft_rules.taskgen import GenerationError, assess_instance, generate_instance
@@ -59,36 +60,50 @@ MAX_REPEATS = 50
 
 @dataclass(frozen=True)
 class Measured:
-    """One instance's games: outcomes per repeat."""
+    """One instance's games, summed: how many, how many someone won, and the turns those wins took."""
 
     instance_id: str
     score: float
     max_turns: int
-    finished: tuple[bool, ...]
-    turns: tuple[int, ...]
+    games: int
+    wins: int
+    finished_turns: int
+    """Turns to the first win, summed over the won games."""
 
     @property
     def finish_rate(self) -> float:
-        return sum(self.finished) / len(self.finished)
-
-    @property
-    def costs(self) -> list[int]:
-        return [t if done else self.max_turns + 1 for done, t in zip(self.finished, self.turns, strict=True)]
+        return self.wins / self.games
 
     @property
     def mean_cost(self) -> float:
-        return sum(self.costs) / len(self.costs)
+        """Mean turns to the first win, a game nobody won counting ``max_turns + 1``."""
+        return (self.finished_turns + (self.games - self.wins) * (self.max_turns + 1)) / self.games
 
     def row(self) -> dict[str, Any]:
-        done = [t for d, t in zip(self.finished, self.turns, strict=True) if d]
         return {
             "instance_id": self.instance_id,
             "score": self.score,
-            "games": len(self.finished),
+            "max_turns": self.max_turns,
+            "games": self.games,
+            "wins": self.wins,
+            "finished_turns": self.finished_turns,
             "finish_rate": round(self.finish_rate, 4),
-            "mean_turns": round(sum(done) / len(done), 3) if done else None,
+            "mean_turns": round(self.finished_turns / self.wins, 3) if self.wins else None,
             "mean_cost": round(self.mean_cost, 3),
         }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Measured:
+        """A recorded row back (``--refit``); rows written before ``wins`` was recorded hold exact enough
+        rounded means to give the counts back."""
+        games = int(row["games"])
+        wins = int(row["wins"]) if "wins" in row else round(row["finish_rate"] * games)
+        turns = (
+            int(row["finished_turns"]) if "finished_turns" in row else round((row["mean_turns"] or 0) * wins)
+        )
+        return cls(
+            row["instance_id"], float(row["score"]), int(row.get("max_turns", MAX_TURNS)), games, wins, turns
+        )
 
 
 def settings_for(instance: TaskInstance, repeat: int) -> GameSettings:
@@ -118,18 +133,19 @@ def measure(instance: TaskInstance, score: float, repeats: int, seed: int) -> Me
         finished.append(bool(result.winners))
         turns.append(result.turns)
     limit = instance.turn_limit(MAX_TURNS)
-    return Measured(instance.id, score, limit, tuple(finished), tuple(turns))
+    won = [t for done, t in zip(finished, turns, strict=True) if done]
+    return Measured(instance.id, score, limit, len(finished), len(won), sum(won))
 
 
 def _band_figures(members: Sequence[Measured]) -> dict[str, Any]:
-    games = sum(len(m.finished) for m in members)
-    wins = sum(sum(m.finished) for m in members)
-    done = [t for m in members for d, t in zip(m.finished, m.turns, strict=True) if d]
+    games = sum(m.games for m in members)
+    wins = sum(m.wins for m in members)
+    turns = sum(m.finished_turns for m in members)
     return {
         "instances": len(members),
         "games": games,
         "finish_rate": round(wins / games, 4) if games else None,
-        "mean_turns": round(sum(done) / len(done), 3) if done else None,
+        "mean_turns": round(turns / wins, 3) if wins else None,
         "mean_cost": round(sum(m.mean_cost for m in members) / len(members), 3) if members else None,
     }
 
@@ -141,23 +157,28 @@ def _split(sample: Sequence[Measured], cuts: tuple[float, float]) -> dict[str, l
     return bands
 
 
-def _ordered(figures: dict[str, dict[str, Any]]) -> bool:
+def order_level(figures: dict[str, dict[str, Any]]) -> int:
+    """How well bands are ordered: 2 when finish rate falls and both mean cost and mean turns to finish rise
+    from easy to hard, 1 when finish rate and mean cost do (the mean turns of the won games alone may
+    not: they differ by tenths of a turn), 0 otherwise."""
     rows = [figures[level] for level in LEVELS]
-    if any(r["finish_rate"] is None or r["mean_turns"] is None for r in rows):
-        return False
+    if any(r["finish_rate"] is None or r["mean_cost"] is None for r in rows):
+        return 0
     rates = [r["finish_rate"] for r in rows]
     costs = [r["mean_cost"] for r in rows]
+    if rates != sorted(rates, reverse=True) or costs != sorted(costs):
+        return 0
     turns = [r["mean_turns"] for r in rows]
-    return rates == sorted(rates, reverse=True) and costs == sorted(costs) and turns == sorted(turns)
+    return 2 if None not in turns and turns == sorted(turns) else 1
 
 
-def fit_thresholds(sample: Sequence[Measured]) -> tuple[tuple[float, float], bool]:
-    """The score cut points for ``sample`` (see the module docstring) and whether their bands are ordered."""
+def fit_thresholds(sample: Sequence[Measured]) -> tuple[tuple[float, float], int]:
+    """The score cut points for ``sample`` and how well they order its bands (:func:`order_level`): the pair
+    of the best order level with the least squared deviation of the deals' mean costs from their band's."""
     scores = sorted({m.score for m in sample})
     candidates = [round((a + b) / 2, 3) for a, b in itertools.pairwise(scores)]
     least = max(1, int(MIN_BAND_SHARE * len(sample) + 0.999))
-    best: tuple[float, tuple[float, float]] | None = None
-    best_ordered: tuple[float, tuple[float, float]] | None = None
+    best: tuple[int, float, tuple[float, float]] | None = None
     for i, low in enumerate(candidates):
         for high in candidates[i + 1 :]:
             bands = _split(sample, (low, high))
@@ -167,21 +188,16 @@ def fit_thresholds(sample: Sequence[Measured]) -> tuple[tuple[float, float], boo
             for members in bands.values():
                 mean = sum(m.mean_cost for m in members) / len(members)
                 sse += sum((m.mean_cost - mean) ** 2 for m in members)
-            key = (round(sse, 9), (low, high))
+            level = order_level({b: _band_figures(ms) for b, ms in bands.items()})
+            key = (-level, round(sse, 9), (low, high))
             if best is None or key < best:
                 best = key
-            if _ordered({b: _band_figures(ms) for b, ms in bands.items()}) and (
-                best_ordered is None or key < best_ordered
-            ):
-                best_ordered = key
-    if best_ordered is not None:
-        return best_ordered[1], True
     if best is None:
         raise click.ClickException(
             f"a sample of {len(sample)} deals with {len(scores)} distinct scores cannot make three bands of "
             f"at least {least}; give more --samples"
         )
-    return best[1], False
+    return best[2], -best[0]
 
 
 def _parse_group(text: str) -> tuple[str, int, str]:
@@ -204,13 +220,13 @@ def calibrate(
 ) -> dict[str, Any]:
     """The calibration record for ``groups`` (and the shipped instances of those groups when ``shipped``)."""
     tick = progress or (lambda _n: None)
-    out_groups: dict[str, Any] = {}
     wanted = [_parse_group(g) for g in groups]
+    measured: dict[str, list[Measured]] = {}
+    failed: dict[str, int] = {}
     for ruleset, players, runs in wanted:
         key = group_key(ruleset, players, runs)
         rules = load_rule_set(ruleset)
-        sample: list[Measured] = []
-        failed = 0
+        measured[key], failed[key] = [], 0
         for index in range(samples):
             try:
                 dealt = generate_instance(
@@ -221,54 +237,95 @@ def calibrate(
                     instance_id=f"calibration/{key}#{index}",
                 )
             except GenerationError:
-                failed += 1
+                failed[key] += 1
                 tick(repeats)
                 continue
             score = float(dealt.instance.difficulty["score"])
-            sample.append(measure(dealt.instance, score, repeats, seed))
+            measured[key].append(measure(dealt.instance, score, repeats, seed))
             tick(repeats)
-        cuts, ordered = fit_thresholds(sample)
-        bands = {level: _band_figures(members) for level, members in _split(sample, cuts).items()}
-        means = [bands[level]["mean_cost"] for level in LEVELS]
-        cost_cuts = [round((means[0] + means[1]) / 2, 3), round((means[1] + means[2]) / 2, 3)]
-        out_groups[key] = {
-            "thresholds": {"easy_below": cuts[0], "hard_from": cuts[1]},
-            "ordered": ordered,
-            "bands": bands,
-            "cost_cuts": cost_cuts,
-            "deals_not_generated": failed,
-            "sample": [m.row() for m in sample],
-        }
-    instances: dict[str, Any] = {}
+    files: list[tuple[str, Measured]] = []
     if shipped:
         for instance in _shipped(wanted):
             key = group_key(instance.ruleset, instance.players, instance.crafting_runs)
-            cuts = out_groups[key]["cost_cuts"]
-            rules = load_rule_set(instance.ruleset)
-            report = assess_instance(rules, instance)
+            report = assess_instance(load_rule_set(instance.ruleset), instance)
             score = float(report.difficulty.get("score", 0.0))
-            measured = measure(instance, score, repeats, seed)
-            instances[instance.id] = {
-                **measured.row(),
-                "level": level_of(measured.mean_cost, (cuts[0], cuts[1])),
-                "group": key,
-            }
+            files.append((key, measure(instance, score, repeats, seed)))
             tick(repeats)
+    provenance = {
+        "command": command,
+        "policy": POLICY,
+        "seed": seed,
+        "samples": samples,
+        "repeats": repeats,
+        "max_turns": MAX_TURNS,
+        "min_band_share": MIN_BAND_SHARE,
+        "created": created or dt.date.today().isoformat(),
+        "versions": {k: v for k, v in package_versions().items() if k in ("python", "tradecraft")},
+    }
+    return fit(measured, failed, files, provenance)
+
+
+def fit(
+    measured: dict[str, list[Measured]],
+    failed: dict[str, int],
+    files: Sequence[tuple[str, Measured]],
+    provenance: dict[str, Any],
+) -> dict[str, Any]:
+    """The record from the games' outcomes: per group the fitted cut points (or, when no pair of cut points
+    orders the bands, none: the group keeps the guessed ones, and its bands are measured under them), per
+    shipped instance its label by cost."""
+    out_groups: dict[str, Any] = {}
+    for key, sample in measured.items():
+        cuts, order = fit_thresholds(sample)
+        ordered = order > 0
+        shown = cuts if ordered else GUESSED_THRESHOLDS
+        bands = {level: _band_figures(members) for level, members in _split(sample, shown).items()}
+        means = [bands[level]["mean_cost"] for level in LEVELS]
+        out_groups[key] = {
+            "ordered": ordered,
+            "ordered_on": ["finish_rate", "mean_cost", "mean_turns"][: order + 1] if ordered else [],
+            # null when no cut points order the bands: the score does not tell this group's deals apart
+            "thresholds": {"easy_below": cuts[0], "hard_from": cuts[1]} if ordered else None,
+            "best_unordered": None if ordered else {"easy_below": cuts[0], "hard_from": cuts[1]},
+            "bands": bands,
+            "cost_cuts": [round((means[0] + means[1]) / 2, 3), round((means[1] + means[2]) / 2, 3)]
+            if ordered
+            else None,
+            "deals_not_generated": failed.get(key, 0),
+            "sample": [m.row() for m in sample],
+        }
+    ordered_cuts = [g["cost_cuts"] for g in out_groups.values() if g["ordered"]]
+    common = (
+        [round(sum(c[i] for c in ordered_cuts) / len(ordered_cuts), 3) for i in (0, 1)]
+        if ordered_cuts
+        else None
+    )
+    instances: dict[str, Any] = {}
+    for key, one in files:
+        cuts = out_groups.get(key, {}).get("cost_cuts") or common
+        if cuts is None:
+            continue
+        instances[one.instance_id] = {
+            **one.row(),
+            "level": level_of(one.mean_cost, (cuts[0], cuts[1])),
+            "group": key,
+        }
     return {
-        "provenance": {
-            "command": command,
-            "policy": POLICY,
-            "seed": seed,
-            "samples": samples,
-            "repeats": repeats,
-            "max_turns": MAX_TURNS,
-            "min_band_share": MIN_BAND_SHARE,
-            "created": created or dt.date.today().isoformat(),
-            "versions": {k: v for k, v in package_versions().items() if k in ("python", "tradecraft")},
-        },
+        "provenance": provenance,
         "groups": out_groups,
+        "common_cost_cuts": common,
         "instances": instances,
     }
+
+
+def refit(record: dict[str, Any], command: str) -> dict[str, Any]:
+    """Fit an earlier calibration's recorded outcomes again (after a change to the fitting rule), playing
+    nothing: the games are deterministic, so this is what the original command would now write."""
+    measured = {key: [Measured.from_row(r) for r in g["sample"]] for key, g in record["groups"].items()}
+    failed = {key: int(g.get("deals_not_generated", 0)) for key, g in record["groups"].items()}
+    files = [(r["group"], Measured.from_row(r)) for r in record.get("instances", {}).values()]
+    provenance = {**record["provenance"], "refit": command}
+    return fit(measured, failed, files, provenance)
 
 
 def _shipped(wanted: Sequence[tuple[str, int, str]]) -> list[TaskInstance]:
@@ -290,8 +347,14 @@ def markdown_table(record: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for key, group in record["groups"].items():
-        low, high = group["thresholds"]["easy_below"], group["thresholds"]["hard_from"]
-        ranges = {"easy": f"< {low}", "medium": f"{low} – {high}", "hard": f">= {high}"}
+        cut = group["thresholds"]
+        low, high = (cut["easy_below"], cut["hard_from"]) if cut else GUESSED_THRESHOLDS
+        guessed = "" if cut else " (guessed: not ordered)"
+        ranges = {
+            "easy": f"< {low}{guessed}",
+            "medium": f"{low} – {high}{guessed}",
+            "hard": f">= {high}{guessed}",
+        }
         for level in LEVELS:
             b = group["bands"][level]
             lines.append(
@@ -325,6 +388,13 @@ def markdown_table(record: dict[str, Any]) -> str:
     "--shipped/--no-shipped", default=True, show_default=True, help="Also measure the shipped instances."
 )
 @click.option(
+    "--refit",
+    "refit_from",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Play nothing: fit the outcomes recorded in this calibration file again.",
+)
+@click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=CALIBRATION_PATH,
@@ -332,9 +402,28 @@ def markdown_table(record: dict[str, Any]) -> str:
     help="Where to write the calibration (JSON).",
 )
 def calibrate_command(
-    groups: tuple[str, ...], samples: int, repeats: int, seed: int, shipped: bool, out: Path
+    groups: tuple[str, ...],
+    samples: int,
+    repeats: int,
+    seed: int,
+    shipped: bool,
+    refit_from: Path | None,
+    out: Path,
 ) -> None:
     """Measure difficulty by ToM-1 self-play and fit the labels to it (docs/difficulty.md)."""
+    if refit_from is not None:
+        try:
+            record = refit(
+                json.loads(refit_from.read_text(encoding="utf-8")), "tradecraft calibrate-difficulty --refit"
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            raise click.ClickException(
+                f"{refit_from} is not a calibration file this command wrote: {err}"
+            ) from None
+        out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        click.echo(markdown_table(record))
+        click.echo(f"wrote {out}")
+        return
     for group in groups:
         _parse_group(group)
     command = "tradecraft calibrate-difficulty " + " ".join(

@@ -5,12 +5,15 @@ The calibration file (:data:`CALIBRATION_PATH`, written by ``tradecraft calibrat
 
 - ``thresholds``: cut points on the structural score of :class:`craft_rules.taskgen.InstanceReport`
   (``easy`` below ``easy_below``, ``hard`` from ``hard_from``), fitted to how ToM-1 pairs fared on a
-  seeded sample of generated deals; :func:`level_for_score` labels every generated deal with them;
+  seeded sample of generated deals; :func:`level_for_score` labels every generated deal with them. Null
+  when no cut points order the group's bands (``ordered`` false): the score does not tell that group's
+  deals apart, and it keeps the guessed cut points;
 - ``bands``: the measured figures of each band on that sample (finish rate, mean turns to finish), which
   the lobby shows next to the band;
 - ``cost_cuts``: cut points on the measured *cost* (turns to the first win, a game without one counting
   as ``max_turns + 1``) between the bands' mean costs, which label the shipped instances by their own
-  measured cost (``instances``).
+  measured cost (``instances``; an unordered group's instances use ``common_cost_cuts``, the mean of the
+  ordered groups' cut points: every group's games have the same 10-turn rules).
 
 A group without a calibration keeps the structural score's original guessed cut points
 (:data:`GUESSED_THRESHOLDS`). This module only reads: it imports nothing above ``craft_rules``.
@@ -51,9 +54,9 @@ def calibration(path: Path | None = None) -> dict[str, Any]:
 def thresholds(ruleset: str, players: int, crafting_runs: str | None) -> tuple[float, float]:
     """``(easy_below, hard_from)`` on the structural score for a group: measured, else guessed."""
     group = calibration().get("groups", {}).get(group_key(ruleset, players, crafting_runs))
-    if not group:
+    cut = group.get("thresholds") if group else None
+    if not cut:  # uncalibrated, or no cut points ordered the group's bands: the score cannot tell
         return GUESSED_THRESHOLDS
-    cut = group["thresholds"]
     return float(cut["easy_below"]), float(cut["hard_from"])
 
 
@@ -70,9 +73,10 @@ def level_for_score(score: float, ruleset: str, players: int, crafting_runs: str
 def band_measures(ruleset: str, players: int, crafting_runs: str | None) -> dict[str, dict[str, Any]]:
     """Per band, what ToM-1 pairs did on the group's calibration sample (``{}`` when uncalibrated):
     ``finish_rate`` (share of games with a winner), ``mean_turns`` (turns to the first win, over the
-    finished games), ``instances`` and ``games``."""
+    finished games), ``instances`` and ``games``; ``{}`` too for a group whose bands no cut points ordered."""
     group = calibration().get("groups", {}).get(group_key(ruleset, players, crafting_runs))
-    return dict(group["bands"]) if group else {}
+    # a group whose bands came out unordered shows no figures: they would contradict the labels
+    return dict(group["bands"]) if group and group.get("ordered") else {}
 
 
 def measured_instance(instance_id: str) -> dict[str, Any] | None:

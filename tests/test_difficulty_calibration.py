@@ -9,7 +9,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from agents.difficulty_calibration import Measured, calibrate, calibrate_command, fit_thresholds
+from agents.difficulty_calibration import Measured, calibrate, calibrate_command, fit_thresholds, refit
 from craft_rules import difficulty
 from craft_rules.difficulty import CALIBRATION_PATH, LEVELS, level_of
 from craft_rules.loader import load_rule_set
@@ -43,9 +43,9 @@ def test_the_command_writes_the_file_with_its_provenance(tmp_path) -> None:
 
 def test_thresholds_prefer_ordered_bands() -> None:
     # scores 1..9; costs rise with the score except one cheap outlier at 9
-    sample = [Measured(f"i{s}", float(s), 10, (True,), (s if s != 9 else 1,)) for s in range(1, 10)]
-    cuts, ordered = fit_thresholds(sample)
-    assert ordered
+    sample = [Measured(f"i{s}", float(s), 10, 1, 1, s if s != 9 else 1) for s in range(1, 10)]
+    cuts, order = fit_thresholds(sample)
+    assert order == 2
     bands = {level: [m for m in sample if level_of(m.score, cuts) == level] for level in LEVELS}
     means = [sum(m.mean_cost for m in bands[level]) / len(bands[level]) for level in LEVELS]
     assert means == sorted(means) and all(len(b) >= 2 for b in bands.values())
@@ -58,21 +58,42 @@ committed = pytest.mark.skipif(not CALIBRATION_PATH.exists(), reason="no committ
 def test_the_committed_bands_order_by_finish_rate_and_turns() -> None:
     record = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))
     assert record["provenance"]["command"].startswith("tradecraft calibrate-difficulty")
-    assert record["groups"], "the calibration measures at least one group"
+    # the lobby's main hall (two players, Minecraft, rational runs) is ordered on every figure
+    assert record["groups"]["minecraft/2/rational"]["ordered_on"] == [
+        "finish_rate",
+        "mean_cost",
+        "mean_turns",
+    ]
     for key, group in record["groups"].items():
         bands = [group["bands"][level] for level in LEVELS]
         rates = [b["finish_rate"] for b in bands]
+        costs = [b["mean_cost"] for b in bands]
         turns = [b["mean_turns"] for b in bands]
-        assert group["ordered"], key
+        if not group["ordered"]:
+            # no cut points order this group: it keeps the guess, says so, and the lobby shows no figures
+            assert group["thresholds"] is None and group["cost_cuts"] is None
+            ruleset, players, runs = key.split("/")
+            assert difficulty.thresholds(ruleset, int(players), runs) == difficulty.GUESSED_THRESHOLDS
+            assert difficulty.band_measures(ruleset, int(players), runs) == {}
+            continue
         assert rates == sorted(rates, reverse=True), (key, rates)
-        assert turns == sorted(turns), (key, turns)
-        assert rates[0] > rates[2] or turns[0] < turns[2], f"{key}: easy and hard measured the same"
+        assert costs == sorted(costs), (key, costs)
+        if "mean_turns" in group["ordered_on"]:
+            assert turns == sorted(turns), (key, turns)
+        assert rates[0] > rates[2] and costs[0] < costs[2], f"{key}: easy and hard measured the same"
         # the thresholds really are what split the sample into those bands
         cuts = (group["thresholds"]["easy_below"], group["thresholds"]["hard_from"])
         counted = {level: 0 for level in LEVELS}
         for row in group["sample"]:
             counted[level_of(row["score"], cuts)] += 1
         assert counted == {level: group["bands"][level]["instances"] for level in LEVELS}
+
+
+def test_a_refit_of_recorded_outcomes_plays_nothing_and_gives_the_same_record() -> None:
+    record = calibrate(seed=5, **TINY)  # type: ignore[arg-type]
+    again = refit(record, "test")
+    assert again["groups"] == record["groups"] and again["instances"] == record["instances"]
+    assert again["provenance"]["refit"] == "test"
 
 
 @committed
@@ -91,8 +112,8 @@ def test_generated_deals_and_shipped_instances_carry_the_measured_label() -> Non
     assert measured, "the shipped instances are measured"
     for instance_id in measured:
         entry = record[instance_id]
-        cuts = record[instance_id]["group"]
-        group = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))["groups"][cuts]
-        assert entry["level"] == level_of(entry["mean_cost"], tuple(group["cost_cuts"]))
+        whole = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))
+        cost_cuts = whole["groups"][entry["group"]]["cost_cuts"] or whole["common_cost_cuts"]
+        assert entry["level"] == level_of(entry["mean_cost"], tuple(cost_cuts))
         label = difficulty.measured_difficulty(instance_id, shipped[instance_id].difficulty)
         assert label["level"] == entry["level"] and label["measured"]["games"] == entry["games"]
