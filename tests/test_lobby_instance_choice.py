@@ -16,6 +16,7 @@ from e2e_helpers import ADMIN
 from flask.testing import FlaskClient
 from in_process import InProcessApp, MakeApp
 
+from craft_rules.difficulty import measured_difficulty
 from craft_rules.tasks import TC_GAMES_DIR
 from server.web.lobby import MIN_BAND_INSTANCES
 
@@ -23,11 +24,13 @@ STANDARD = TC_GAMES_DIR / "minecraft" / "1p_v_1p" / "standard.json"
 
 
 def shipped_levels() -> dict[str, str]:
-    """instance id -> difficulty level of the shipped minecraft 1p_v_1p standard set."""
+    """instance id -> difficulty level of the shipped minecraft 1p_v_1p standard set: the measured label
+    (craft_rules/difficulty.py), the generator's record where none was measured."""
     records = json.loads(STANDARD.read_text(encoding="utf-8"))
+    ids = [f"minecraft/1p_v_1p/standard#{index}" for index in range(len(records))]
     return {
-        f"minecraft/1p_v_1p/standard#{index}": record["difficulty"]["level"]
-        for index, record in enumerate(records)
+        instance_id: measured_difficulty(instance_id, record["difficulty"])["level"]
+        for instance_id, record in zip(ids, records, strict=True)
     }
 
 
