@@ -37,7 +37,8 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
 def test_the_lobby_shows_what_the_bots_measured_for_each_band(
     server: ServerProcess, browser: Browser, artifacts: Path, size: tuple[int, int]
 ) -> None:
-    bands = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))["groups"]["minecraft/2/rational"]["bands"]
+    calibration = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))
+    bands = calibration["groups"]["minecraft/2/rational"]["bands"]
     width, height = size
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
