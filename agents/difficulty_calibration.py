@@ -41,11 +41,18 @@ import click
 
 from agents.bots.registry import make_policy
 from agents.local import derive_seed, play_local
-from craft_rules.difficulty import CALIBRATION_PATH, GUESSED_THRESHOLDS, LEVELS, group_key, level_of
+from craft_rules.difficulty import (
+    CALIBRATION_PATH,
+    GUESSED_THRESHOLDS,
+    LEVELS,
+    fingerprint,
+    group_key,
+    level_of,
+)
 from craft_rules.loader import load_rule_set
 from craft_rules.provenance import package_versions
 from craft_rules.taskgen import GenerationError, assess_instance, generate_instance
-from craft_rules.tasks import TaskInstance, iter_instances
+from craft_rules.tasks import TaskInstance, get_instance, iter_instances
 from server.game import GameSettings
 from server.game.policy import FALLBACK
 
@@ -243,13 +250,14 @@ def calibrate(
             score = float(dealt.instance.difficulty["score"])
             measured[key].append(measure(dealt.instance, score, repeats, seed))
             tick(repeats)
-    files: list[tuple[str, Measured]] = []
+    files: list[tuple[str, Measured, str]] = []
     if shipped:
         for instance in _shipped(wanted):
             key = group_key(instance.ruleset, instance.players, instance.crafting_runs)
             report = assess_instance(load_rule_set(instance.ruleset), instance)
             score = float(report.difficulty.get("score", 0.0))
-            files.append((key, measure(instance, score, repeats, seed)))
+            made = fingerprint(instance.hands, instance.targets)
+            files.append((key, measure(instance, score, repeats, seed), made))
             tick(repeats)
     provenance = {
         "command": command,
@@ -268,7 +276,7 @@ def calibrate(
 def fit(
     measured: dict[str, list[Measured]],
     failed: dict[str, int],
-    files: Sequence[tuple[str, Measured]],
+    files: Sequence[tuple[str, Measured, str]],
     provenance: dict[str, Any],
 ) -> dict[str, Any]:
     """The record from the games' outcomes: per group the fitted cut points (or, when no pair of cut points
@@ -301,11 +309,12 @@ def fit(
         else None
     )
     instances: dict[str, Any] = {}
-    for key, one in files:
+    for key, one, made in files:
         cuts = out_groups.get(key, {}).get("cost_cuts") or common
         if cuts is None:
             continue
         instances[one.instance_id] = {
+            "fingerprint": made,
             **one.row(),
             "level": level_of(one.mean_cost, (cuts[0], cuts[1])),
             "group": key,
@@ -323,9 +332,17 @@ def refit(record: dict[str, Any], command: str) -> dict[str, Any]:
     nothing: the games are deterministic, so this is what the original command would now write."""
     measured = {key: [Measured.from_row(r) for r in g["sample"]] for key, g in record["groups"].items()}
     failed = {key: int(g.get("deals_not_generated", 0)) for key, g in record["groups"].items()}
-    files = [(r["group"], Measured.from_row(r)) for r in record.get("instances", {}).values()]
+    files = [
+        (r["group"], Measured.from_row(r), r.get("fingerprint") or _shipped_fingerprint(r["instance_id"]))
+        for r in record.get("instances", {}).values()
+    ]
     provenance = {**record["provenance"], "refit": command}
     return fit(measured, failed, files, provenance)
+
+
+def _shipped_fingerprint(instance_id: str) -> str:
+    instance = get_instance(instance_id)
+    return fingerprint(instance.hands, instance.targets)
 
 
 def _shipped(wanted: Sequence[tuple[str, int, str]]) -> list[TaskInstance]:

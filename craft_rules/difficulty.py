@@ -21,10 +21,13 @@ A group without a calibration keeps the structural score's original guessed cut 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from craft_rules.tasks import TaskInstance
 
 CALIBRATION_PATH = Path(__file__).resolve().parent / "difficulty_calibration.json"
 LEVELS = ("easy", "medium", "hard")
@@ -79,30 +82,40 @@ def band_measures(ruleset: str, players: int, crafting_runs: str | None) -> dict
     return dict(group["bands"]) if group and group.get("ordered") else {}
 
 
-def measured_instance(instance_id: str) -> dict[str, Any] | None:
-    """The measured figures and label of a shipped instance (None when it was not calibrated)."""
-    record = calibration().get("instances", {}).get(instance_id)
-    return dict(record) if record else None
+def fingerprint(hands: Any, targets: Any) -> str:
+    """A short digest of an instance's hands and targets: a measured label belongs to these, not to an id
+    (an operator's own folder may reuse a shipped file's name)."""
+    text = json.dumps({"hands": list(hands), "targets": list(targets)}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def measured_difficulty(instance_id: str, recorded: dict[str, Any]) -> dict[str, Any]:
+def measured_instance(instance: TaskInstance) -> dict[str, Any] | None:
+    """The measured figures and label of a shipped instance (None when it was not calibrated, or when the
+    instance under that id is not the one that was measured)."""
+    record = calibration().get("instances", {}).get(instance.id)
+    if not record or record.get("fingerprint") != fingerprint(instance.hands, instance.targets):
+        return None
+    return dict(record)
+
+
+def measured_difficulty(instance: TaskInstance) -> dict[str, Any]:
     """An instance's difficulty record with its measured level in place of the generator's guess, and the
     figures behind it under ``measured`` (the record unchanged when the instance was not calibrated)."""
-    record = measured_instance(instance_id)
+    record = measured_instance(instance)
     if record is None:
-        return dict(recorded)
-    return {**recorded, "level": record["level"], "measured": record}
+        return dict(instance.difficulty)
+    return {**instance.difficulty, "level": record["level"], "measured": record}
 
 
-def pooled_measure(instance_ids: list[str]) -> dict[str, Any] | None:
-    """The measured figures of a pool of shipped instances (a hall's band), or None when any of them
-    was not calibrated: ``finish_rate`` and ``mean_turns`` over all their games."""
-    records = [measured_instance(i) for i in instance_ids]
-    if not records or any(r is None for r in records):
+def pooled_measure(measured: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The measured figures of a pool of shipped instances (a hall's band) from their ``measured`` records,
+    or None when any of them was not calibrated: ``finish_rate`` and ``mean_turns`` over all their games."""
+    if not measured or any(r is None for r in measured):
         return None
-    games = sum(r["games"] for r in records if r)
-    wins = sum(r["finish_rate"] * r["games"] for r in records if r)
-    turns = sum((r["mean_turns"] or 0) * r["finish_rate"] * r["games"] for r in records if r)
+    records = [r for r in measured if r]
+    games = sum(r["games"] for r in records)
+    wins = sum(r["wins"] for r in records)
+    turns = sum(r["finished_turns"] for r in records)
     return {
         "instances": len(records),
         "games": games,

@@ -115,5 +115,5 @@ def test_generated_deals_and_shipped_instances_carry_the_measured_label() -> Non
         whole = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8"))
         cost_cuts = whole["groups"][entry["group"]]["cost_cuts"] or whole["common_cost_cuts"]
         assert entry["level"] == level_of(entry["mean_cost"], tuple(cost_cuts))
-        label = difficulty.measured_difficulty(instance_id, shipped[instance_id].difficulty)
+        label = difficulty.measured_difficulty(shipped[instance_id])
         assert label["level"] == entry["level"] and label["measured"]["games"] == entry["games"]

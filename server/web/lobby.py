@@ -190,7 +190,7 @@ class Lobby:
                 instance = load_instance(instance_id, root)
             except KeyError:
                 continue  # a pool id without a file: creating a game with it says why
-            difficulty = measured_difficulty(instance_id, instance.difficulty)  # craft_rules/difficulty.py
+            difficulty = measured_difficulty(instance)  # the measured label: craft_rules/difficulty.py
             catalog.append(
                 {
                     "instance_id": instance_id,
@@ -226,8 +226,9 @@ class Lobby:
             ]
         if hall.instances.choice != "random":
             return []
+        measured = {e["instance_id"]: e["difficulty"].get("measured") for e in self.instance_catalog(hall)}
         return [
-            {"band": band, "instances": len(ids), "measured": pooled_measure(ids)}
+            {"band": band, "instances": len(ids), "measured": pooled_measure([measured.get(i) for i in ids])}
             for band, ids in self._bands(hall).items()
             if len(ids) >= MIN_BAND_INSTANCES
         ]
