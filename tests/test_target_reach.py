@@ -114,3 +114,19 @@ def test_nothing_is_said_once_the_game_is_over() -> None:
     assert game.finished
     assert player_view(game, 0)["target_reachable"] is None
     assert player_view(game, 1)["target_reachable"] is None
+
+
+def test_a_resigned_seats_hand_leaves_the_pool() -> None:
+    # the only fuel is seat 2's coal: once seat 2 resigns nobody can trade for it; seat 0's shears are lost
+    three = instance(
+        [{"raw_iron": 2}, {"cobblestone": 8}, {"coal": 1, "diamond": 1}],
+        [{"shears": 1}, {"furnace": 1}, {"torch": 4}],
+        "resign#0",
+    )
+    game = new_game(three, first_proposer=0, max_turns=5)
+    assert [player_view(game, s)["target_reachable"] for s in range(3)] == [True, True, False]
+    game.apply(2, {"type": "resign"})
+    assert not game.finished
+    assert player_view(game, 0)["target_reachable"] is False
+    assert player_view(game, 1)["target_reachable"] is True
+    assert player_view(game, 2)["target_reachable"] is None  # a resigned seat is told nothing
