@@ -392,7 +392,7 @@ def markdown_table(record: dict[str, Any]) -> str:
 )
 @click.option(
     "--samples",
-    default=60,
+    default=150,
     show_default=True,
     type=click.IntRange(3, MAX_SAMPLES),
     help="Generated deals per group.",
