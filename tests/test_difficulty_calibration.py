@@ -117,3 +117,16 @@ def test_generated_deals_and_shipped_instances_carry_the_measured_label() -> Non
         assert entry["level"] == level_of(entry["mean_cost"], tuple(cost_cuts))
         label = difficulty.measured_difficulty(shipped[instance_id])
         assert label["level"] == entry["level"] and label["measured"]["games"] == entry["games"]
+
+
+def test_a_band_of_shipped_instances_sums_their_games() -> None:
+    one = {"games": 4, "wins": 3, "finished_turns": 6}
+    two = {"games": 4, "wins": 1, "finished_turns": 4}
+    assert difficulty.pooled_measure([one, two]) == {
+        "instances": 2,
+        "games": 8,
+        "finish_rate": 0.5,
+        "mean_turns": 2.5,
+    }
+    assert difficulty.pooled_measure([one, None]) is None  # one unmeasured instance: no figures at all
+    assert difficulty.pooled_measure([]) is None
