@@ -23,7 +23,8 @@ An instance is **valid** (under a rule) when
     (one partner always suffices with two players);
   - ``min_partners``: the fewest partners whose hands hold the items needed at least cost;
   - ``score``: depth + craft_steps / 2 + units_from_others / 2 + (min_trades - 1), the ordering key behind the
-    ``level`` label (easy < 4 <= medium < 7 <= hard).
+    ``level`` label: cut points fitted to how ToM-1 pairs fare in self-play (:mod:`craft_rules.difficulty`,
+    docs/difficulty.md), else the original guess (easy < 4 <= medium < 7 <= hard).
 And for the instance: ``scarce``, whether the pooled hands cannot craft every target at the same time
 (each one alone they can): players then compete for the same items, as the paper describes.
 
@@ -45,6 +46,7 @@ from fractions import Fraction
 from typing import Any
 
 from craft_rules.crafting import CraftingRuns
+from craft_rules.difficulty import level_for_score
 from craft_rules.errors import TradeCraftError
 from craft_rules.model import Recipe, RecipeType, RuleSet
 from craft_rules.planner import Planner, planner_for
@@ -94,7 +96,8 @@ class InstanceReport:
             + hardest["units_from_others"] / 2
             + (hardest["min_trades"] - 1)
         )
-        level = "easy" if score < 4 else "medium" if score < 7 else "hard"
+        # the cut points are measured from bot self-play where calibrated (craft_rules/difficulty.py)
+        level = level_for_score(round(score, 2), self.ruleset, len(self.players), self.crafting_runs)
         return {**hardest, "scarce": self.scarce, "score": round(score, 2), "level": level}
 
     def as_dict(self) -> dict[str, Any]:

@@ -16,19 +16,19 @@ from e2e_helpers import ADMIN
 from flask.testing import FlaskClient
 from in_process import InProcessApp, MakeApp
 
-from craft_rules.tasks import TC_GAMES_DIR
+from craft_rules.difficulty import measured_difficulty
+from craft_rules.tasks import TC_GAMES_DIR, get_instance
 from server.web.lobby import MIN_BAND_INSTANCES
 
 STANDARD = TC_GAMES_DIR / "minecraft" / "1p_v_1p" / "standard.json"
 
 
 def shipped_levels() -> dict[str, str]:
-    """instance id -> difficulty level of the shipped minecraft 1p_v_1p standard set."""
+    """instance id -> difficulty level of the shipped minecraft 1p_v_1p standard set: the measured label
+    (craft_rules/difficulty.py), the generator's record where none was measured."""
     records = json.loads(STANDARD.read_text(encoding="utf-8"))
-    return {
-        f"minecraft/1p_v_1p/standard#{index}": record["difficulty"]["level"]
-        for index, record in enumerate(records)
-    }
+    ids = [f"minecraft/1p_v_1p/standard#{index}" for index in range(len(records))]
+    return {instance_id: measured_difficulty(get_instance(instance_id))["level"] for instance_id in ids}
 
 
 LEVELS = shipped_levels()

@@ -43,8 +43,10 @@ def test_shipped_sets_are_large_enough_valid_and_spread(ruleset, mode, at_least)
         assert inst.players == len(mode.split("_v_"))
         report = assess_instance(rules, inst)
         assert report.valid, (inst.id, report.reasons)
-        # the recorded difficulty is what the validator measures now
-        assert inst.difficulty == report.difficulty, inst.id
+        # the recorded difficulty is what the validator measures now; the level is not: a shipped instance's
+        # label is measured by self-play (craft_rules/difficulty.py, docs/difficulty.md)
+        structural = {k: v for k, v in report.difficulty.items() if k != "level"}
+        assert {k: v for k, v in inst.difficulty.items() if k != "level"} == structural, inst.id
         levels[report.difficulty["level"]] += 1
     assert levels["easy"] and levels["hard"], f"difficulty should spread from easy to hard: {levels}"
 

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agents.experiments.cli:experiment_group",
         "Experiments: run a config's grid of games (resumable, costed), status, list, export.",
     ),
+    "calibrate-difficulty": (
+        "agents.difficulty_calibration:calibrate_command",
+        "Measure difficulty by ToM-1 self-play and fit the easy/medium/hard labels to it.",
+    ),
     "tournament": (
         "agents.tournament_cli:tournament_command",
         "Bot tournament: every ordered pairing over 1-vs-1 instances (win rates, KL of V1).",

@@ -443,6 +443,11 @@ class PlayerView(_Model):
     tom: TomDuty | None = Field(
         description="the viewer's ToM reporting duty, if the game asks it for reports"
     )
+    target_reachable: bool | None = Field(
+        default=None,
+        description="whether any combination of all active seats' hands can still make the viewer's own "
+        "target (false: it cannot win any more); null when unknown, before the start or after the end",
+    )
     rules: PublicRules
 
     @model_validator(mode="after")
@@ -464,6 +469,7 @@ class SpectatorView(PlayerView):
     pending_proposal: None = Field(description="always null: proposals are private")  # type: ignore[assignment]
     proposals: list[Proposal] = Field(max_length=0, description="always empty")
     tom: None = Field(description="always null")  # type: ignore[assignment]
+    target_reachable: None = Field(default=None, description="always null: targets are private")  # type: ignore[assignment]
 
 
 # ====================================================================== strict-mode rendering

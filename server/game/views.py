@@ -28,6 +28,9 @@ Keys of a player view (the spectator view has the same keys, with the private on
   outcome (passed / traded with the trade / no_trade); for turns the viewer took part in, the private
   outcome. Older turns are in the viewer's events (clients keep them; the ``history`` query pages them),
   so a view costs the same at turn 500 as at turn 5.
+- ``target_reachable``: whether any combination of all active seats' public hands can still make the
+  viewer's own target (False: it cannot win any more; None: unknown, not started, over, or a spectator),
+  computed for every seat alike and shown to that seat only (:mod:`server.game.reach`)
 - ``tom``: the viewer's ToM duty: ``orders``, ``due`` (a report is awaited now), ``items`` to value,
   ``opponents`` (keys of v1/v2)
 - ``rules``: settings every player may know (allow_pass, message_max_chars, end_condition, deadlines,
@@ -46,6 +49,7 @@ from craft_rules.crafting import fmt_qty
 from server.game.errors import GameError
 from server.game.events import filter_events, viewer_log
 from server.game.legal import legal_actions
+from server.game.reach import target_reachable
 from server.game.state import Game
 
 __all__ = [
@@ -213,6 +217,7 @@ def _base_view(game: Game, viewer: int | None) -> dict[str, Any]:
         "proposals": [],
         "trade_history": _trade_history(shared, viewer),
         "tom": None,
+        "target_reachable": None,
         "rules": _copy_rules(shared.rules),
     }
 
@@ -229,6 +234,7 @@ def player_view(game: Game, seat: int) -> dict[str, Any]:
     view["your_turn"] = seat in game.waiting_for()
     view["legal_actions"] = legal_actions(game, seat)
     view["target"] = game.target(seat)
+    view["target_reachable"] = target_reachable(game, seat)
     hand = game.crafting_hand(seat)
     if hand is not None:
         view["crafting_hand"] = {item: fmt_qty(q) for item, q in sorted(hand.items())}

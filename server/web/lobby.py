@@ -61,6 +61,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from craft_rules.difficulty import band_measures, measured_difficulty, pooled_measure
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import GenerationError, generate_instance
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances, load_instance
@@ -190,7 +191,7 @@ class Lobby:
                 instance = load_instance(instance_id, root)
             except KeyError:
                 continue  # a pool id without a file: creating a game with it says why
-            difficulty = instance.difficulty
+            difficulty = measured_difficulty(instance)  # the measured label: craft_rules/difficulty.py
             catalog.append(
                 {
                     "instance_id": instance_id,
@@ -218,11 +219,17 @@ class Lobby:
         """The bands an ordinary creator may ask for: every band in ``generated`` halls (``instances`` is
         null: each game is dealt afresh), the big enough ones in ``random`` halls, none otherwise."""
         if hall.instances.choice == "generated":
-            return [{"band": band, "instances": None} for band in DIFFICULTY_BANDS]
+            # what ToM-1 pairs did in each band (docs/difficulty.md), shown beside the band
+            runs = hall.game_settings().crafting_runs
+            measures = band_measures(hall.ruleset, hall.players, runs)
+            return [
+                {"band": band, "instances": None, "measured": measures.get(band)} for band in DIFFICULTY_BANDS
+            ]
         if hall.instances.choice != "random":
             return []
+        measured = {e["instance_id"]: e["difficulty"].get("measured") for e in self.instance_catalog(hall)}
         return [
-            {"band": band, "instances": len(ids)}
+            {"band": band, "instances": len(ids), "measured": pooled_measure([measured.get(i) for i in ids])}
             for band, ids in self._bands(hall).items()
             if len(ids) >= MIN_BAND_INSTANCES
         ]

@@ -5,6 +5,7 @@
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loginSecret } from "/static/js/account.js";
+import { bandMeasuresOf, showBandMeasure } from "./difficulty_note.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -74,6 +75,7 @@ function selectedHall() {
     seats: chosen.dataset.seats ? chosen.dataset.seats.split(",") : [],
     seatBots: chosen.dataset.seatBots ? chosen.dataset.seatBots.split(",") : [],
     bands,
+    bandMeasures: bandMeasuresOf(chosen), // static/js/difficulty_note.js
     description: chosen.dataset.description,
   };
 }
@@ -89,6 +91,7 @@ function fillDifficulties(hall) {
   $("create-difficulty-help").textContent = offered.length
     ? "The server draws the task secretly among many of that difficulty. Nobody else is told which difficulty you chose."
     : "This game mode deals its tasks itself: there is no difficulty to choose.";
+  showBandMeasure(hall); // static/js/difficulty_note.js
 }
 
 function fillSeats(hall) {

@@ -14,6 +14,7 @@ import { showBeliefs } from "./beliefs_chart.js";
 import { startPracticeGuide } from "./practice_guide.js";
 import { renderValueReport, readValueReport } from "./value_report.js";
 import { createRoomControls, gapNote, waitingRoomText } from "./room_controls.js";
+import { renderTargetNotice } from "./target_notice.js";
 
 const root = document.getElementById("room");
 const gameId = root.dataset.gameId;
@@ -146,6 +147,7 @@ function renderAll() {
   }
   $("room-target").hidden = mine === null || view.finished; // the end screen shows every target
   if (mine !== null) $("room-target-items").replaceChildren(itemListOf(view.target || {}));
+  renderTargetNotice(view, mine, ruleset); // static/js/target_notice.js
   renderPropose(view, mine); // first: it settles the partner whose items the hands make clickable
   placeHands(view);
   renderHands(view, mine);
