@@ -75,6 +75,14 @@ def installed_descriptions() -> Callable[[], list[dict[str, Any]]] | None:
     return describe if callable(describe) else None
 
 
+#: The order the lobby lists opponents in: LLMs, then built-in bots from the easiest, scripted partners last.
+STRENGTH_ORDER = {"easy": 0, "medium": 1, "hard": 2, "varies": 3, "scripted": 4}
+
+
+def _lobby_order(opponent: dict[str, Any]) -> tuple[int, int, str]:
+    return (opponent["kind"] != "llm", STRENGTH_ORDER.get(opponent["strength"] or "", 3), opponent["name"])
+
+
 class BotRegistry:
     """The server's view of the policies: check a spec, build a policy, with the server's typed errors.
 
@@ -214,7 +222,7 @@ class BotRegistry:
                     "checked_at": None,
                 }
             )
-        return out
+        return sorted(out, key=_lobby_order)
 
     def make(self, spec: str, seed: int) -> Policy:
         try:

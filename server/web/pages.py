@@ -96,6 +96,7 @@ def lobby() -> str:
         is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
         halls=services.lobby.halls(),
         bots=services.bots.seatable(),
+        opponents=services.bots.opponents(),  # the same, with plain names, descriptions and availability
         default_bot=services.settings.bots.default,
         my_games=services.lobby.my_games(principal, limit=20) if principal else [],
         open_games=[g for g in games if g["status"] == "waiting" and g["open_seats"]],

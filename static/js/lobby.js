@@ -4,6 +4,7 @@
 // when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
+import { describeSeat } from "./opponents.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -125,6 +126,7 @@ function fillSeats(hall) {
       select.title = `This game mode makes seat ${seat + 1} ${SEAT_KIND_NAMES[fixed] || fixed}.`;
     }
     row.append(label, select);
+    describeSeat(row, select); // what the chosen opponent is: name, strength or cost, availability
     rows.append(row);
   }
 }
