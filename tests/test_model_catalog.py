@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
-from e2e_helpers import write_config
+from e2e_helpers import Client, MakeServer, write_config
 from in_process import InProcessApp
 
+from agents.testing.openai_server import OpenAITestServer
+from agents.testing.scripted_player import ScriptedPlayer
 from server.table.config import BotsSection, Settings, SettingsError, load_settings
 from server.table.errors import SERVER_ERROR_CODES, ServerError
 from server.table.model_catalog import Endpoint, ModelCatalog, probe
@@ -276,3 +279,41 @@ def test_creating_a_game_with_an_unavailable_model_is_refused_and_makes_no_game(
     (shown,) = [o for o in bots["opponents"] if o["spec"] == spec]
     assert shown["available"] is False and "HTTP 500" in shown["reason"] and spec in bots["bots"]
     assert "Test model (LLM, unavailable)" in lobby and "Why: the provider failed (HTTP 500" in lobby
+
+
+# ------------------------------------------------------------------------------------------ a real game
+def test_a_listed_model_is_seated_by_a_creator_and_plays_a_game_to_the_end(
+    tmp_path: Path, make_server: MakeServer
+) -> None:
+    """run_server.py with bots.models pointing at the project's OpenAI-compatible test server: a person
+    seats the model from the lobby's list (no allowed_specs), the installed `llm` policy (LangChain
+    ChatOpenAI over HTTP) plays every move, and the seat carries the model's plain name."""
+    with OpenAITestServer(policy=ScriptedPlayer()) as model_server:
+        spec = f"llm:openai:test-model?base_url={model_server.base_url}&timeout=10&backoff=0.01"
+        path = write_config(
+            tmp_path, overrides={"bots": {"move_delay_seconds": 0.0, "models": [{**MODEL, "spec": spec}]}}
+        )
+        server = make_server(path, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+        host = Client(server.url, "model-fan").connect()
+        try:
+            listed_bots = requests.get(f"{server.url}/api/bots", timeout=10).json()
+            seats = [{"kind": "bot", "bot": spec}, {"kind": "bot", "bot": "random"}]
+            created = host.call("create_game", {"hall": "duel", "seats": seats})
+            assert created["ok"], created
+            game_id = created["game"]["game_id"]
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                game = requests.get(f"{server.url}/api/games/{game_id}", timeout=10).json()["game"]
+                if game["status"] == "finished":
+                    break
+                time.sleep(0.3)
+        finally:
+            host.close()
+            server.stop()
+    assert spec in listed_bots["bots"] and "llm:openai:test-model" not in json.dumps(
+        [o["name"] for o in listed_bots["opponents"]]
+    )
+    assert game["status"] == "finished", game
+    assert game["seats"][0]["name"] == "Test model" and game["seats"][0]["bot"] == spec
+    chats = [r for r in model_server.requests if r.get("messages")]
+    assert chats, "the model was asked for its moves"
