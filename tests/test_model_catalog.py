@@ -253,6 +253,8 @@ def test_a_listed_model_is_seatable_without_allowed_specs_and_described_for_the_
     assert opponents["random"]["name"] == "Random bot" and opponents["random"]["strength"] == "easy"
     assert opponents["tom1"]["name"] == "ToM-1 bot" and opponents["tom1"]["strength"] == "hard"
     assert all(o["name"] != o["spec"] and o["description"] for o in opponents.values())
+    # a test stand-in stays seatable by its spec but is not offered to players
+    assert "simulated_llm" in registry.seatable() and "simulated_llm" not in opponents
     # the lobby's order: LLMs first, then bots from the easiest, scripted partners last
     kinds = [(o["kind"], o["strength"]) for o in registry.opponents()]
     assert kinds[0][0] == "llm" and kinds[-1][1] == "scripted"

@@ -141,13 +141,16 @@ class PolicyCard:
     display_name: str
     description: str
     strength: Strength
+    in_lobby: bool = True  # False: a test or benchmark stand-in, seatable by name but not offered to players
 
 
-def card(display_name: str, description: str, strength: Strength) -> Callable[[_Factory], _Factory]:
+def card(
+    display_name: str, description: str, strength: Strength, *, in_lobby: bool = True
+) -> Callable[[_Factory], _Factory]:
     """Declare a factory's :class:`PolicyCard`: ``@card("Random bot", "Plays random moves.", "easy")``."""
 
     def declare(factory: _Factory) -> _Factory:
-        factory.card = PolicyCard(display_name, description, strength)  # type: ignore[attr-defined]
+        factory.card = PolicyCard(display_name, description, strength, in_lobby)  # type: ignore[attr-defined]
         return factory
 
     return declare

@@ -141,6 +141,7 @@ class SimulatedLLMOptions(PolicyOptions):
     "Simulated LLM (test)",
     "A stand-in for an LLM seat with no real model behind it (for load tests and dry runs): plays poorly.",
     "easy",
+    in_lobby=False,
 )
 def simulated_llm_policy(seed: int, options: SimulatedLLMOptions) -> LLMAgent:
     """An LLM seat played by :class:`SimulatedChatModel`: simulated_llm[?latency=0.5&tom=0,1]. Its

@@ -125,8 +125,9 @@ def probe(endpoint: Endpoint, timeout: float) -> Availability:
         why = f"refused the key in {endpoint.key_variable}" if refused else "failed"
         return Availability(False, f"the provider {why} (HTTP {err.code} from {url})", time.time())
     except (OSError, ValueError) as err:  # refused, unreachable, timed out, a malformed URL
-        reason = getattr(err, "reason", err)
-        return Availability(False, f"the provider at {url} cannot be reached ({reason})", time.time())
+        cause = getattr(err, "reason", err)
+        said = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        return Availability(False, f"the provider at {url} cannot be reached: {said}", time.time())
     return Availability(*_lists_model(body, endpoint.model), checked_at=time.time())
 
 

@@ -79,8 +79,9 @@ def installed_descriptions() -> Callable[[], list[dict[str, Any]]] | None:
 STRENGTH_ORDER = {"easy": 0, "medium": 1, "hard": 2, "varies": 3, "scripted": 4}
 
 
-def _lobby_order(opponent: dict[str, Any]) -> tuple[int, int, str]:
-    return (opponent["kind"] != "llm", STRENGTH_ORDER.get(opponent["strength"] or "", 3), opponent["name"])
+def _lobby_order(opponent: dict[str, Any]) -> tuple[bool, bool, int, str]:
+    rank = STRENGTH_ORDER.get(opponent["strength"] or "", 3)
+    return (opponent["kind"] != "llm", opponent["available"] is False, rank, opponent["name"])
 
 
 class BotRegistry:
@@ -186,7 +187,8 @@ class BotRegistry:
     def opponents(self) -> list[dict[str, Any]]:
         """What the lobby offers as bot seats (:meth:`seatable`), each with a plain ``name``, a one-line
         ``description``, ``strength``, ``cost_note`` and availability (``available`` None: not checked yet;
-        built-in bots are always available). ``kind`` is ``llm`` (calls a model: costs money) or ``bot``."""
+        built-in bots are always available); policies whose card says ``in_lobby`` False are left out.
+        ``kind`` is ``llm`` (calls a model: costs money) or ``bot``."""
         cards = self._policy_cards()
         restricted = {"llm"} if self.settings is None else set(self.settings.bots.restricted_policies)
         out = []
@@ -207,6 +209,8 @@ class BotRegistry:
                     }
                 )
                 continue
+            if card.get("in_lobby") is False:
+                continue  # a test stand-in: seatable by its spec, not offered to players
             name = card.get("display_name") or spec
             model = model_of(spec)
             out.append(

@@ -105,6 +105,14 @@ def play_duel_against_the_model(page: Page, timeout: float = 120) -> None:
         page.wait_for_timeout(250)
 
 
+def wait_for_the_models(page: Page) -> None:
+    """The lobby's script has run and knows whether the scripted model answers: a model still being checked
+    when the page was made says so ("checking"), and the page asks again until the server knows."""
+    expect(page.locator("#lobby[data-ready=true]")).to_be_attached()
+    option = page.get_by_label("Seat 2").locator("option", has_text=MODEL_NAME)
+    expect(option).to_have_text(f"{MODEL_NAME} (LLM)", timeout=15_000)
+
+
 def choose_the_model(page: Page) -> None:
     """In the lobby: the LLM hall, and the listed model for seat 2."""
     page.get_by_label("Game mode").select_option(HALL)
@@ -118,6 +126,7 @@ def test_a_player_picks_the_llm_opponent_in_the_lobby_and_plays_it_to_the_end(
     page = context.new_page()
     errors = page_errors(page)
     log_in(page, server.url, "Model fan")
+    wait_for_the_models(page)
     seat_two = page.get_by_label("Seat 2")
     offered = seat_two.locator("option").all_inner_texts()
     # plain names, never raw ids; the offline model is shown, unavailable and not selectable
@@ -125,6 +134,9 @@ def test_a_player_picks_the_llm_opponent_in_the_lobby_and_plays_it_to_the_end(
         f"{MODEL_NAME} (LLM)" in offered and "Random bot (easy)" in offered and "ToM-1 bot (hard)" in offered
     )
     assert not any(re.fullmatch(r"(tom\d|random|llm:.*|best_response|item_fixated)", o) for o in offered)
+    assert not any("Simulated" in o for o in offered)  # a test stand-in is not offered to players
+    # models that can play come first
+    assert offered.index(f"{MODEL_NAME} (LLM)") < offered.index(f"{DOWN_NAME} (LLM, unavailable)")
     down = seat_two.locator("option", has_text=DOWN_NAME)
     expect(down).to_have_text(f"{DOWN_NAME} (LLM, unavailable)", timeout=15_000)
     expect(down).to_be_disabled()
@@ -168,6 +180,7 @@ def test_the_opponent_choices_fit_a_phone_and_a_tablet(
     page = context.new_page()
     errors: list[Any] = page_errors(page)
     log_in(page, server.url, f"Phone {width}")
+    wait_for_the_models(page)
     choose_the_model(page)
     page.get_by_text("About the opponents").click()
     expect(page.locator("#opponents-guide .opponent-entry").first).to_be_visible()
