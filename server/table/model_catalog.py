@@ -230,13 +230,17 @@ class ModelCatalog:
         """Probe ``entries`` (default: all) at once; returns within the probe timeout (plus a moment),
         marking a probe still running then as unavailable."""
         entries = self.entries if entries is None else entries
-        results: dict[str, Availability] = {}
+        answered: set[str] = set()
         threads = []
         for entry in entries:
             endpoint = Endpoint.of(entry.spec, self._environ)
 
-            def run(spec: str = entry.spec, endpoint: Endpoint = endpoint) -> None:
-                results[spec] = probe(endpoint, self.timeout)
+            def run(entry: ListedModel = entry, endpoint: Endpoint = endpoint) -> None:
+                found = probe(endpoint, self.timeout)
+                with self._lock:  # each answer is shown as soon as it comes: a slow provider delays no other
+                    if entry.spec not in answered:
+                        answered.add(entry.spec)
+                        self._record(entry, found)
 
             thread = threading.Thread(target=run, name="model-probe", daemon=True)
             thread.start()
@@ -244,17 +248,20 @@ class ModelCatalog:
         deadline = time.monotonic() + self.timeout + 0.5
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        now = time.time()
         with self._lock:
             for entry in entries:
-                found = results.get(entry.spec) or Availability(
-                    False, f"the provider did not answer within {self.timeout:g} s", now
-                )
-                if found.available is False and self._status.get(entry.spec, UNCHECKED).available:
-                    log.warning("listed model %s is now unavailable: %s", entry.name, found.reason)
-                self._status[entry.spec] = found
+                if entry.spec not in answered:  # still hanging: its late answer is dropped
+                    answered.add(entry.spec)
+                    reason = f"the provider did not answer within {self.timeout:g} s"
+                    self._record(entry, Availability(False, reason, time.time()))
             if entries is self.entries:
                 self._checked_at = self._clock()
+
+    def _record(self, entry: ListedModel, found: Availability) -> None:
+        """Keep ``found`` as the word on ``entry`` (the lock held); a model that stops answering is logged."""
+        if found.available is False and self._status.get(entry.spec, UNCHECKED).available:
+            log.warning("listed model %s is now unavailable: %s", entry.name, found.reason)
+        self._status[entry.spec] = found
 
     def _refresh_in_background(self) -> None:
         if not self.entries:

@@ -10,9 +10,12 @@ Screenshots of the lobby's choices (desktop and phone) and of the end go to test
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +194,60 @@ def test_the_opponent_choices_fit_a_phone_and_a_tablet(
     page.screenshot(path=artifacts / f"lobby-llm-opponents-{width}.png", full_page=True)
     assert errors == []
     context.close()
+
+
+class SlowModelList:
+    """A provider whose ``GET /v1/models`` answers after ``seconds``: the lobby is made during the check."""
+
+    def __init__(self, seconds: float) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                time.sleep(seconds)
+                body = json.dumps({"object": "list", "data": [{"id": "test-model"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        poll = {"poll_interval": 0.05}
+        threading.Thread(target=self._httpd.serve_forever, kwargs=poll, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def test_a_model_still_being_checked_says_so_then_shows_the_answer(
+    make_server: MakeServer, tmp_path: Path, browser: Browser
+) -> None:
+    slow = SlowModelList(seconds=5)
+    try:
+        config = write_config(tmp_path)
+        data = yaml.safe_load(config.read_text(encoding="utf-8"))
+        spec = f"llm:openai:test-model?base_url={slow.url}"
+        data["bots"]["models"] = [{"name": "Slow model", "description": "Answers slowly.", "spec": spec}]
+        data["bots"]["model_probe_timeout_seconds"] = 15
+        config.write_text(yaml.safe_dump(data), encoding="utf-8")
+        server = make_server(config)
+        context = browser.new_context(viewport={"width": 1024, "height": 800})
+        page = context.new_page()
+        log_in(page, server.url, "Early bird")
+        option = page.get_by_label("Seat 2").locator("option", has_text="Slow model")
+        expect(option).to_have_text("Slow model (LLM, checking)")  # made before the provider answered
+        page.get_by_label("Seat 2").select_option(label="Slow model (LLM, checking)")
+        expect(page.locator("#create-seat-1-about")).to_contain_text("checking that it answers")
+        # the page asks again and shows the answer, without a reload
+        expect(option).to_have_text("Slow model (LLM)", timeout=20_000)
+        expect(page.locator("#create-seat-1-about")).not_to_contain_text("checking")
+        entry = page.locator("#opponents-guide .opponent-entry", has_text="Slow model")
+        expect(entry).to_have_attribute("data-available", "yes")
+        context.close()
+    finally:
+        slow.close()
