@@ -4,7 +4,7 @@
 // when the server's `lobby` push says a game was created, filled or ended. Errors are the server's typed
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
-import { describeSeat } from "./opponents.js";
+import { describeSeat, fixedBotLabel } from "./opponents.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -117,7 +117,7 @@ function fillSeats(hall) {
       const fixed = hall.seats[seat] || "open";
       if (fixed === "bot") {
         const bot = `bot:${hall.seatBots[seat]}`;
-        if (!values.includes(bot)) select.append(option(bot, `Built-in bot: ${hall.seatBots[seat]}`));
+        if (!values.includes(bot)) select.append(option(bot, fixedBotLabel(hall.seatBots[seat], kinds)));
         select.value = bot;
       } else {
         select.value = fixed;

@@ -40,6 +40,16 @@ export function describeSeat(row, select) {
   row.append(note);
 }
 
+/** The label of a seat a game mode fixes to a bot the lobby does not offer (e.g. a hall's own LLM seat, or
+ * a bot with options): the offered bot's plain name when it is one with options, else the model it runs. */
+export function fixedBotLabel(spec, kinds) {
+  const name = spec.split("?")[0];
+  const offered = [...kinds.querySelectorAll("option")].find((node) => node.value === `bot:${name}`);
+  if (offered) return `${offered.dataset.name} (set by this game mode)`;
+  if (name.startsWith("llm:")) return `LLM: ${name.slice(4)}`;
+  return `Bot: ${name}`;
+}
+
 function optionLabel(opponent) {
   let state = "";
   if (opponent.available === false) state = ", unavailable";

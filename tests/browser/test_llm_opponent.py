@@ -68,6 +68,16 @@ def server(
         # the model reports what it believes (V0, V1) each turn: what the end screen can show later
         "game": {"max_turns": 2, "first_proposer": 0, "tom_orders": [[], [0, 1]]},
     }
+    data["halls"]["fixed_seats"] = {  # the operator fixes the seats: a bot with options, a model of its own
+        **data["halls"]["trio"],
+        "title": "Fixed seats",
+        "seats": [
+            {"kind": "open"},
+            {"kind": "bot", "bot": "tom1?race=0"},
+            {"kind": "bot", "bot": "llm:openai:hall-model?tom=0"},
+        ],
+        "allow_custom_seats": False,
+    }
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     return make_server(config, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
 
@@ -143,6 +153,13 @@ def test_a_player_picks_the_llm_opponent_in_the_lobby_and_plays_it_to_the_end(
     down = seat_two.locator("option", has_text=DOWN_NAME)
     expect(down).to_have_text(f"{DOWN_NAME} (LLM, unavailable)", timeout=15_000)
     expect(down).to_be_disabled()
+
+    # seats a game mode fixes to bots the lobby does not offer: plain names too
+    page.get_by_label("Game mode").select_option("fixed_seats")
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text(
+        "ToM-1 bot (set by this game mode)"
+    )
+    expect(page.get_by_label("Seat 3").locator("option:checked")).to_have_text("LLM: openai:hall-model")
 
     choose_the_model(page)
     note = page.locator("#create-seat-1-about")
