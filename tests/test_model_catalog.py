@@ -261,6 +261,18 @@ def test_a_listed_model_is_seatable_without_allowed_specs_and_described_for_the_
     assert kinds.index(("bot", "easy")) < kinds.index(("bot", "medium")) < kinds.index(("bot", "hard"))
 
 
+def test_a_model_never_checked_is_checked_before_a_game_seats_it() -> None:
+    with provider(status=503) as server:
+        spec = f"llm:openai:test-model?base_url={server.url}"
+        registry = BotRegistry(settings=Settings(bots=listed(spec)))  # no start: nothing checked yet
+        with pytest.raises(ServerError) as refused:
+            registry.require(spec)
+        time.sleep(0.3)  # a second, background check would have reached the provider by now
+        asked = server.asked
+    assert refused.value.code == "model_unavailable" and "HTTP 503" in refused.value.message
+    assert asked == 1 and refused.value.details["reason"].startswith("the provider failed")
+
+
 def test_creating_a_game_with_an_unavailable_model_is_refused_and_makes_no_game(tmp_path: Path) -> None:
     with provider(status=500) as server:
         spec = f"llm:openai:test-model?base_url={server.url}"

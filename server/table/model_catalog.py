@@ -212,10 +212,14 @@ class ModelCatalog:
         entry = self.entry(spec)
         if entry is None:
             return
-        status = self.availability(spec)
-        if status.available is None:
+        with self._lock:
+            checked = self._status.get(spec, UNCHECKED).available is not None
+        if checked:
+            status = self.availability(spec)  # the cached word (a stale one is checked behind it)
+        else:  # asked now, once, rather than in the background as well
             self.refresh([entry])
-            status = self.availability(spec)
+            with self._lock:
+                status = self._status.get(spec, UNCHECKED)
         if not status.available:
             raise ServerError(
                 "model_unavailable",
