@@ -5,7 +5,10 @@ within the bound, and an unavailable model refused at creation (``model_unavaila
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -133,6 +136,8 @@ def test_two_entries_with_one_name_are_refused() -> None:
         ("nosuch:model", ["bots.models[0] ('Test model')", "no installed policy", "llm:openai:"]),
         ("llm:openai:m?base_url=http://127.0.0.1:9/v1&tom=7", ["bots.models[0] ('Test model')", "tom=7"]),
         ("llm:openai:m?base_url=http://127.0.0.1:9/v1&colour=red", ["colour", "Fix the entry's spec"]),
+        # no key in the environment either: the bad option is still what stops the start
+        ("llm:openai:gpt-4o-mini?tom=5", ["tom=5", "one of 0 | 0,1 | 0,1,2"]),
     ],
 )
 def test_a_spec_no_policy_accepts_stops_the_start_naming_the_entry(
@@ -331,3 +336,18 @@ def test_a_listed_model_is_seated_by_a_creator_and_plays_a_game_to_the_end(
     assert game["seats"][0]["name"] == "Test model" and game["seats"][0]["bot"] == spec
     chats = [r for r in model_server.requests if r.get("messages")]
     assert chats, "the model was asked for its moves"
+
+
+def test_run_server_refuses_to_start_with_a_bad_entry_and_says_which(tmp_path: Path) -> None:
+    path = write_config(tmp_path, overrides={"bots": {"models": [{**MODEL, "spec": "llm:openai:m?tom=5"}]}})
+    done = subprocess.run(
+        [sys.executable, "run_server.py", "--config", str(path), "--port", "0"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "bots.models[0] ('Test model')" in done.stderr and "tom=5" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -179,11 +179,14 @@ class ModelCatalog:
                     f"{where}: spec {entry.spec!r} names no installed policy (installed: "
                     f"{', '.join(installed)}); write an llm spec such as llm:openai:gpt-4o-mini?tom=0."
                 )
-            problem = Endpoint.of(entry.spec, self._environ).local_problem()
+            endpoint = Endpoint.of(entry.spec, self._environ)
+            problem = endpoint.local_problem()
             try:
                 make(entry.spec, 0)
             except ServerError as err:
-                if problem is None:
+                # only a refusal about the missing key is an unavailable model; a bad option (even with the
+                # key missing too) is the operator's to fix now
+                if problem is None or endpoint.key_variable not in err.message:
                     raise SettingsError(
                         f"{where}: spec {entry.spec!r} is refused: {err.message} Fix the entry's spec in "
                         "the settings (or remove the entry)."
