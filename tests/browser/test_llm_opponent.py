@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 from conftest import assert_fits_width, axe_violations, log_in, page_errors
 from e2e_helpers import MakeServer, ServerProcess, free_port, write_config
@@ -79,7 +80,15 @@ def server(
         "allow_custom_seats": False,
     }
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return make_server(config, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    server = make_server(config, env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    # the lobby orders the models by what their checks found: wait for both (started with the server)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        opponents = requests.get(f"{server.url}/api/bots", timeout=10).json()["opponents"]
+        if all(o["available"] is not None for o in opponents if o["kind"] == "llm"):
+            break
+        time.sleep(0.2)
+    return server
 
 
 def craft(page: Page, recipe: str, runs: str) -> None:
@@ -181,10 +190,10 @@ def test_a_player_picks_the_llm_opponent_in_the_lobby_and_plays_it_to_the_end(
     asked_before = len(model_server.requests)
     page.get_by_role("button", name="Create and join").click()
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
-    expect(page.locator("#room-hands")).to_contain_text(MODEL_NAME)  # the seat carries the model's name
+    expect(page.locator("#room-hands")).to_contain_text(MODEL_NAME, timeout=30_000)  # the seat's name
     play_duel_against_the_model(page)
 
-    expect(page.locator("#room-end-text")).to_contain_text("Won by you")
+    expect(page.locator("#room-end-text")).to_contain_text("Won by you", timeout=30_000)
     expect(page.locator("#room-end-targets")).to_contain_text("Shears")  # the model's target, revealed
     page.screenshot(path=artifacts / "llm-opponent-end.png", full_page=True)
     assert len(model_server.requests) > asked_before  # the model really played its seat
@@ -244,13 +253,13 @@ class SlowModelList:
 def test_a_model_still_being_checked_says_so_then_shows_the_answer(
     make_server: MakeServer, tmp_path: Path, browser: Browser
 ) -> None:
-    slow = SlowModelList(seconds=5)
+    slow = SlowModelList(seconds=8)  # the page is made well within it, even on a busy machine
     try:
         config = write_config(tmp_path)
         data = yaml.safe_load(config.read_text(encoding="utf-8"))
         spec = f"llm:openai:test-model?base_url={slow.url}"
         data["bots"]["models"] = [{"name": "Slow model", "description": "Answers slowly.", "spec": spec}]
-        data["bots"]["model_probe_timeout_seconds"] = 15
+        data["bots"]["model_probe_timeout_seconds"] = 20
         config.write_text(yaml.safe_dump(data), encoding="utf-8")
         server = make_server(config)
         context = browser.new_context(viewport={"width": 1024, "height": 800})
@@ -261,7 +270,7 @@ def test_a_model_still_being_checked_says_so_then_shows_the_answer(
         page.get_by_label("Seat 2").select_option(label="Slow model (LLM, checking)")
         expect(page.locator("#create-seat-1-about")).to_contain_text("checking that it answers")
         # the page asks again and shows the answer, without a reload
-        expect(option).to_have_text("Slow model (LLM)", timeout=20_000)
+        expect(option).to_have_text("Slow model (LLM)", timeout=30_000)
         expect(page.locator("#create-seat-1-about")).not_to_contain_text("checking")
         entry = page.locator("#opponents-guide .opponent-entry", has_text="Slow model")
         expect(entry).to_have_attribute("data-available", "yes")
