@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides["port"] = args.port
     try:
         settings = load_settings(args.config, overrides={"server": overrides} if overrides else None)
+        app = create_app(settings)  # refuses settings only checkable with the policies (bots.models)
     except SettingsError as exc:
         print(exc, file=sys.stderr)
         return 2
-    app = create_app(settings)
     socketio = app.extensions["socketio"]
     print(f"TradeCraft serving http://{settings.server.host}:{settings.server.port}", flush=True)
     socketio.run(

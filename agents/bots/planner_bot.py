@@ -33,7 +33,7 @@ from agents.bots.oracle import (
     offer_json,
 )
 from agents.bots.oracle_bot import OracleBot
-from agents.bots.registry import PolicyOptions
+from agents.bots.registry import PolicyOptions, card
 from craft_rules.model import RuleSet
 
 AcceptRule = Literal["no_loss", "gain"]
@@ -103,6 +103,12 @@ class PlannerOptions(PolicyOptions):
     )
 
 
+@card(
+    "Planner bot",
+    "Plans the shortest way to its own target, proposes the trade that helps it most and accepts what does "
+    "not set it back. Does not guess what you need.",
+    "medium",
+)
 def planner_policy(seed: int, options: PlannerOptions) -> PlannerBot:
     """Self-interested planner: proposes its best trade, accepts what does not lower its progress
     (``accept=gain``: only what raises it)."""

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agents.bots.registry import PolicyOptions, WholeNumber
+from agents.bots.registry import PolicyOptions, WholeNumber, card
 from craft_rules.crafting import clamp_runs, fmt_qty
 from craft_rules.loader import load_rule_set
 from craft_rules.model import RuleSet
@@ -210,6 +210,12 @@ class RandomOptions(PolicyOptions):
     max_units: WholeNumber = Field(3, ge=1, le=100, description="most units of an item it trades")
 
 
+@card(
+    "Random bot",
+    "Makes random legal trades and crafts, and rarely reaches its target: the easiest opponent, good for a "
+    "first game.",
+    "easy",
+)
 def random_policy(seed: int, options: RandomOptions) -> RandomBot:
     """Plays random legal moves: the baseline opponent."""
     return RandomBot(seed, **options.model_dump())

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 
@@ -122,6 +123,37 @@ def parse_policy_spec(spec: str) -> PolicySpec:
                 )
             options[option["key"]] = option["value"]
     return PolicySpec(match["name"], options)
+
+
+# ---------------------------------------------------------------------------------------------- cards
+Strength = Literal["easy", "medium", "hard", "scripted", "varies"]
+"""How hard a policy is to beat, for players choosing an opponent: ``scripted`` partners follow one fixed
+rule (for studies); ``varies``: it depends on the model or the options."""
+
+_Factory = TypeVar("_Factory", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class PolicyCard:
+    """What a player is told about a policy before seating it: a plain name, one line on what it does
+    and how strong it is. Declared once, on the factory (:func:`card`); read by :func:`describe_policies`."""
+
+    display_name: str
+    description: str
+    strength: Strength
+    in_lobby: bool = True  # False: a test or benchmark stand-in, seatable by name but not offered to players
+
+
+def card(
+    display_name: str, description: str, strength: Strength, *, in_lobby: bool = True
+) -> Callable[[_Factory], _Factory]:
+    """Declare a factory's :class:`PolicyCard`: ``@card("Random bot", "Plays random moves.", "easy")``."""
+
+    def declare(factory: _Factory) -> _Factory:
+        factory.card = PolicyCard(display_name, description, strength, in_lobby)  # type: ignore[attr-defined]
+        return factory
+
+    return declare
 
 
 # ---------------------------------------------------------------------------------------------- options
@@ -381,8 +413,9 @@ def make_policy(spec: str, seed: int) -> Policy:
 
 def describe_policies() -> list[dict[str, Any]]:
     """One entry per installed policy: name, factory (``module:attr``), summary (the docstring's first
-    line), options (:class:`OptionInfo` as dicts: names, allowed, default, required, description,
-    schema, and ``help``, its summary in words) and, where the factory documents it, ``best_response``.
+    line), its :class:`PolicyCard` (display_name, description, strength), options (:class:`OptionInfo` as
+    dicts: names, allowed, default, required, description, schema, and ``help``, its summary in words)
+    and, where the factory documents it, ``best_response``.
     Describing imports each policy's module; one that fails to import says why."""
     out = []
     for name in policy_names():
@@ -391,13 +424,19 @@ def describe_policies() -> list[dict[str, Any]]:
         try:
             factory = load_factory(name)
         except Exception as err:  # a broken plug-in must not hide the others
-            entry.update(summary=f"unavailable: {type(err).__name__}: {err}", options=[])
+            broken = f"unavailable: {type(err).__name__}: {err}"
+            entry.update(summary=broken, options=[], **asdict(PolicyCard(name, broken, "varies")))
         else:
             doc = inspect.getdoc(factory) or ""
             model, _ = options_model(factory)
+            summary = doc.strip().splitlines()[0] if doc.strip() else ""
+            declared = getattr(factory, "card", None)
+            if not isinstance(declared, PolicyCard):  # a plug-in without a card: its name and docstring
+                declared = PolicyCard(name, summary, "varies")
             entry.update(
-                summary=doc.strip().splitlines()[0] if doc.strip() else "",
+                summary=summary,
                 options=[{**asdict(info), "help": info.summary()} for info in describe_options(model)],
+                **asdict(declared),
             )
             best = getattr(factory, "best_response", None)
             if isinstance(best, dict):  # scripted partners: how to play them best (regret needs it)

@@ -44,7 +44,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 from agents.bots.oracle import EPS, Bundle, CraftingOracle, Offer, bundle, gain, holds
 from agents.bots.oracle_bot import OracleBot
 from agents.bots.planner_bot import PlannerBot
-from agents.bots.registry import NoOptions, PolicyOptions
+from agents.bots.registry import NoOptions, PolicyOptions, card
 from craft_rules.model import RuleSet
 
 IDLE = "idle proposals (pass, or ask one unit it does not need for nothing, or give one away)"
@@ -309,36 +309,72 @@ class ItemFixatedOptions(PolicyOptions):
     )
 
 
+@card(
+    "Always-accept partner",
+    "Accepts every trade it can pay for (a scripted partner for studies).",
+    "scripted",
+)
 def always_accept(seed: int, options: NoOptions) -> AlwaysAccept:
     """Scripted partner: accepts every proposal it can pay for; idle proposals."""
     return AlwaysAccept(seed)
 
 
+@card(
+    "Always-reject partner",
+    "Rejects every trade: you must reach your target without it (a scripted partner for studies).",
+    "scripted",
+)
 def always_reject(seed: int, options: NoOptions) -> AlwaysReject:
     """Scripted partner: rejects every proposal; idle proposals."""
     return AlwaysReject(seed)
 
 
+@card(
+    "Rational responder",
+    "Accepts a trade only when it brings it closer to its own target (a scripted partner for studies).",
+    "scripted",
+)
 def rational(seed: int, options: NoOptions) -> RationalResponder:
     """Scripted partner: accepts iff its own progress rises; idle proposals."""
     return RationalResponder(seed)
 
 
+@card(
+    "Fixed-offer partner",
+    "Makes the same proposal every turn and rejects yours (a scripted partner for studies).",
+    "scripted",
+)
 def fixed_offer(seed: int, options: FixedOfferOptions) -> FixedOffer:
     """Scripted partner: the same proposal every turn (offer/request as item:count,...); rejects all."""
     return FixedOffer(seed, offer=options.offer, request=options.request)
 
 
+@card(
+    "Item-fixated partner",
+    "Accepts only trades that give it one particular item (a scripted partner for studies).",
+    "scripted",
+)
 def item_fixated(seed: int, options: ItemFixatedOptions) -> ItemFixated:
     """Scripted partner: accepts iff the proposal gives it the item ``item``; idle proposals."""
     return ItemFixated(seed, item=options.item)
 
 
+@card(
+    "Tit-for-tat partner",
+    "Accepts your proposal only if you accepted its last one (a scripted partner for studies).",
+    "scripted",
+)
 def tit_for_tat(seed: int, options: NoOptions) -> TitForTat:
     """Scripted partner: proposes its best trade; accepts iff you accepted its last proposal."""
     return TitForTat(seed)
 
 
+@card(
+    "Best-response partner",
+    "Answers your last move: greedy after you accept, offers what you asked for (a scripted partner "
+    "for studies).",
+    "scripted",
+)
 def best_response(seed: int, options: NoOptions) -> BestResponse:
     """Scripted partner: answers your last move (greedy after an accept, offers what you asked for)."""
     return BestResponse(seed)

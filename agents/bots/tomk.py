@@ -74,7 +74,7 @@ from agents.bots.oracle import (
     pool_of,
     tom_report,
 )
-from agents.bots.registry import PolicyOptions, WholeNumber
+from agents.bots.registry import PolicyOptions, WholeNumber, card
 from craft_rules.model import RuleSet
 
 BeliefKey = Literal["offer", "kinds", "responder"]
@@ -809,7 +809,23 @@ def _factory(order: int) -> Callable[[int, ToMOptions], ToMBot]:
     return make
 
 
-tom0 = _factory(0)
-tom1 = _factory(1)
-tom2 = _factory(2)
-tom3 = _factory(3)
+tom0 = card(
+    "ToM-0 bot",
+    "Learns which of its offers you tend to accept, without modelling your goal.",
+    "medium",
+)(_factory(0))
+tom1 = card(
+    "ToM-1 bot",
+    "Guesses your secret target from your moves, and will not hand you the win.",
+    "hard",
+)(_factory(1))
+tom2 = card(
+    "ToM-2 bot",
+    "Guesses your target and what you believe about its own, to predict your answers.",
+    "hard",
+)(_factory(2))
+tom3 = card(
+    "ToM-3 bot",
+    "Reasons one level deeper than ToM-2 about what each of you believes.",
+    "hard",
+)(_factory(3))

@@ -14,16 +14,14 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from pydantic import Field
 
-from agents.bots.registry import Flag, PolicyOptions, WholeNumber
+from agents.bots.registry import Flag, PolicyOptions, WholeNumber, card
 from agents.llm import prompts
 from agents.llm.agent import DEFAULT_MAX_TOKENS, TOOL_MODE_SETTINGS, AgentSettings, LLMAgent
 from agents.llm.modes import TOOL_CHOICES
+from server.table.model_catalog import OPENAI_COMPATIBLE  # providers served through ChatOpenAI
 
 TOM_ORDER_SETS: dict[str, tuple[int, ...]] = {"0": (0,), "0,1": (0, 1), "0,1,2": (0, 1, 2)}
 """The paper's ToM elicitation conditions: V0, V0+V1, V0+V1+V2."""
-
-OPENAI_COMPATIBLE = ("openai", "vllm", "ollama", "llamacpp", "lmstudio")
-"""Providers served through ``ChatOpenAI`` (an OpenAI-compatible HTTP API)."""
 
 
 def build_chat_model(
@@ -144,6 +142,11 @@ class LLMOptions(PolicyOptions):
         return self.model_spec
 
 
+@card(
+    "LLM agent",
+    "A language model playing through the game's tools; the operator chooses which models may be seated.",
+    "varies",
+)
 def llm_policy(seed: int, options: LLMOptions) -> LLMAgent:
     """An LLM agent: llm:<provider>:<model>[?tom=0,1&persona=fair&cot=1&strict=1&temperature=0.7].
 

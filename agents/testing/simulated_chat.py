@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from agents.bots.registry import PolicyOptions
+from agents.bots.registry import PolicyOptions, card
 from agents.llm.agent import AgentSettings, LLMAgent
 from agents.llm.factory import TOM_ORDER_SETS, ToMOrderSet
 from agents.testing.scripted_player import ScriptedPlayer
@@ -137,6 +137,12 @@ class SimulatedLLMOptions(PolicyOptions):
         return f"simulated:{SIMULATED_MODEL}"
 
 
+@card(
+    "Simulated LLM (test)",
+    "A stand-in for an LLM seat with no real model behind it (for load tests and dry runs): plays poorly.",
+    "easy",
+    in_lobby=False,
+)
 def simulated_llm_policy(seed: int, options: SimulatedLLMOptions) -> LLMAgent:
     """An LLM seat played by :class:`SimulatedChatModel`: simulated_llm[?latency=0.5&tom=0,1]. Its
     ``model_name`` is ``simulated:<model>``, so per-provider limits know it as the provider ``simulated``."""

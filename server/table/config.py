@@ -184,6 +184,35 @@ class SocketIOSection(_Section):
     )
 
 
+class ListedModel(_Section):
+    """An LLM opponent the operator offers in the lobby (``bots.models``; server/table/model_catalog.py)."""
+
+    name: str = Field(..., description="what the lobby and the seat show, e.g. GPT-4o mini")
+    description: str = Field("", max_length=300, description="one line for players: what it is, how it plays")
+    spec: str = Field(
+        ...,
+        max_length=300,
+        description="the llm policy spec it plays with, e.g. llm:openai:gpt-4o-mini?tom=0; keys come from "
+        "the environment, never from a spec",
+    )
+    cost_note: str = Field(
+        "", max_length=120, description="what a game costs, for players: about $0.01 a game"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _seat_name(cls, name: str) -> str:
+        return normalise_name(name, "model name", kind="bot")
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_without_credentials(cls, spec: str) -> str:
+        try:
+            return check_no_credentials(spec)
+        except SpecError as err:
+            raise ValueError(err.message) from None
+
+
 class BotsSection(_Section):
     """Bot and LLM-agent seats the server plays itself (server/table/bot_seats.py and bot_executor.py)."""
 
@@ -229,6 +258,25 @@ class BotsSection(_Section):
         description="exact specs of restricted policies any game creator may seat, e.g. "
         "llm:openai:gpt-4o-mini?tom=0; provider keys come from the environment, never from a spec",
     )
+    models: list[ListedModel] = Field(
+        default_factory=list,
+        max_length=50,
+        description="LLM opponents a game's creator may pick in the lobby (name, description, spec, "
+        "cost_note); seatable without listing their specs in allowed_specs",
+    )
+    model_probe_timeout_seconds: float = Field(
+        3.0,
+        gt=0,
+        le=30,
+        description="longest one availability check of a listed model's provider may take (GET <base "
+        "URL>/models: no tokens spent); slower = unavailable",
+    )
+    model_probe_interval_seconds: float = Field(
+        300.0,
+        ge=5,
+        description="how long a listed model's availability is trusted before it is checked again (in the "
+        "background, when the lobby next asks)",
+    )
     trace_max_bytes: int = Field(
         65_536,
         ge=1024,
@@ -253,6 +301,17 @@ class BotsSection(_Section):
             except SpecError as err:
                 raise ValueError(err.message) from None
         return value
+
+    @model_validator(mode="after")
+    def _models_unique(self) -> BotsSection:
+        for what in ("name", "spec"):
+            seen: set[str] = set()
+            for index, entry in enumerate(self.models):
+                value = getattr(entry, what)
+                if value in seen:
+                    raise ValueError(f"bots.models[{index}] ({entry.name!r}) repeats the {what} {value!r}")
+                seen.add(value)
+        return self
 
     @model_validator(mode="after")
     def _fallback_is_free(self) -> BotsSection:

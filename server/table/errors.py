@@ -81,6 +81,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "difficulty_not_offered": "this hall offers no such difficulty (or deals its instances in a set order)",
     "deal_failed": "no fresh instance of that difficulty came within the hall's attempts; retry",
     "unknown_bot": "no built-in bot of that name",
+    "model_unavailable": "the listed LLM opponent's provider did not answer its last check (or its key is "
+    "missing): pick another opponent or retry later (HTTP 503); details.reason says why",
     "invalid_seats": "the seat list does not fit the hall",
     "game_full": "every seat of the game is taken",
     "seat_taken": "someone else holds that seat",

@@ -15,13 +15,16 @@ the attempt number), or it would repeat the same move.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Any
 
 from server.game.policy import Policy
 from server.table.config import Settings
 from server.table.errors import ServerError
-from server.table.policy_specs import SpecError, check_no_credentials, policy_name
+from server.table.model_catalog import ModelCatalog
+from server.table.policy_specs import SpecError, check_no_credentials, model_of, policy_name
 
 POLICY_REGISTRY_GROUP = "tradecraft.policy_registry"
 
@@ -64,6 +67,23 @@ def installed_policies() -> tuple[PolicyMaker, Callable[[], list[str]]]:
     return registry.make_policy, registry.policy_names
 
 
+def installed_descriptions() -> Callable[[], list[dict[str, Any]]] | None:
+    """The installed registry's ``describe_policies`` (each policy's name, plain name, description and
+    strength, as the policies declare them), or None when none is installed."""
+    found = list(entry_points(group=POLICY_REGISTRY_GROUP, name="default"))
+    describe = getattr(found[0].load(), "describe_policies", None) if found else None
+    return describe if callable(describe) else None
+
+
+#: The order the lobby lists opponents in: LLMs, then built-in bots from the easiest, scripted partners last.
+STRENGTH_ORDER = {"easy": 0, "medium": 1, "hard": 2, "varies": 3, "scripted": 4}
+
+
+def _lobby_order(opponent: dict[str, Any]) -> tuple[bool, bool, int, str]:
+    rank = STRENGTH_ORDER.get(opponent["strength"] or "", 3)
+    return (opponent["kind"] != "llm", opponent["available"] is False, rank, opponent["name"])
+
+
 class BotRegistry:
     """The server's view of the policies: check a spec, build a policy, with the server's typed errors.
 
@@ -81,9 +101,14 @@ class BotRegistry:
         if factory is None:
             factory, installed_names = installed_policies()
             names = names or installed_names
+        self._describe = installed_descriptions()
         self._factory = factory
         self._names = names or (lambda: [])
         self.settings = settings
+        # the operator's LLM opponents (bots.models): seatable by anyone while their provider answers
+        self.models = ModelCatalog(settings.bots) if settings is not None else None
+        self._cards: dict[str, dict[str, Any]] | None = None
+        self._cards_lock = threading.Lock()
 
     def names(self) -> list[str]:
         return sorted(self._names())
@@ -94,7 +119,8 @@ class BotRegistry:
         choices; a restricted name alone, e.g. ``llm``, could never be seated)."""
         free = [name for name in self.names() if self.allowed(name)]
         listed = sorted(self.settings.bots.allowed_specs) if self.settings else []
-        return free + [spec for spec in listed if spec not in free]
+        models = [entry.spec for entry in self.models.entries] if self.models else []
+        return free + [spec for spec in listed + models if spec not in free]
 
     def require(self, spec: str, hall: str | None = None) -> str:
         """``spec`` if it may be seated and a policy can be built from it, else a typed error:
@@ -117,6 +143,8 @@ class BotRegistry:
                 {"bot": spec[:300], "allowed": allowed},
                 status=403,
             )
+        if self.models is not None:
+            self.models.require_available(spec)  # model_unavailable: a seat that would stall
         self.make(spec, 0)
         return spec
 
@@ -127,10 +155,78 @@ class BotRegistry:
             return True
         if self.settings is None:
             return False
-        if spec in self.settings.bots.allowed_specs:
+        if spec in self.settings.bots.allowed_specs or (self.models and self.models.entry(spec)):
             return True
         known_hall = hall is None or hall in self.settings.halls
         return known_hall and spec in self.settings.hall_bot_specs(hall)
+
+    def start_models(self) -> None:
+        """At the server's start: refuse a listed model whose spec no policy accepts (:class:`SettingsError`
+        naming the entry), then check the providers and describe the policies in the background."""
+        if self.models is not None:
+            self.models.check(self.make, self.names())
+            self.models.start()
+        threading.Thread(target=self._policy_cards, name="describe-policies", daemon=True).start()
+
+    def _policy_cards(self) -> dict[str, dict[str, Any]]:
+        """Each installed policy's declaration (``describe_policies``), read once: it imports every policy."""
+        with self._cards_lock:
+            if self._cards is None:
+                try:
+                    described = self._describe() if self._describe else []
+                except Exception:  # plain names are a nicety: the raw ids still work
+                    described = []
+                self._cards = {entry["name"]: entry for entry in described}
+            return self._cards
+
+    def seat_name(self, spec: str) -> str:
+        """The name a bot seat playing ``spec`` gets: a listed model's name, else ``"<spec> bot"``."""
+        entry = self.models.entry(spec) if self.models else None
+        return entry.name if entry is not None else f"{spec} bot"
+
+    def opponents(self) -> list[dict[str, Any]]:
+        """What the lobby offers as bot seats (:meth:`seatable`), each with a plain ``name``, a one-line
+        ``description``, ``strength``, ``cost_note`` and availability (``available`` None: not checked yet;
+        built-in bots are always available); policies whose card says ``in_lobby`` False are left out.
+        ``kind`` is ``llm`` (calls a model: costs money) or ``bot``."""
+        cards = self._policy_cards()
+        restricted = {"llm"} if self.settings is None else set(self.settings.bots.restricted_policies)
+        out = []
+        for spec in self.seatable():
+            entry = self.models.entry(spec) if self.models else None
+            card = cards.get(policy_name(spec), {})
+            if entry is not None:
+                status = self.models.availability(spec) if self.models else None
+                out.append(
+                    {
+                        "spec": spec,
+                        "kind": "llm",
+                        "name": entry.name,
+                        "description": entry.description,
+                        "strength": card.get("strength"),
+                        "cost_note": entry.cost_note,
+                        **(status.public() if status else {}),
+                    }
+                )
+                continue
+            if card.get("in_lobby") is False:
+                continue  # a test stand-in: seatable by its spec, not offered to players
+            name = card.get("display_name") or spec
+            model = model_of(spec)
+            out.append(
+                {
+                    "spec": spec,
+                    "kind": "llm" if policy_name(spec) in {n.lower() for n in restricted} else "bot",
+                    "name": f"{name} ({model})" if model else name,
+                    "description": card.get("description") or card.get("summary") or "",
+                    "strength": card.get("strength"),
+                    "cost_note": "",
+                    "available": True,
+                    "reason": "",
+                    "checked_at": None,
+                }
+            )
+        return sorted(out, key=_lobby_order)
 
     def make(self, spec: str, seed: int) -> Policy:
         try:

@@ -128,6 +128,7 @@ def create_app(
     DeploymentCaps(settings.server).install(app, socketio)
     scheduler = DeadlineScheduler()
     bots = BotRegistry(policy_factory, settings=settings)
+    bots.start_models()  # a bad bots.models entry stops the start; providers are checked in the background
 
     table = Table(settings, store, scheduler, bots, SocketIOTransport(socketio, settings))
     lobby = Lobby(settings, store, table, bots)

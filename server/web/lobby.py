@@ -272,7 +272,7 @@ class Lobby:
                 seat=i,
                 accepts=spec.kind,
                 kind="bot" if spec.kind == "bot" else None,
-                name=(spec.name or f"{spec.bot or self.settings.bots.default} bot")
+                name=(spec.name or self.bots.seat_name(spec.bot or self.settings.bots.default))
                 if spec.kind == "bot"
                 else None,
                 bot=(spec.bot or self.settings.bots.default) if spec.kind == "bot" else None,

@@ -100,6 +100,7 @@ def lobby() -> str:
         is_admin=session.get("admin") is True or bool(principal and principal.is_admin),
         halls=services.lobby.halls(),
         bots=services.bots.seatable(),
+        opponents=services.bots.opponents(),  # the same, with plain names, descriptions and availability
         default_bot=services.settings.bots.default,
         my_games=my_games,
         open_games=open_games,

@@ -93,7 +93,9 @@ def create_game() -> tuple[Response, int]:
 
 @api.get("/bots")
 def bots() -> tuple[Response, int]:
-    return ok({"bots": current_services().bots.seatable()})
+    bots = current_services().bots
+    # bots: the seatable specs (as before); opponents: the same with plain names, descriptions, availability
+    return ok({"bots": bots.seatable(), "opponents": bots.opponents()})
 
 
 @api.get("/me/games")

@@ -6,6 +6,7 @@
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loginSecret } from "/static/js/account.js";
 import { bandMeasuresOf, showBandMeasure } from "./difficulty_note.js";
+import { describeSeat, fixedBotLabel } from "./opponents.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
@@ -120,7 +121,7 @@ function fillSeats(hall) {
       const fixed = hall.seats[seat] || "open";
       if (fixed === "bot") {
         const bot = `bot:${hall.seatBots[seat]}`;
-        if (!values.includes(bot)) select.append(option(bot, `Built-in bot: ${hall.seatBots[seat]}`));
+        if (!values.includes(bot)) select.append(option(bot, fixedBotLabel(hall.seatBots[seat], kinds)));
         select.value = bot;
       } else {
         select.value = fixed;
@@ -129,6 +130,7 @@ function fillSeats(hall) {
       select.title = `This game mode makes seat ${seat + 1} ${SEAT_KIND_NAMES[fixed] || fixed}.`;
     }
     row.append(label, select);
+    describeSeat(row, select); // what the chosen opponent is: name, strength or cost, availability
     rows.append(row);
   }
 }

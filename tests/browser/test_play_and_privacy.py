@@ -292,7 +292,7 @@ def test_a_newcomer_plays_a_built_in_bot_to_the_end(
     page.get_by_label("Game mode").select_option("versus_bot")
     seat_two = page.get_by_label("Seat 2")
     offered = seat_two.locator("option").all_inner_texts()
-    assert "Built-in bot: random" in offered and "Open (anyone)" in offered
+    assert "Random bot (easy)" in offered and "random" not in offered and "Open (anyone)" in offered
     seat_two.select_option("bot:random")
     page.screenshot(path=artifacts / "lobby-new-game.png", full_page=True)
     page.get_by_role("button", name="Create and join").click()
@@ -466,10 +466,10 @@ def test_difficulty_for_everyone_and_exact_tasks_for_admins_only(
     assert page.get_by_label("Exact task (admins only)").count() == 0  # an ordinary player never sees it
     page.get_by_label("Game mode").select_option("fixed_bot")
     expect(page.get_by_label("Seat 2")).to_be_disabled()
-    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: tom1")
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("ToM-1 bot (hard)")
     expect(difficulty).to_be_disabled()  # a fixed instance: nothing to choose
     page.get_by_label("Game mode").select_option("banded")
-    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Built-in bot: random")
+    expect(page.get_by_label("Seat 2").locator("option:checked")).to_have_text("Random bot (easy)")
     difficulty.select_option("hard")
     docs_screenshot(page, "lobby")
     frames.raw.clear()  # the lobby's own frames list the halls' bands: from here on, the game's frames
