@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agents.bots.oracle import CraftingOracle
+from agents.bots.registry import card
 from agents.bots.scripted import FixedOffer, FixedOfferOptions
 
 
@@ -29,6 +30,12 @@ class PracticePartner(FixedOffer):
         return True
 
 
+@card(
+    "Practice partner",
+    "Accepts every trade it can pay for and offers one stick for one cobblestone (the guided practice game).",
+    "scripted",
+    in_lobby=False,
+)
 def practice_partner(seed: int, options: FixedOfferOptions) -> PracticePartner:
     """Practice partner: accepts every proposal; proposes a fixed trade (offer/request as item:count,...)."""
     return PracticePartner(seed, offer=options.offer, request=options.request)
