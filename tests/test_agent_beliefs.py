@@ -23,7 +23,7 @@ from e2e_helpers import ADMIN, Client, MakeServer, ServerProcess, play_duel, wri
 from mongo_server import database_uri, drop_database
 
 from agents.testing.openai_server import OpenAITestServer
-from agents.testing.scripted_player import Reply, ScriptedPlayer
+from agents.testing.scripted_player import ScriptedPlayer
 from craft_rules.loader import load_rule_set
 from craft_rules.values import reference_values
 from server.game.gamelog import GameLog, decode_log
@@ -292,19 +292,9 @@ def test_the_mongodb_store_serves_the_same_beliefs(
 
 
 # ------------------------------------------------------------------------------------------ an LLM seat
-class ReasoningPlayer(ScriptedPlayer):
-    """The scripted player, writing a line of reasoning before each tool call (as a model's text)."""
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        reply = super().__call__(request)
-        if reply.action is not None:
-            reply.content = f"My plan {self.moves}: {reply.action.get('type', 'query')} because it helps."
-        return reply
-
-
 @pytest.mark.slow
 def test_an_llm_seat_shows_its_trace_reasoning_and_messages(make_server: MakeServer, tmp_path: Path) -> None:
-    with OpenAITestServer(policy=ReasoningPlayer(accept_every=1)) as model_server:
+    with OpenAITestServer(policy=ScriptedPlayer(accept_every=1, explain=True)) as model_server:
         spec = "llm:openai:test-model?timeout=10&backoff=0.01"
         path = config(
             tmp_path,
@@ -362,8 +352,13 @@ def test_each_policys_trace_becomes_a_sentence_or_nothing() -> None:
         "Its best offers by how much they bring its target closer: offer Ada 1 Coal for 1 Iron Ingot "
         "(gain 0.40).",
     )
-    llm = {"trace": "llm_call", "decision": "turn 2 propose", "reasoning": "  I need coal.  "}
-    assert reasoning_text(llm, rules, names) == ("turn 2 propose", "I need coal.")
+    llm = {"trace": "llm_call", "decision": "2:trade_propose:0", "reasoning": "  I need coal.  "}
+    assert reasoning_text(llm, rules, names) == ("propose", "I need coal.")
+    # an LLM call's move key names its decision in the bots' words; anything else is "move"
+    for key, word in (("1:tom_report:0", "report"), ("3:trade_decide:0", "decide"), ("3:craft:2", "craft")):
+        assert reasoning_text({**llm, "decision": key}, rules, names) == (word, "I need coal.")
+    for odd in ("turn 2 propose", "1:unknown:0", None, 7):
+        assert reasoning_text({**llm, "decision": odd}, rules, names) == ("move", "I need coal.")
     for nothing in (
         {"event": "decide", "accept": False},  # a scripted partner's move, no reasoning
         {"event": "report", "v0": {}},

@@ -135,14 +135,19 @@ class ScriptedPlayer:
     """``policy(request) -> Reply`` for :class:`~agents.testing.openai_server.OpenAITestServer`.
 
     ``accept_every``: accept one proposal in this many (1 = all). ``propose``: offer swaps instead of
-    passing. ``query_crafts``: ask ``possible_recipes_from_hands`` before crafting. ``calls`` counts the
-    tool calls made, ``moves`` the moves decided (for tool calls per move).
+    passing. ``query_crafts``: ask ``possible_recipes_from_hands`` before crafting. ``explain``: write a
+    line of reasoning before each move's tool call, as a model's text (``My plan N: <type> because it
+    helps.``), which the agent traces. ``calls`` counts the tool calls made, ``moves`` the moves decided
+    (for tool calls per move).
     """
 
-    def __init__(self, *, accept_every: int = 2, propose: bool = True, query_crafts: bool = True) -> None:
+    def __init__(
+        self, *, accept_every: int = 2, propose: bool = True, query_crafts: bool = True, explain: bool = False
+    ) -> None:
         self.accept_every = accept_every
         self.propose = propose
         self.query_crafts = query_crafts
+        self.explain = explain
         self.calls = 0
         self.moves = 0
 
@@ -154,6 +159,9 @@ class ScriptedPlayer:
         self.calls += 1
         if name not in ("item_info", "possible_recipes_from_hands", "recipe_search", "crafting_tree"):
             self.moves += 1
+            if self.explain:
+                reason = f"My plan {self.moves}: {action.get('type', 'query')} because it helps."
+                return Reply(content=reason, tool_calls=[(name, args)], action=action)
         return Reply(tool_calls=[(name, args)], action=action)
 
     @staticmethod

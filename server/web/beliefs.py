@@ -93,9 +93,7 @@ class Message(_Model):
 
 class Reasoning(_Model):
     turn: Annotated[int, Field(ge=0)] | None
-    decision: str = Field(
-        description="what was decided: propose, decide, report, craft, ... or the LLM's key"
-    )
+    decision: str = Field(description="what was decided: propose, decide, report, craft, or move (unknown)")
     text: str
 
 
@@ -222,6 +220,23 @@ def _offer_text(offer: Any, rules: RuleSet, seat_names: list[str]) -> str:
     return f"offer {whom} {side(offer.get('offer'))} for {side(offer.get('request'))}"
 
 
+#: The decision an LLM call was for, by the phase in its move key (``turn:phase:crafts``, views.move_key).
+_DECISION_OF_PHASE = {
+    "tom_report": "report",
+    "trade_propose": "propose",
+    "trade_decide": "decide",
+    "trade": "decide",
+    "craft": "craft",
+}
+
+
+def _decision_of_move_key(key: Any) -> str:
+    """``propose`` / ``decide`` / ``report`` / ``craft`` for an LLM call's move key, ``move`` when unknown
+    (the same words as the bots' records, so the page names every decision alike)."""
+    parts = key.split(":") if isinstance(key, str) else []
+    return _DECISION_OF_PHASE.get(parts[1], "move") if len(parts) == 3 else "move"
+
+
 def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[str]) -> tuple[str, str] | None:
     """``(decision, text)`` of one trace record, or None when it records no decision's reasoning.
 
@@ -232,8 +247,7 @@ def reasoning_text(trace: Mapping[str, Any], rules: RuleSet, seat_names: list[st
         text = trace.get("reasoning")
         if not isinstance(text, str) or not text.strip():
             return None
-        decision = trace.get("decision")
-        return (str(decision) if decision else "move"), text.strip()
+        return _decision_of_move_key(trace.get("decision")), text.strip()
     event = trace.get("event")
     if event == "candidates" and isinstance(trace.get("best"), list):  # the planner bot's best offers
         best = [b for b in trace["best"][:3] if isinstance(b, Mapping)]

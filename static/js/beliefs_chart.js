@@ -299,7 +299,8 @@ function seatPanel(seat, { nameOf, ruleset, mine }) {
       for (const step of seat.reasoning) {
         const item = el("li");
         const when = step.turn === null ? "" : `Turn ${step.turn}, `;
-        item.append(el("strong", null, `${when}${step.decision}: `), el("span", "beliefs-text", step.text));
+        const what = DECISION_WORDS[step.decision] || "a move";
+        item.append(el("strong", null, `${when}${what}: `), el("span", "beliefs-text", step.text));
         list.append(item);
       }
       why.append(list);
@@ -311,6 +312,15 @@ function seatPanel(seat, { nameOf, ruleset, mine }) {
   if (seat.truncated.length) article.append(el("p", "muted", `Only the first part is shown of: ${seat.truncated.join(", ")}.`));
   return article;
 }
+
+// the server's decision words (server/web/beliefs.py Reasoning.decision) as a player reads them
+const DECISION_WORDS = {
+  propose: "its proposal",
+  decide: "its answer to a proposal",
+  report: "its value report",
+  craft: "its crafting",
+  move: "a move",
+};
 
 /**
  * Render a beliefs answer into `container` (a <section>): a heading, a sentence on what is shown, one panel

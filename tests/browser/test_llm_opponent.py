@@ -36,8 +36,8 @@ DOWN_NAME = "Offline model"
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[OpenAITestServer]:
-    """The scripted model: accepts every proposal it can pay for."""
-    with OpenAITestServer(policy=ScriptedPlayer(accept_every=1)) as server:
+    """The scripted model: accepts every proposal it can pay for, and says why before each move."""
+    with OpenAITestServer(policy=ScriptedPlayer(accept_every=1, explain=True)) as server:
         yield server
 
 
@@ -195,7 +195,16 @@ def test_a_player_picks_the_llm_opponent_in_the_lobby_and_plays_it_to_the_end(
 
     expect(page.locator("#room-end-text")).to_contain_text("Won by you", timeout=30_000)
     expect(page.locator("#room-end-targets")).to_contain_text("Shears")  # the model's target, revealed
+    # what the model believed: its V0/V1 reports beside the truth, charted, and why it moved (its own words)
+    beliefs = page.locator("#room-beliefs article.beliefs-seat")
+    expect(beliefs).to_have_count(1, timeout=30_000)
+    expect(beliefs).to_contain_text(MODEL_NAME)
+    expect(beliefs.locator("svg.beliefs-chart").first).to_be_visible()
+    expect(beliefs.locator("svg.beliefs-items circle.beliefs-truth").first).to_be_attached()
+    beliefs.locator("details.beliefs-reasoning summary").click()
+    expect(beliefs.locator("details.beliefs-reasoning li").first).to_contain_text("My plan")
     page.screenshot(path=artifacts / "llm-opponent-end.png", full_page=True)
+    page.locator("#room-beliefs").screenshot(path=artifacts / "llm-opponent-beliefs.png")
     assert len(model_server.requests) > asked_before  # the model really played its seat
     assert errors == []
     context.close()
