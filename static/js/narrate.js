@@ -58,7 +58,7 @@ export function joinParts(lists, separator) {
 }
 
 const PHASES = {
-  tom_report: "value reports: each player asked rates how much every item is worth",
+  tom_report: "value reports: the players asked for one rate how much each item is worth",
   trade_propose: "proposes a trade (or passes)",
   trade_propose_no_pass: "proposes a trade",
   craft: "craft phase: everyone crafts in private, then presses “finish crafting”",
