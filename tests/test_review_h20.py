@@ -40,6 +40,9 @@ def play(p0: InProcessClient, p1: InProcessClient, hall: str = "duel") -> str:
     return game_id
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 1: keeping a name leaves other sessions of that name playing as it"
+)
 def test_a_kept_name_is_not_played_by_another_users_open_session(app: InProcessApp) -> None:
     """Keeping a name leaves every other session logged in under that name (a plain login made a new user
     each time) playing as it: its games, history and leaderboard row carry the kept name."""
@@ -54,6 +57,9 @@ def test_a_kept_name_is_not_played_by_another_users_open_session(app: InProcessA
     assert gwens == [], f"the leaderboard lists a non-keeper as the kept name: {gwens}"
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 2: the availability reason quotes OPENAI_BASE_URL to everyone"
+)
 def test_the_public_model_list_never_shows_the_providers_url_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -76,6 +82,9 @@ def test_the_public_model_list_never_shows_the_providers_url_from_the_environmen
     assert "S3CRET-PW" not in shown, shown
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 3: a rematch is an open lobby game; strangers take the seat"
+)
 def test_a_rematch_keeps_the_other_players_seat_for_them(app: InProcessApp) -> None:
     """The rematch is an ordinary open lobby game: a stranger who sees it in the lobby takes the seat meant
     for the finished game's other player, whose own rematch request is then refused."""
@@ -93,6 +102,9 @@ def test_a_rematch_keeps_the_other_players_seat_for_them(app: InProcessApp) -> N
     )
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 4: practice rematch untracked; partner named by raw spec"
+)
 def test_a_resigned_practice_names_its_partner_and_its_rematch_is_the_running_practice(
     app: InProcessApp,
 ) -> None:
@@ -113,6 +125,9 @@ def test_a_resigned_practice_names_its_partner_and_its_rematch_is_the_running_pr
     assert (opponents, resumed) == (["Sam"], rematch)
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 5: measured labels leave no medium band in the standard set"
+)
 def test_a_random_hall_over_the_shipped_standard_set_still_offers_medium(make_app: MakeApp) -> None:
     """The measured labels put none of the 40 shipped minecraft standard instances in medium (33 easy, 7
     hard), so a random hall over that set offers Easy and Hard only (tests/browser/test_play_and_privacy.py::
@@ -130,6 +145,9 @@ def test_a_random_hall_over_the_shipped_standard_set_still_offers_medium(make_ap
     assert [d["band"] for d in hall["difficulties"]] == ["easy", "medium", "hard"], hall["difficulties"]
 
 
+@pytest.mark.xfail(
+    strict=True, reason="review finding 6: measured figures ignore the hall's max_turns / crafting runs"
+)
 def test_measured_band_figures_belong_to_the_halls_own_rules(make_app: MakeApp) -> None:
     """Instances were measured in 10-turn games of one group (minecraft/2/rational for the standard set);
     a hall of 3 turns, or with whole runs, is shown those figures as its own (e.g. "3.75 turns on average"
@@ -148,6 +166,7 @@ def test_measured_band_figures_belong_to_the_halls_own_rules(make_app: MakeApp) 
     assert all(m["mean_turns"] <= 3 for _, m in shown), shown
 
 
+@pytest.mark.xfail(strict=True, reason="review finding 7: leaderboard/history name bots by raw spec")
 def test_the_leaderboard_names_bots_and_models_as_the_lobby_does() -> None:
     """ratings._player_name lists a bot as "<raw spec> bot": "tom1 bot" for the lobby's "ToM-1 bot", and
     for a listed LLM its whole spec with the operator's base_url ("llm:openai:m?base_url=http://10.0.0.5...
@@ -183,3 +202,16 @@ def test_wrong_password_limit_holds_for_guesses_sent_at_once_to_the_real_server(
     codes = in_parallel([lambda i=i: guess(i) for i in range(16)])
     tried = codes.count("wrong_password")
     assert tried <= 3, f"{tried} passwords were tried against a limit of 3: {codes}"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="review finding 9: non-string password and malformed practice body accepted"
+)
+def test_new_routes_refuse_malformed_input_typed(app: InProcessApp) -> None:
+    """A password that is not a string is ignored: a login to a free name succeeds (a typed invalid_request
+    is due), and POST /api/practice never reads its body, so malformed JSON starts a game (leave and rematch
+    refuse it invalid_request)."""
+    status, body = login(app.client(), "Quinn Typed", ["not", "a", "string"])  # type: ignore[arg-type]
+    player = app.client("Quinn Practice")
+    practice = player.http.open("/api/practice", method="POST", data="{bad", content_type="application/json")
+    assert (status, practice.status_code) == (400, 400), (body, practice.get_json())
