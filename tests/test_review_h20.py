@@ -215,3 +215,16 @@ def test_new_routes_refuse_malformed_input_typed(app: InProcessApp) -> None:
     player = app.client("Quinn Practice")
     practice = player.http.open("/api/practice", method="POST", data="{bad", content_type="application/json")
     assert (status, practice.status_code) == (400, 400), (body, practice.get_json())
+
+
+@pytest.mark.xfail(strict=True, reason="review finding 10: kept names are enumerable without any limit")
+def test_probing_kept_names_is_rate_limited(make_app: MakeApp) -> None:
+    """A plain login to a kept name is refused name_kept before logins_per_address counts it (and a password
+    sent to a free name name_not_kept likewise): anyone can test any number of names for being kept."""
+    made = make_app(overrides={"limits": {"logins_per_address": {"count": 3, "seconds": 600}}})
+    keeper = made.client("Kit Kept")
+    assert keeper.rest("POST", "/api/account/keep", {"password": PASSWORD})[0] == 200
+    prober = made.client()
+    codes = [login(prober, name)[1]["error"]["code"] for name in ["Kit Kept"] * 10]
+    codes += [login(prober, f"Free Name {i}", PASSWORD)[1]["error"]["code"] for i in range(5)]
+    assert "rate_limited" in codes, codes
