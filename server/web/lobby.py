@@ -297,7 +297,16 @@ class Lobby:
                 self.limiter.hit("games_per_user", creator.id)
                 self.limiter.hit("games_per_address", address)
             return self._create(
-                hall_name, hall, creator, seat_states, game_id, instance_id, seed, join, difficulty, open_slot,
+                hall_name,
+                hall,
+                creator,
+                seat_states,
+                game_id,
+                instance_id,
+                seed,
+                join,
+                difficulty,
+                open_slot,
                 hold,
             )
         except BaseException:

@@ -60,19 +60,20 @@ def request_rematch(lobby: Lobby, game_id: Any, principal: Principal, address: s
         return _join(lobby, practice_id, principal)
     key = rematch_key(old_id)
     waited_until = time.monotonic() + REMATCH_WAIT_SECONDS
+    found: dict[str, str] = {}
+
+    def judge(holder: dict[str, Any]) -> bool:
+        """Take over a rematch closed unstarted or a crashed creation; else note the one to join."""
+        made = holder.get("game_id")
+        if isinstance(made, str):
+            if _closed_unstarted(lobby, made):
+                return True
+            found["game_id"] = made
+            return False
+        return claim_is_stale(holder)  # False: another request is creating it right now
+
     while True:
-        found: dict[str, str] = {}
-
-        def judge(holder: dict[str, Any]) -> bool:
-            """Take over a rematch closed unstarted or a crashed creation; else note the one to join."""
-            made = holder.get("game_id")
-            if isinstance(made, str):
-                if _closed_unstarted(lobby, made):
-                    return True
-                found["game_id"] = made
-                return False
-            return claim_is_stale(holder)  # False: another request is creating it right now
-
+        found.clear()
         # the same conditional claim as a seat's (live.claim_in_store); unlike a seat's, a claim still being
         # made is waited for (the first request's deal may take seconds) rather than refused
         claim = claim_in_store(
