@@ -231,10 +231,10 @@ function renderHands(view, mine) {
     title.append(seatLabel(seats, seat, { mine }));
     const info = seats.find((s) => s.seat === seat);
     if (info && info.kind !== "bot" && info.bot) title.append(standInBadge(info));
-    const presence = info && !info.bot ? presenceBadge(info) : null;
+    const left = leftBadge(view, seat);
+    const presence = info && !info.bot && !left ? presenceBadge(info) : null; // a player who left is just "left"
     if (presence) title.append(presence);
     if (view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
-    const left = leftBadge(view, seat);
     if (left) title.append(left);
     if (view.crafting_finished.includes(seat) && view.phase === "craft") title.append(el("span", "badge", "done crafting"));
     card.append(title);
