@@ -120,7 +120,8 @@ def _create(
     try:
         hall = lobby.hall(meta.get("hall"))
         specs = [_seat_spec(lobby, seat) for seat in seats] if hall.allow_custom_seats else None
-        people = [seat.user_id for seat in seats if seat.kind == "human" and seat.user_id]
+        # the finished game's people and agents (an agent's seat waits for the same API token)
+        people = [seat.user_id for seat in seats if seat.accepts != "bot" and seat.user_id]
         hold_seconds = lobby.settings.rooms.rematch_hold_minutes * 60
         game = lobby.create_game(
             meta.get("hall"),
