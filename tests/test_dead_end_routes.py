@@ -9,6 +9,7 @@ so a leave and a start decided in different processes are exercised through the 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,6 +229,41 @@ def test_a_rematch_cancelled_before_it_started_makes_way_for_a_new_one(app: InPr
     assert status == 200, second
     assert second["game"]["game_id"] != first["game"]["game_id"] and second["game"]["your_seat"] == 0
     assert ada.rest("GET", f"/api/games/{game_id}/rematch")[1]["rematch"] == second["game"]["game_id"]
+
+
+def test_a_rematch_keeps_its_seats_for_the_finished_games_people(app: InProcessApp) -> None:
+    ada, bob, eve = person(app, "Ada"), person(app, "Bob"), person(app, "Eve")
+    game_id = create(ada, "duel")
+    assert bob.call("join", {"game_id": game_id})["seat"] == 1
+    assert ada.call("resign", {"game_id": game_id})["view"]["finished"]
+    rematch = ada.rest("POST", f"/api/games/{game_id}/rematch", {})[1]["game"]["game_id"]
+    waiting = eve.rest("GET", "/api/games?status=waiting&limit=1000")[1]["games"]
+    assert rematch not in [g["game_id"] for g in waiting]  # not offered in the lobby
+    status, body = eve.rest("POST", f"/api/games/{rematch}/join", {})
+    assert (status, body["error"]["code"]) == (403, "seat_held"), body
+    assert body["error"]["details"]["until"] > time.time() + 60
+    assert eve.call("join", {"game_id": rematch})["error"]["code"] == "seat_held"  # the socket path too
+    after = summary(app, rematch)
+    assert after["status"] == "waiting" and [s["kind"] for s in after["seats"]] == ["human", None]
+    # the finished game's other player takes the seat by the plain join as well as by the rematch route
+    assert bob.rest("POST", f"/api/games/{rematch}/join", {})[1]["seat"] == 1
+    assert summary(app, rematch)["status"] == "running"
+
+
+def test_a_rematch_opens_to_anyone_once_its_hold_is_over(make_app: MakeApp, tmp_path: Path) -> None:
+    brief = make_app(write_config(tmp_path, overrides={"rooms": {"rematch_hold_minutes": 0.01}}))
+    ada, bob, eve = person(brief, "Ada"), person(brief, "Bob"), person(brief, "Eve")
+    game_id = create(ada, "duel")
+    assert bob.call("join", {"game_id": game_id})["seat"] == 1
+    assert ada.call("resign", {"game_id": game_id})["view"]["finished"]
+    rematch = ada.rest("POST", f"/api/games/{game_id}/rematch", {})[1]["game"]["game_id"]
+    assert eve.rest("POST", f"/api/games/{rematch}/join", {})[1]["error"]["code"] == "seat_held"
+    time.sleep(0.7)  # the hold (0.6 s) is over: an ordinary waiting game
+    waiting = eve.rest("GET", "/api/games?status=waiting&limit=1000")[1]["games"]
+    assert rematch in [g["game_id"] for g in waiting]
+    assert eve.rest("POST", f"/api/games/{rematch}/join", {})[1]["seat"] == 1
+    status, body = bob.rest("POST", f"/api/games/{game_id}/rematch", {})
+    assert (status, body["error"]["code"]) == (409, "game_full"), body  # Bob was told; he came too late
 
 
 # ---------------------------------------------------------------------------------- races across workers

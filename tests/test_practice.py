@@ -121,5 +121,37 @@ def test_refusals_are_typed_and_change_nothing(app: InProcessApp) -> None:
     assert not practice_completed(app.services.store, _who(owner))
 
 
+def test_malformed_requests_are_refused_typed_and_start_nothing(app: InProcessApp) -> None:
+    player = app.client("Mal Formed")
+    for body, content_type, code, status in [
+        ("{bad", "application/json", "invalid_request", 400),
+        ("[1, 2]", "application/json", "invalid_request", 400),
+        ("name=x", "application/x-www-form-urlencoded", "unsupported_media_type", 415),
+    ]:
+        for path in ("/api/practice", "/api/practice/nope/completed"):
+            answer = player.http.open(path, method="POST", data=body, content_type=content_type)
+            assert (answer.status_code, answer.get_json()["error"]["code"]) == (status, code), (path, body)
+    assert player.rest("GET", "/api/practice")[1]["game_id"] is None  # no practice game was started
+
+
+def test_practice_again_is_the_one_practice_game_and_the_partner_is_sam(app: InProcessApp) -> None:
+    """The end screen's "Practice again" (the practice's rematch) and /practice lead to one game; the
+    partner is named by its seat ("Sam") in the person's history."""
+    player = app.client("Pat Again")
+    first = player.rest("POST", "/api/practice", {})[1]["game_id"]
+    status, body = player.rest("POST", f"/api/games/{first}/rematch", {})
+    assert status == 409 and body["error"]["code"] == "game_not_over"
+    act(player, first, "resign")
+    status, body = player.rest("POST", f"/api/games/{first}/rematch", {})
+    assert status == 200, body
+    again = body["game"]["game_id"]
+    assert again != first and body["game"]["your_seat"] == 0 and body["game"]["hall"] == "practice"
+    assert player.rest("POST", f"/api/games/{first}/rematch", {})[1]["game"]["game_id"] == again
+    assert player.rest("POST", "/api/practice", {})[1]["game_id"] == again
+    assert player.rest("GET", f"/api/games/{first}/rematch")[1]["rematch"] is None  # no lobby rematch made
+    history = player.rest("GET", "/api/me/history")[1]["games"]
+    assert [o["name"] for g in history if g["game_id"] == first for o in g["opponents"]] == ["Sam"]
+
+
 def _who(player: InProcessClient) -> Principal:
     return Principal(id=player.user["id"], name=player.user["name"], kind="human")

@@ -82,9 +82,6 @@ def test_the_public_model_list_never_shows_the_providers_url_from_the_environmen
     assert "S3CRET-PW" not in shown, shown
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review finding 3: a rematch is an open lobby game; strangers take the seat"
-)
 def test_a_rematch_keeps_the_other_players_seat_for_them(app: InProcessApp) -> None:
     """The rematch is an ordinary open lobby game: a stranger who sees it in the lobby takes the seat meant
     for the finished game's other player, whose own rematch request is then refused."""
@@ -102,9 +99,6 @@ def test_a_rematch_keeps_the_other_players_seat_for_them(app: InProcessApp) -> N
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review finding 4: practice rematch untracked; partner named by raw spec"
-)
 def test_a_resigned_practice_names_its_partner_and_its_rematch_is_the_running_practice(
     app: InProcessApp,
 ) -> None:

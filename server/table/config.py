@@ -330,6 +330,13 @@ class RoomsSection(_Section):
     long_poll_max_seconds: float = Field(
         30, ge=0, description="longest wait a REST client may ask for when polling for new events"
     )
+    rematch_hold_minutes: float = Field(
+        10,
+        ge=0,
+        le=1440,
+        description="a rematch keeps its seats for the finished game's people this long: unlisted in the "
+        "lobby, a stranger's join refused (seat_held); then it opens to anyone like any waiting game",
+    )
 
 
 class RatingsSection(_Section):

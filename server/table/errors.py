@@ -87,6 +87,8 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "game_full": "every seat of the game is taken",
     "seat_taken": "someone else holds that seat",
     "seat_kind": "that seat is reserved for another kind of player",
+    "seat_held": "the game is a rematch whose seats are kept for the finished game's people for a while "
+    "(rooms.rematch_hold_minutes); details.until says when it opens to anyone (HTTP 403)",
     "not_your_seat": "you hold no seat, or not that seat, in this game",
     "seat_required": "you hold several seats in this game: say which one acts",
     "seat_taken_over": "the seat was idle too long and a built-in bot plays it for the rest of the game",

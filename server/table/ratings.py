@@ -83,6 +83,9 @@ class Participant:
     resigned: bool
     points: int | None
     user_id: str | None  # a human's user id: their history is kept under it
+    # the name the seat played under, as the other people saw it (a hall's named partner, e.g. the practice's
+    # "Sam"): their histories show it; the leaderboard keeps ``name``
+    seat_name: str | None = None
 
 
 def player_identity(seat: Mapping[str, Any]) -> tuple[str, PlayerKind, str | None] | None:
@@ -139,6 +142,7 @@ def participants(
             resigned=index not in active,
             points=int(scores[index]) if scores is not None and index < len(scores) else None,
             user_id=user_id,
+            seat_name=str(record["name"]) if isinstance(record.get("name"), str) and record["name"] else None,
         )
         held = best.get(key)
         if held is None or candidate.rank < held.rank:
@@ -404,7 +408,9 @@ def _plan(store: Store, result: GameResult, clock: Callable[[], float]) -> dict[
             "points": player.points,
             "result": _result_word(player, result.players),
             "opponents": [
-                {"name": p.name, "kind": p.kind, "won": p.won} for p in result.players if p.key != player.key
+                {"name": p.seat_name or p.name, "kind": p.kind, "won": p.won}
+                for p in result.players
+                if p.key != player.key
             ][:MAX_OPPONENTS],
         }
         key = history_key(player.user_id, result.finished_at, result.game_id)

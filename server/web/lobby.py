@@ -86,6 +86,7 @@ from server.table.policies import BotRegistry
 from server.table.principal import Principal
 from server.web.auth import clean_display_name
 from server.web.limits import RateLimiter, open_games_limited
+from server.web.seat_holds import check_hold, held_for
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +246,7 @@ class Lobby:
         join: bool = False,
         address: str | None = None,
         difficulty: Any = None,
+        hold: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
 
@@ -253,7 +255,8 @@ class Lobby:
 
         ``address`` is the network address of a client's request: then, unless the creator is an admin, the
         abuse limits (server/web/limits.py) apply before any work: games per user and per address, open games
-        per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies."""
+        per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies.
+        ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's)."""
         hall = self.hall(hall_name)
         specs = self._seat_specs(hall, seats)
         if seed is not None and (
@@ -294,7 +297,17 @@ class Lobby:
                 self.limiter.hit("games_per_user", creator.id)
                 self.limiter.hit("games_per_address", address)
             return self._create(
-                hall_name, hall, creator, seat_states, game_id, instance_id, seed, join, difficulty, open_slot
+                hall_name,
+                hall,
+                creator,
+                seat_states,
+                game_id,
+                instance_id,
+                seed,
+                join,
+                difficulty,
+                open_slot,
+                hold,
             )
         except BaseException:
             if open_slot is not None and self.store.get_game(game_id) is None:
@@ -313,6 +326,7 @@ class Lobby:
         join: bool,
         difficulty: Any,
         open_slot: dict[str, str] | None,
+        hold: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         choice, instance, root = self._choose_instance(
             hall, hall_name, game_id, instance_id, creator, difficulty
@@ -348,6 +362,8 @@ class Lobby:
         }
         if open_slot is not None:  # freed when the game stops waiting (Table.close_waiting, the start)
             meta["open_slot"] = open_slot
+        if hold is not None:  # in the first record: no moment the game is open to strangers
+            meta["held_for"] = hold
         if choice["choice"] == "generated":  # the whole instance, for replay, recovery and exports
             meta["instance"] = instance.to_json()
         self.store.create_game(game_id, meta)
@@ -647,6 +663,8 @@ class Lobby:
         for meta in self.store.list_games(status=status, limit=limit):
             if not self._listed(meta.get("hall")):
                 continue  # e.g. practice games: nobody else joins or watches them from the lobby
+            if meta.get("status") == "waiting" and held_for(meta) is not None:
+                continue  # a rematch keeping its seats for its people (seat_holds.py)
             seats = [SeatState.from_record(r) for r in meta.get("seats", [])]
             if meta.get("status") == "waiting":
                 self._merge_claims(meta["game_id"], seats)
@@ -728,6 +746,7 @@ class Lobby:
                 "The game has started; every seat is taken. Watch it as a spectator.",
                 status=409,
             )
+        check_hold(live.meta, principal)
         seats = live.seats
         others = [(s.seat, s.name) for s in seats if s.taken and s.name and s.user_id != principal.id]
         if seat is not None:

@@ -31,7 +31,8 @@ from server.table.config import HallSettings, SeatSpec, Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
 from server.web.auth import require_principal, resolve_principal
-from server.web.errors import rest_error
+from server.web.errors import request_object, rest_error
+from server.web.lobby import Lobby
 from server.web.services import Services, current_services
 
 #: The hall name the practice games are created in (reserved: a settings hall of this name replaces it).
@@ -86,16 +87,22 @@ def start_practice(services: Services, principal: Principal, address: str | None
         raise ServerError(
             "forbidden", "The practice game is for people; agents play ordinary games.", status=403
         )
-    store = services.store
+    return practice_game(services.lobby, principal, address)
+
+
+def practice_game(lobby: Lobby, principal: Principal, address: str | None = None) -> str:
+    """:func:`start_practice` through the lobby alone (a practice's rematch asks for it: "Practice again")."""
+    store = lobby.store
     key = running_key(principal.id)
     held = store.get_value(key)
     if held is not None:
         meta = store.get_game(held)
         if meta is not None and meta.get("status") in ("waiting", "running"):
             return held
-    game = services.lobby.create_game(PRACTICE_HALL_NAME, principal, join=True, address=address)
-    store.replace_value(key, held, game["game_id"])  # a lost race leaves the other's game as the one
-    return str(game["game_id"])
+    game = lobby.create_game(PRACTICE_HALL_NAME, principal, join=True, address=address)
+    if store.replace_value(key, held, game["game_id"]):
+        return str(game["game_id"])
+    return store.get_value(key) or str(game["game_id"])  # a parallel start recorded its game first
 
 
 def record_practice_completed(services: Services, principal: Principal, game_id: Any) -> dict[str, Any]:
@@ -145,6 +152,11 @@ def _caller() -> Principal | None:
     return resolve_principal(current_services().store, request.headers, session)
 
 
+def _body() -> dict[str, Any]:
+    """The request's JSON object, read as every /api POST reads it (malformed JSON: invalid_request)."""
+    return request_object(current_services().settings.server.max_action_bytes)
+
+
 def _ok(payload: dict[str, Any], status: int = 200) -> tuple[Response, int]:
     return jsonify({"ok": True, **payload}), status
 
@@ -168,6 +180,7 @@ def practice_page() -> str:
 @practice.post("/api/practice")
 def start() -> tuple[Response, int]:
     services = current_services()
+    _body()  # nothing is read from it, but a malformed request is refused before a game is made
     principal = require_principal(_caller())
     return _ok({"game_id": start_practice(services, principal, request.remote_addr or "unknown")})
 
@@ -180,5 +193,6 @@ def status() -> tuple[Response, int]:
 
 @practice.post("/api/practice/<game_id>/completed")
 def completed(game_id: str) -> tuple[Response, int]:
+    _body()
     services = current_services()
     return _ok(record_practice_completed(services, require_principal(_caller()), game_id))

@@ -10,7 +10,12 @@ conditional write (``creating``), creates the game, then records its id there; a
 person again, or another player of the finished game) joins that game instead of making another. A rematch
 closed before it started (cancelled, expired) makes way for a new one. The other people of the
 finished game are told (a ``rematch`` push to their seats' rooms, and ``GET .../rematch`` for a page loaded
-later); nobody else is.
+later); nobody else is. Its seats are kept for the finished game's people for
+``rooms.rematch_hold_minutes`` (server/web/seat_holds.py): the lobby does not list it and a stranger's
+join is refused ``seat_held``; after that it opens to anyone like any waiting game.
+
+A practice game's rematch is the person's practice game ("Practice again": :func:`practice_game`), so
+/practice and the end screen always lead to the same one game.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ import time
 from typing import Any
 
 from server.table.errors import ServerError
-from server.table.live import SeatState, claim_is_stale
+from server.table.live import SeatState, claim_in_store, claim_is_stale
 from server.table.principal import Principal
 from server.table.transport import seat_room
 from server.web.lobby import Lobby
+from server.web.practice import PRACTICE_HALL_NAME, practice_game
+from server.web.seat_holds import hold_record
 
 #: How long a second request waits for the first one's game to be created (a fresh deal may take seconds).
 REMATCH_WAIT_SECONDS = 15.0
@@ -48,24 +55,34 @@ def request_rematch(lobby: Lobby, game_id: Any, principal: Principal, address: s
     not play it; the rematch's creation refusals (limits, a hall gone from the settings) as they are."""
     meta, seats, _ = _players_seats(lobby, game_id, principal)
     old_id = str(meta["game_id"])
+    if meta.get("hall") == PRACTICE_HALL_NAME:  # "Practice again": the one practice game /practice knows
+        practice_id = practice_game(lobby, principal, address)
+        return _join(lobby, practice_id, principal)
     key = rematch_key(old_id)
-    claim = json.dumps({"creating": principal.id, "at": round(time.time(), 3)})
     waited_until = time.monotonic() + REMATCH_WAIT_SECONDS
+    found: dict[str, str] = {}
+
+    def judge(holder: dict[str, Any]) -> bool:
+        """Take over a rematch closed unstarted or a crashed creation; else note the one to join."""
+        made = holder.get("game_id")
+        if isinstance(made, str):
+            if _closed_unstarted(lobby, made):
+                return True
+            found["game_id"] = made
+            return False
+        return claim_is_stale(holder)  # False: another request is creating it right now
+
     while True:
-        if lobby.store.replace_value(key, None, claim):
+        found.clear()
+        # the same conditional claim as a seat's (live.claim_in_store); unlike a seat's, a claim still being
+        # made is waited for (the first request's deal may take seconds) rather than refused
+        claim = claim_in_store(
+            lobby.store, key, {"creating": principal.id, "at": round(time.time(), 3)}, judge
+        )
+        if claim is not None:
             return _create(lobby, meta, seats, principal, address, key, claim)
-        current = lobby.store.get_value(key)
-        if current is None:
-            continue
-        record = _read(current)
-        if isinstance(record.get("game_id"), str):
-            if _closed_unstarted(lobby, record["game_id"]):  # cancelled or expired: a new one may be made
-                lobby.store.replace_value(key, current, None)
-                continue
-            return _join(lobby, record["game_id"], principal)
-        if claim_is_stale(record):  # the creating request crashed: take its place
-            lobby.store.replace_value(key, current, None)
-            continue
+        if "game_id" in found:
+            return _join(lobby, found["game_id"], principal)
         if time.monotonic() > waited_until:
             raise ServerError(
                 "conflict", "Another player is creating the rematch right now; try again.", status=409
@@ -102,7 +119,10 @@ def _create(
 ) -> dict[str, Any]:
     try:
         hall = lobby.hall(meta.get("hall"))
-        specs = [_seat_spec(seat) for seat in seats] if hall.allow_custom_seats else None
+        specs = [_seat_spec(lobby, seat) for seat in seats] if hall.allow_custom_seats else None
+        # the finished game's people and agents (an agent's seat waits for the same API token)
+        people = [seat.user_id for seat in seats if seat.accepts != "bot" and seat.user_id]
+        hold_seconds = lobby.settings.rooms.rematch_hold_minutes * 60
         game = lobby.create_game(
             meta.get("hall"),
             principal,
@@ -110,6 +130,7 @@ def _create(
             join=True,
             address=address,
             difficulty=_asked_band(meta.get("instance_choice")),
+            hold=hold_record(people, hold_seconds) if hold_seconds > 0 else None,
         )
     except BaseException:
         lobby.store.replace_value(key, claim, None)
@@ -132,11 +153,12 @@ def _join(lobby: Lobby, game_id: str, principal: Principal) -> dict[str, Any]:
     return {**lobby.summary(game_id), "your_seat": seat}
 
 
-def _seat_spec(seat: SeatState) -> dict[str, Any]:
-    """The seat kind of a finished game's seat, for its rematch: a bot seat keeps its bot (and its name)."""
+def _seat_spec(lobby: Lobby, seat: SeatState) -> dict[str, Any]:
+    """The seat kind of a finished game's seat, for its rematch: a bot seat keeps its bot (and the name its
+    creator gave it; a default name is left for the lobby to give again)."""
     if seat.accepts == "bot" and seat.bot:
         spec: dict[str, Any] = {"kind": "bot", "bot": seat.bot}
-        if seat.name and seat.name != f"{seat.bot} bot":
+        if seat.name and seat.name != lobby.bots.seat_name(seat.bot):
             spec["name"] = seat.name
         return spec
     return {"kind": seat.accepts}

@@ -1,26 +1,14 @@
 // Kept names (server/web/accounts.py): the lobby's login sends the optional password or login token, and the
 // "Keep this name" panel sets a password or asks for a login token (shown once). Every answer is shown as
 // text; the password never leaves this page except in the request that sets or checks it.
+import { getJson, postJson } from "./api.js";
+
 const $ = (id) => document.getElementById(id);
 
 /** The login request's secret field: {password} when the player typed one, else nothing. */
 export function loginSecret() {
   const field = $("login-password");
   return field && field.value ? { password: field.value } : {};
-}
-
-async function post(path, body) {
-  const response = await fetch(path, {
-    method: body === undefined ? "GET" : "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  try {
-    return await response.json();
-  } catch {
-    return { ok: false, error: { message: `The server answered ${response.status}; try again.` } };
-  }
 }
 
 function describe(account) {
@@ -40,7 +28,7 @@ function showError(answer) {
 async function keep(body) {
   showError(null);
   $("keep-status").textContent = "Saving…";
-  const answer = await post("/api/account/keep", body);
+  const answer = await postJson("/api/account/keep", body);
   if (!answer.ok) {
     $("keep-status").textContent = "";
     showError(answer);
@@ -60,7 +48,7 @@ async function keep(body) {
 
 const panel = $("keep-name");
 if (panel) {
-  post("/api/account").then((answer) => {
+  getJson("/api/account").then((answer) => {
     if (answer.ok) $("keep-state").textContent = describe(answer);
   });
   $("keep-form").addEventListener("submit", (event) => {

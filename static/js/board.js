@@ -55,6 +55,14 @@ export function standInBadge(info) {
 }
 
 /** Draw `view` into `root` (replacing what was there). `revealed`: the targets_revealed payload, if any. */
+/** The "left" badge of a seat that resigned or left the game (null while it plays): the board's and the room's. */
+export function leftBadge(view, seat) {
+  if (!view.active || view.active[seat] !== false) return null;
+  const badge = el("span", "badge badge-left", "left");
+  badge.title = "This player resigned or left; the game goes on without them.";
+  return badge;
+}
+
 export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
   root.replaceChildren();
   if (!view) {
@@ -93,7 +101,8 @@ export function renderBoard(root, { view, seats, ruleset, revealed = null }) {
     if (info && info.kind !== "bot" && info.bot) title.append(standInBadge(info));
     if (info && !info.bot && info.online === false) title.append(el("span", "badge badge-offline", "offline"));
     if (view.winners && view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
-    if (view.active && view.active[seat] === false) title.append(el("span", "badge", "left"));
+    const left = leftBadge(view, seat);
+    if (left) title.append(left);
     if (view.seat === seat) title.append(el("span", "badge badge-you", "this view"));
     card.append(title);
     card.setAttribute("aria-label", `${seatName(seats, seat)}'s hand`);

@@ -5,25 +5,12 @@
 // messages, shown next to the form that caused them.
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loginSecret } from "/static/js/account.js";
+import { requestJson } from "/static/js/api.js";
 import { bandMeasuresOf, showBandMeasure } from "./difficulty_note.js";
 import { describeSeat, fixedBotLabel } from "./opponents.js";
 const root = document.getElementById("lobby");
 const $ = (id) => document.getElementById(id);
 const isAdmin = root.dataset.admin === "yes";
-
-async function request(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  try {
-    return await response.json();
-  } catch {
-    return { ok: false, error: { message: `The server answered ${response.status}; try again.` } };
-  }
-}
 
 function showError(box, answer) {
   box.textContent = answer && answer.error ? answer.error.message : "";
@@ -45,7 +32,7 @@ const loginForm = $("login-form");
 if (loginForm) {
   loginForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const answer = await request("POST", "/api/login", { name: $("login-name").value, ...loginSecret() });
+    const answer = await requestJson("POST", "/api/login", { name: $("login-name").value, ...loginSecret() });
     if (answer.ok) window.location.reload();
     else showError($("login-error"), answer);
   });
@@ -53,7 +40,7 @@ if (loginForm) {
 const logout = $("logout");
 if (logout) {
   logout.addEventListener("click", async () => {
-    await request("POST", "/api/logout", {});
+    await requestJson("POST", "/api/logout", {});
     window.location.reload();
   });
 }
@@ -142,7 +129,7 @@ async function fillInstances(hall) {
   if (!select) return;
   const asked = ++instancesAsked;
   select.replaceChildren(option("", "None: use the difficulty above"));
-  const answer = await request("GET", `/api/admin/halls/${encodeURIComponent(hall.name)}/instances`);
+  const answer = await requestJson("GET", `/api/admin/halls/${encodeURIComponent(hall.name)}/instances`);
   if (asked !== instancesAsked) return;
   if (!answer.ok) {
     showError($("create-error"), answer);
@@ -187,7 +174,7 @@ $("create-form").addEventListener("submit", async (event) => {
   }
   const button = $("create-submit");
   button.disabled = true;
-  const answer = await request("POST", "/api/games", body);
+  const answer = await requestJson("POST", "/api/games", body);
   button.disabled = false;
   if (!answer.ok) {
     showError($("create-error"), answer);
@@ -207,7 +194,7 @@ if (minePanel) {
     if (!button) return;
     const verb = button.classList.contains("leave-game") ? "leave" : "cancel";
     button.disabled = true;
-    const answer = await request("POST", `/api/games/${encodeURIComponent(button.dataset.gameId)}/${verb}`, {});
+    const answer = await requestJson("POST", `/api/games/${encodeURIComponent(button.dataset.gameId)}/${verb}`, {});
     const box = $("mine-error");
     if (box) showError(box, answer);
     if (answer.ok) await refreshTables();

@@ -7,10 +7,14 @@
 //            in order after every redraw: the first whose `when` holds is shown; a step with `next` waits
 //            for the player's "Next" click before the following ones may show.
 //     onDone(state): called once, when a step with `final: true` is first shown.
+//     A step with `inFlow: true` puts the card in the page just above its target instead of over the page,
+//     so it never covers that target or what follows it (the end panels: Game over, Practice again).
 //   startPracticeGuide(room): the practice game's steps (server/web/practice.py), recording completion.
 //
 // The card is an aria-live region (a screen reader hears each new step); the outlined control is scrolled
 // into view. Every shown step id is appended to the card's data-history (the browser tests read it).
+
+import { postJson } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -68,6 +72,11 @@ export function startGuide(room, { steps, onDone = () => {} }) {
     node.scrollIntoView({ block: "center" }); // at once: a smooth scroll lags behind a fast player
   }
 
+  function place(anchor) {
+    card.classList.toggle("guide-card-in-flow", Boolean(anchor));
+    if (anchor && card.nextElementSibling !== anchor) anchor.before(card);
+  }
+
   function update() {
     if (stopped) return;
     const state = room.state();
@@ -88,6 +97,7 @@ export function startGuide(room, { steps, onDone = () => {} }) {
     const said = step.text(state);
     if (text.textContent !== said) text.textContent = said; // an unchanged step is not announced again
     next.hidden = !step.next;
+    place(step.inFlow && step.target ? step.target(state) : null);
     outline(card.hidden ? null : step.target ? step.target(state) : null);
     if (step.final && !finished) {
       finished = true;
@@ -177,6 +187,7 @@ export const PRACTICE_STEPS = [
   {
     id: "done",
     final: true,
+    inFlow: true,
     title: "You are ready",
     when: won,
     text: () =>
@@ -194,6 +205,7 @@ export const PRACTICE_STEPS = [
   },
   {
     id: "over",
+    inFlow: true,
     title: "The practice is over",
     when: (state) => Boolean(state.view && state.view.finished),
     text: () => "The game ended before you held your target. Start the practice again to try once more.",
@@ -291,12 +303,7 @@ export function startPracticeGuide(room) {
     steps: PRACTICE_STEPS,
     onDone: async () => {
       const gameId = room.root.dataset.gameId;
-      await fetch(`/api/practice/${encodeURIComponent(gameId)}/completed`, {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: "{}",
-      });
+      await postJson(`/api/practice/${encodeURIComponent(gameId)}/completed`);
       room.root.dataset.practiceRecorded = "true";
     },
   });

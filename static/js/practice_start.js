@@ -1,20 +1,8 @@
 // The practice page (/practice): log in with a display name if needed, then start (or resume) the
 // practice game (POST /api/practice) and open its room, where static/js/practice_guide.js guides.
-const $ = (id) => document.getElementById(id);
+import { postJson } from "./api.js";
 
-async function post(path, body) {
-  const response = await fetch(path, {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: JSON.stringify(body),
-  });
-  try {
-    return await response.json();
-  } catch {
-    return { ok: false, error: { message: `The server answered ${response.status}; try again.` } };
-  }
-}
+const $ = (id) => document.getElementById(id);
 
 function showError(answer) {
   const box = $("practice-error");
@@ -26,10 +14,10 @@ async function start() {
   const name = $("practice-name");
   if (name) {
     if (!name.reportValidity()) return;
-    const login = await post("/api/login", { name: name.value });
+    const login = await postJson("/api/login", { name: name.value });
     if (!login.ok) return showError(login);
   }
-  const answer = await post("/api/practice", {});
+  const answer = await postJson("/api/practice");
   if (!answer.ok) return showError(answer);
   window.location.assign(`/games/${encodeURIComponent(answer.game_id)}`);
 }

@@ -6,7 +6,7 @@
 import { io } from "/vendor/socket.io-client/dist/socket.io.esm.min.js";
 import { loadIcons, iconFor, itemName, itemChip } from "./icons.js";
 import { eventParts, seatName, itemsText, parts, joinParts, seatRef, tradeGapLines } from "./narrate.js";
-import { statusParts, standInBadge } from "./board.js";
+import { leftBadge, statusParts, standInBadge } from "./board.js";
 import { seatLabel, seatOptionText, partsNodes } from "./seat_label.js";
 import { createCraftPanel } from "./craft.js";
 import { tradeErrorText } from "./trade_text.js";
@@ -47,7 +47,8 @@ function errorText(answer) {
 
 const socket = io({ transports: ["websocket"] });
 const craftPanel = createCraftPanel({ emit, absorb });
-const roomControls = createRoomControls({ gameId, socket, act }); // leave, resign, rematch
+const practice = root.dataset.practice === "true"; // the guided practice game (server/web/practice.py)
+const roomControls = createRoomControls({ gameId, socket, act, practice }); // leave, resign, rematch
 
 function emit(event, data) {
   return new Promise((resolve) => socket.emit(event, { game_id: gameId, ...data }, resolve));
@@ -112,7 +113,7 @@ const roomView = {
   }),
   onRender: (listener) => renderListeners.push(listener),
 };
-if (root.dataset.practice === "true") startPracticeGuide(roomView); // server/web/practice.py
+if (practice) startPracticeGuide(roomView); // server/web/practice.py
 
 /** A redraw replaces the controls: the keyboard focus goes back to the control that stands for the same
  * thing (the same item button, the same count field), else to the status bar (see keepFocus). */
@@ -230,9 +231,11 @@ function renderHands(view, mine) {
     title.append(seatLabel(seats, seat, { mine }));
     const info = seats.find((s) => s.seat === seat);
     if (info && info.kind !== "bot" && info.bot) title.append(standInBadge(info));
-    const presence = info && !info.bot ? presenceBadge(info) : null;
+    const left = leftBadge(view, seat);
+    const presence = info && !info.bot && !left ? presenceBadge(info) : null; // a player who left is just "left"
     if (presence) title.append(presence);
     if (view.winners.includes(seat)) title.append(el("span", "badge badge-win", "winner"));
+    if (left) title.append(left);
     if (view.crafting_finished.includes(seat) && view.phase === "craft") title.append(el("span", "badge", "done crafting"));
     card.append(title);
     const clickable = proposing(view) && (seat === mine || seat === Number(draft.to));
@@ -464,7 +467,7 @@ function renderEnd(view, mine) {
   $("room-end-text").replaceChildren(...joinParts(said.map((sentence) => partsNodes(sentence, seats)), " "));
   renderRevealedTargets(reveal ? reveal.payload : null, view, mine);
   const beliefs = $("room-beliefs");
-  if (!beliefs.dataset.loaded) { // once: a finished game's beliefs never change
+  if (!beliefs.dataset.loaded && !practice) { // once: a finished game's beliefs never change (none in practice)
     beliefs.dataset.loaded = "1";
     showBeliefs(beliefs, gameId, { seatName: (seat) => seatName(seats, seat), ruleset, mine });
   }

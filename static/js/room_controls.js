@@ -4,6 +4,7 @@
 // (POST /api/games/<id>/rematch: a new game of the same hall and seat kinds, with you seated). The other
 // people of the finished game learn of a rematch by the `rematch` push, or by GET .../rematch when their
 // page loads later. Also the waiting room's sentence, and the timeline's "no trade this turn" notes.
+import { getJson, postJson } from "./api.js";
 import { partsNodes } from "./seat_label.js";
 
 const $ = (id) => document.getElementById(id);
@@ -13,20 +14,6 @@ function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = text;
   return node;
-}
-
-async function post(path) {
-  const response = await fetch(path, {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: "{}",
-  });
-  try {
-    return await response.json();
-  } catch {
-    return { ok: false, error: { message: `The server answered ${response.status}; try again.` } };
-  }
 }
 
 function showError(box, answer) {
@@ -75,8 +62,10 @@ function renderAgentHelp(seats, gameId, waiting) {
 }
 
 /** The controls of one room: `act(type, fields, errorBoxId)` sends an action as the room does; `socket`
- * brings the `rematch` push. `render(envelope)` shows what fits the game's state. */
-export function createRoomControls({ gameId, socket, act }) {
+ * brings the `rematch` push. `render(envelope)` shows what fits the game's state. In the practice game
+ * (`practice`) the end offers "Practice again": the server's rematch of a practice game is the person's one
+ * practice game (server/web/rematch.py), so /practice and this button lead to the same game. */
+export function createRoomControls({ gameId, socket, act, practice = false }) {
   const base = `/api/games/${encodeURIComponent(gameId)}`;
   let rematchId = null;
   let rematchAsked = false;
@@ -98,7 +87,7 @@ export function createRoomControls({ gameId, socket, act }) {
     $("room-resigned").hidden = !(playing && view.active[mine] === false);
     const over = Boolean(view && view.finished && seated);
     $("room-rematch").hidden = !over;
-    if (over && !rematchAsked) {
+    if (over && !rematchAsked && !practice) {
       rematchAsked = true;
       lookUpRematch();
     }
@@ -106,19 +95,25 @@ export function createRoomControls({ gameId, socket, act }) {
   }
 
   function renderRematch() {
+    if (practice) {
+      $("room-rematch-title").textContent = "Practice again";
+      $("room-rematch-start").textContent = "Practice again";
+      $("room-rematch-text").textContent = "Play the practice game once more, from the start.";
+      $("room-rematch-link").hidden = true;
+      return;
+    }
     const link = $("room-rematch-link");
     link.hidden = rematchId === null;
     if (rematchId !== null) link.href = `/games/${encodeURIComponent(rematchId)}`;
     $("room-rematch-start").hidden = rematchId !== null;
     $("room-rematch-text").textContent = rematchId === null
-      ? "Play again: a new game of the same kind with the same bots, its task dealt as for any new game."
+      ? "Play again: a new game of the same kind with the same bots, its task dealt as for any new game. " +
+        "The other players' seats are kept for them for a few minutes."
       : "A rematch of this game is waiting for you.";
   }
 
   async function lookUpRematch() {
-    const answer = await fetch(`${base}/rematch`, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then((response) => response.json())
-      .catch(() => null);
+    const answer = await getJson(`${base}/rematch`);
     if (answer && answer.ok && answer.rematch) {
       rematchId = answer.rematch;
       renderRematch();
@@ -169,7 +164,7 @@ export function createRoomControls({ gameId, socket, act }) {
 
   $("room-leave").addEventListener("click", async () => {
     $("room-leave").disabled = true;
-    const answer = await post(`${base}/leave`);
+    const answer = await postJson(`${base}/leave`);
     if (answer.ok) {
       window.location.assign("/");
       return;
@@ -180,7 +175,7 @@ export function createRoomControls({ gameId, socket, act }) {
 
   $("room-rematch-start").addEventListener("click", async () => {
     $("room-rematch-start").disabled = true;
-    const answer = await post(`${base}/rematch`);
+    const answer = await postJson(`${base}/rematch`);
     $("room-rematch-start").disabled = false;
     if (answer.ok) {
       window.location.assign(`/games/${encodeURIComponent(answer.game.game_id)}`);

@@ -109,6 +109,10 @@ def test_resign_rematch_and_the_timeline_of_a_pass(
     expect(ada.get_by_role("button", name="Resign…")).to_be_hidden()
     expect(bob.locator("#room-timeline")).to_contain_text("Ada left the game.")
     expect(bob.locator("#room-end")).to_be_hidden()
+    # both rooms mark Ada's hand as the board does: she left; Bob's and the bot's hands carry no such badge
+    for page in (ada, bob):
+        expect(page.locator('#room-hands .board-hand[aria-label^="Ada"] .badge-left')).to_have_text("left")
+        expect(page.locator("#room-hands .badge-left")).to_have_count(1)
     ada.screenshot(path=artifacts / "deadends-resigned.png", full_page=True)
 
     # Bob resigns too: one player is left, so the game ends; Bob asks for a rematch

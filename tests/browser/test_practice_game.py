@@ -83,6 +83,15 @@ def play_practice(page: Page, server: ServerProcess, name: str, artifacts: Path,
     elapsed = time.perf_counter() - started
     expect(page.locator("#practice-guide")).to_contain_text("You are ready")
     expect(page.locator("#room-end")).to_be_visible()
+    # the end: "Practice again" (no lobby rematch), no beliefs panel (the practice asks for no reports), and
+    # the guide sits in the page above the end panels instead of over them
+    expect(page.get_by_role("button", name="Practice again")).to_be_visible()
+    expect(page.locator("#room-rematch-link")).to_be_hidden()
+    expect(page.locator("#room-beliefs")).to_be_hidden()
+    guide = page.locator("#practice-guide").bounding_box()
+    for panel in ("#room-end", "#room-rematch"):
+        box = page.locator(panel).bounding_box()
+        assert guide and box and guide["y"] + guide["height"] <= box["y"], (panel, guide, box)
     page.screenshot(path=str(artifacts / f"practice-7-done-{tag}.png"))
     assert_fits_width(page)
     history = page.locator("#practice-guide").get_attribute("data-history") or ""
@@ -107,6 +116,13 @@ def test_practice_is_completed_in_under_two_minutes_and_recorded(
     assert status["ok"] and status["completed"] is True
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     assert status["completed_game_id"] == game_id
+
+    # "Practice again" opens the practice game /practice knows (one game, not a stray rematch)
+    page.get_by_role("button", name="Practice again").click()
+    page.wait_for_url(lambda url: not url.rstrip("/").endswith(game_id))
+    expect(page.locator("#practice-guide[data-step=welcome]")).to_be_visible()
+    again = page.url.rstrip("/").rsplit("/", 1)[1]
+    assert page.evaluate("async () => (await fetch('/api/practice')).json()")["game_id"] == again
 
     # the practice page says so, and the lobby lists the game nowhere but in the player's own games
     page.goto(server.url + "/practice")
