@@ -233,11 +233,14 @@ def test_a_query_does_the_same_work_whatever_anyone_planned_before(monkeypatch: 
     """Seat 0 planning for its secret target (as a bot does, or its own crafting helper) must not make
     seat 1's first question about that item faster: queries use no planner cache another caller fills."""
     game = new()
+    # the planner the query will use: planner_for keeps 32, so the module's PLANNER may have been replaced
+    # by the time this runs (other tests' games load rule sets of their own)
+    planner = planner_for(game.rules)
     computed: list[object] = []
-    compute = PLANNER.graph.ancestors
-    monkeypatch.setattr(PLANNER.graph, "ancestors", lambda *a: computed.append(a) or compute(*a))
-    PLANNER.plan({"coal": 1, "stick": 1}, {"torch": 1})  # seat 0's private planning warms the shared cache
-    shared_before = PLANNER._ancestors_cached.cache_info()
+    compute = planner.graph.ancestors
+    monkeypatch.setattr(planner.graph, "ancestors", lambda *a: computed.append(a) or compute(*a))
+    planner.plan({"coal": 1, "stick": 1}, {"torch": 1})  # seat 0's private planning warms the shared cache
+    shared_before = planner._ancestors_cached.cache_info()
     query = {"type": "craftable", "item": "torch"}
     counts = []
     for _ in range(2):
@@ -245,7 +248,7 @@ def test_a_query_does_the_same_work_whatever_anyone_planned_before(monkeypatch: 
         run_query(game, 1, query)
         counts.append(len(computed))
     assert counts[0] > 0 and counts[0] == counts[1]  # computed afresh, the same each time
-    shared_after = PLANNER._ancestors_cached.cache_info()
+    shared_after = planner._ancestors_cached.cache_info()
     assert (shared_after.hits, shared_after.currsize) == (shared_before.hits, shared_before.currsize)
 
 
