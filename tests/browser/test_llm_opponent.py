@@ -91,10 +91,20 @@ def server(
     return server
 
 
-def craft(page: Page, recipe: str, runs: str) -> None:
-    field = page.get_by_label(f"Runs of {recipe}", exact=True)
-    field.fill(runs)
-    field.locator("xpath=..").get_by_role("button", name="Craft").click()
+def craft(page: Page, recipe: str, runs: str, made: str) -> None:
+    """Craft ``runs`` of ``recipe`` from "What you can craft now" until ``made`` shows in the hand: the list
+    re-renders when news arrives (the model's moves), and a click that lands on a list being replaced is
+    lost, so a busy machine may need a second try."""
+    for _ in range(3):
+        field = page.get_by_label(f"Runs of {recipe}", exact=True)
+        field.fill(runs)
+        field.locator("xpath=..").get_by_role("button", name="Craft").click()
+        try:
+            expect(page.locator("#craft-hand")).to_contain_text(made, timeout=5_000)
+            return
+        except AssertionError:
+            continue
+    expect(page.locator("#craft-hand")).to_contain_text(made)
 
 
 def play_duel_against_the_model(page: Page, timeout: float = 120) -> None:
@@ -118,10 +128,8 @@ def play_duel_against_the_model(page: Page, timeout: float = 120) -> None:
             page.locator("#propose-pass").click()
         elif page.locator("#craft-finish").is_visible() and page.locator("#craft-finish").is_enabled():
             if not crafted:
-                craft(page, "stick", "1/2")
-                expect(page.locator("#craft-hand")).to_contain_text("Stick")
-                craft(page, "torch", "1/4")
-                expect(page.locator("#craft-hand")).to_contain_text("Torch")
+                craft(page, "stick", "1/2", "Stick")
+                craft(page, "torch", "1/4", "Torch")
                 crafted = True
             page.locator("#craft-finish").click()
         page.wait_for_timeout(250)
