@@ -12,6 +12,8 @@ and the MongoDB wire server: what the agent seats believed, said and reasoned, s
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -379,3 +381,14 @@ def test_reasoning_is_bounded_per_seat_and_per_text() -> None:
     assert set(found) == {1} and cut == {1: True}
     assert len(found[1]) == MAX_REASONING_STEPS
     assert all(len(r.text) == MAX_TEXT_CHARS + 1 and r.text.endswith("…") for r in found[1])
+
+
+def test_the_server_reads_value_reports_without_loading_pandas() -> None:
+    """The beliefs endpoint uses analysis.tom_scores (pure Python); importing it must not pull in the
+    analysis package's pandas tables, which cost a server process about 150 MB (the deployment test's RSS
+    bound failed when it did)."""
+    script = "import sys, server.web.app, analysis.tom_scores; print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
