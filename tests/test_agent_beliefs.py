@@ -387,7 +387,10 @@ def test_the_server_reads_value_reports_without_loading_pandas() -> None:
     """The beliefs endpoint uses analysis.tom_scores (pure Python); importing it must not pull in the
     analysis package's pandas tables, which cost a server process about 150 MB (the deployment test's RSS
     bound failed when it did)."""
-    script = "import sys, server.web.app, analysis.tom_scores; print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"
+    script = (
+        "import sys, server.web.app, analysis.tom_scores\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
