@@ -29,7 +29,6 @@ same file, whatever the machine (only ``provenance.created`` differs).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -45,7 +44,9 @@ from craft_rules.difficulty import (
     CALIBRATION_PATH,
     GUESSED_THRESHOLDS,
     LEVELS,
+    MEASURED_PLAY,
     fingerprint,
+    fit_cuts,
     group_key,
     level_of,
 )
@@ -118,10 +119,9 @@ def settings_for(instance: TaskInstance, repeat: int) -> GameSettings:
         ruleset=instance.ruleset,
         max_turns=MAX_TURNS,
         crafting_runs=instance.crafting_runs or "rational",
-        allow_pass=True,
         tom_orders=[],
         first_proposer=repeat % instance.players,
-        end_condition="first_win",
+        **MEASURED_PLAY,
     )
 
 
@@ -164,47 +164,19 @@ def _split(sample: Sequence[Measured], cuts: tuple[float, float]) -> dict[str, l
     return bands
 
 
-def order_level(figures: dict[str, dict[str, Any]]) -> int:
-    """How well bands are ordered: 2 when finish rate falls and both mean cost and mean turns to finish rise
-    from easy to hard, 1 when finish rate and mean cost do (the mean turns of the won games alone may
-    not: they differ by tenths of a turn), 0 otherwise."""
-    rows = [figures[level] for level in LEVELS]
-    if any(r["finish_rate"] is None or r["mean_cost"] is None for r in rows):
-        return 0
-    rates = [r["finish_rate"] for r in rows]
-    costs = [r["mean_cost"] for r in rows]
-    if rates != sorted(rates, reverse=True) or costs != sorted(costs):
-        return 0
-    turns = [r["mean_turns"] for r in rows]
-    return 2 if None not in turns and turns == sorted(turns) else 1
-
-
 def fit_thresholds(sample: Sequence[Measured]) -> tuple[tuple[float, float], int]:
-    """The score cut points for ``sample`` and how well they order its bands (:func:`order_level`): the pair
-    of the best order level with the least squared deviation of the deals' mean costs from their band's."""
-    scores = sorted({m.score for m in sample})
-    candidates = [round((a + b) / 2, 3) for a, b in itertools.pairwise(scores)]
+    """The score cut points for ``sample`` and how well they order its bands: the pair of the best order
+    level with the least squared deviation of the deals' mean costs from their band's (the one fitting
+    rule, :func:`craft_rules.difficulty.fit_cuts`)."""
     least = max(1, int(MIN_BAND_SHARE * len(sample) + 0.999))
-    best: tuple[int, float, tuple[float, float]] | None = None
-    for i, low in enumerate(candidates):
-        for high in candidates[i + 1 :]:
-            bands = _split(sample, (low, high))
-            if any(len(members) < least for members in bands.values()):
-                continue
-            sse = 0.0
-            for members in bands.values():
-                mean = sum(m.mean_cost for m in members) / len(members)
-                sse += sum((m.mean_cost - mean) ** 2 for m in members)
-            level = order_level({b: _band_figures(ms) for b, ms in bands.items()})
-            key = (-level, round(sse, 9), (low, high))
-            if best is None or key < best:
-                best = key
-    if best is None:
+    fitted = fit_cuts(sample, lambda m: m.score, lambda m: m.mean_cost, _band_figures, least)
+    if fitted is None:
+        scores = len({m.score for m in sample})
         raise click.ClickException(
-            f"a sample of {len(sample)} deals with {len(scores)} distinct scores cannot make three bands of "
+            f"a sample of {len(sample)} deals with {scores} distinct scores cannot make three bands of "
             f"at least {least}; give more --samples"
         )
-    return best[2], -best[0]
+    return fitted
 
 
 def _parse_group(text: str) -> tuple[str, int, str]:
@@ -289,7 +261,10 @@ def fit(
         shown = cuts if ordered else GUESSED_THRESHOLDS
         bands = {level: _band_figures(members) for level, members in _split(sample, shown).items()}
         means = [bands[level]["mean_cost"] for level in LEVELS]
+        limits = {m.max_turns for m in sample}
         out_groups[key] = {
+            # the turn limit the sample was played with (figures belong to it), null when it varied
+            "max_turns": limits.pop() if len(limits) == 1 else None,
             "ordered": ordered,
             "ordered_on": ["finish_rate", "mean_cost", "mean_turns"][: order + 1] if ordered else [],
             # null when no cut points order the bands: the score does not tell this group's deals apart

@@ -4,17 +4,21 @@ bots measured; generated deals and shipped instances are labelled from it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from in_process import MakeApp
 
 from agents.difficulty_calibration import Measured, calibrate, calibrate_command, fit_thresholds, refit
 from craft_rules import difficulty
-from craft_rules.difficulty import CALIBRATION_PATH, LEVELS, level_of
+from craft_rules.difficulty import CALIBRATION_PATH, LEVELS, HallRules, level_of, order_level, pool_levels
 from craft_rules.loader import load_rule_set
 from craft_rules.taskgen import generate_instance
-from craft_rules.tasks import iter_instances
+from craft_rules.tasks import get_instance, iter_instances
+from server.web.lobby import MIN_BAND_INSTANCES
 
 TINY = {"groups": ["minecraft/2/rational"], "samples": 16, "repeats": 1, "shipped": False, "created": "test"}
 
@@ -74,7 +78,7 @@ def test_the_committed_bands_order_by_finish_rate_and_turns() -> None:
             assert group["thresholds"] is None and group["cost_cuts"] is None
             ruleset, players, runs = key.split("/")
             assert difficulty.thresholds(ruleset, int(players), runs) == difficulty.GUESSED_THRESHOLDS
-            assert difficulty.band_measures(ruleset, int(players), runs) == {}
+            assert difficulty.band_measures(difficulty.HallRules(ruleset, int(players), runs, 10)) == {}
             continue
         assert rates == sorted(rates, reverse=True), (key, rates)
         assert costs == sorted(costs), (key, costs)
@@ -130,3 +134,104 @@ def test_a_band_of_shipped_instances_sums_their_games() -> None:
     }
     assert difficulty.pooled_measure([one, None]) is None  # one unmeasured instance: no figures at all
     assert difficulty.pooled_measure([]) is None
+
+
+DUEL_RULES = HallRules("minecraft", 2, "rational", 10)
+"""A lobby duel's rules, as the calibration played them (10 turns, passing allowed, first win ends)."""
+
+
+@committed
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max_turns": 3},
+        {"max_turns": 11},
+        {"crafting_runs": "whole"},
+        {"allow_pass": False},
+        {"end_condition": "all_win"},
+        {"players": 3},
+    ],
+)
+def test_figures_belong_only_to_the_rules_they_were_measured_under(change: dict[str, Any]) -> None:
+    """Review finding 5: a band's or an instance's figures are shown for a hall only when its games are
+    played as the measured ones were (group, turn limit, passing, end condition)."""
+    standard = get_instance("minecraft/1p_v_1p/standard#0")
+    assert difficulty.band_measures(DUEL_RULES)["medium"]["games"] > 0
+    assert difficulty.instance_measure(standard, DUEL_RULES) is not None
+    other = dataclasses.replace(DUEL_RULES, **change)
+    group = difficulty.calibration()["groups"].get(other.group, {})
+    if other.group == DUEL_RULES.group or not group.get("ordered"):
+        assert difficulty.band_measures(other) == {}
+    else:  # another measured group: its own figures, never the duel's
+        assert difficulty.band_measures(other) == group["bands"] != difficulty.band_measures(DUEL_RULES)
+    assert difficulty.instance_measure(standard, other) is None
+
+
+def _pooled(records: list[dict[str, Any]]) -> dict[str, Any]:
+    pooled = difficulty.pooled_measure(records)
+    assert pooled is not None
+    return {**pooled, "mean_cost": sum(r["mean_cost"] for r in records) / len(records)}
+
+
+@committed
+@pytest.mark.parametrize("shipped_set", ["minecraft/1p_v_1p/standard", "minecraft/1p_v_1p/paper"])
+def test_a_set_whose_labels_leave_a_band_short_is_labelled_by_its_own_measured_costs(
+    shipped_set: str,
+) -> None:
+    """Review finding 4: the standard duel set measures 33 easy, 0 medium, 7 hard; its hall is labelled by
+    cut points on its instances' own measured costs: three bands of MIN_BAND_INSTANCES or more, ordered by
+    finish rate and cost, no instance cheaper than one of an easier band."""
+    pool = [inst for inst in iter_instances("minecraft", "1p_v_1p") if inst.id.startswith(shipped_set + "#")]
+    records = {inst.id: difficulty.measured_instance(inst) for inst in pool}
+    calibrated = [r["level"] for r in records.values() if r]
+    assert len(calibrated) == len(pool) and min(calibrated.count(b) for b in LEVELS) < MIN_BAND_INSTANCES
+    levels = pool_levels(records, MIN_BAND_INSTANCES)
+    assert levels is not None and set(levels) == set(records)
+    bands = {band: [records[i] for i, level in levels.items() if level == band] for band in LEVELS}
+    assert all(len(members) >= MIN_BAND_INSTANCES for members in bands.values()), levels
+    assert order_level({band: _pooled(members) for band, members in bands.items()}) >= 1  # type: ignore[arg-type]
+    costs = [[r["mean_cost"] for r in bands[band]] for band in LEVELS]  # type: ignore[index]
+    assert max(costs[0]) < min(costs[1]) and max(costs[1]) < min(costs[2])
+
+
+def test_pool_levels_keep_the_calibrated_labels_unless_a_refit_orders_full_bands() -> None:
+    def record(level: str, cost: float, wins: int = 4) -> dict[str, Any]:
+        turns = round(cost * 4) if wins == 4 else wins
+        return {"level": level, "mean_cost": cost, "games": 4, "wins": wins, "finished_turns": turns}
+
+    full = {f"i{n}": record(LEVELS[n % 3], 1 + n % 3) for n in range(15)}
+    assert pool_levels(full, 5) is None  # every band already big enough: the calibrated labels stay
+    assert pool_levels({**full, "unmeasured": None}, 5) is None  # one instance without a measure
+    short = {f"i{n}": record("easy", 1 + n % 3) for n in range(15)}
+    assert pool_levels(short, 5) == {f"i{n}": LEVELS[n % 3] for n in range(15)}
+    assert pool_levels(dict(list(short.items())[:14]), 5) is None  # 14 cannot make three bands of 5
+    # costs rise but the dearer instances finish more often: no order, so no relabelling
+    backwards = {f"i{n}": record("easy", 1 + n % 3, wins=4 - (2 - n % 3)) for n in range(15)}
+    assert pool_levels(backwards, 5) is None
+
+
+@committed
+def test_the_lobby_offers_three_bands_over_the_standard_set_with_figures_only_under_its_rules(
+    make_app: MakeApp,
+) -> None:
+    hall = {"ruleset": "minecraft", "players": 2, "instances": {"choice": "random", "set": "standard"}}
+    generated = {"ruleset": "minecraft", "players": 2, "instances": {"choice": "generated"}}
+    halls = {
+        "standard": hall,
+        "short": {**hall, "game": {"max_turns": 3}},
+        "dealt": generated,
+        "dealt_all_win": {**generated, "game": {"end_condition": "all_win"}},
+    }
+    made = make_app(overrides={"halls": halls})
+    offered = {h["name"]: h["difficulties"] for h in made.client().rest("GET", "/api/halls")[1]["halls"]}
+    standard = offered["standard"]
+    assert [b["band"] for b in standard] == list(LEVELS)
+    assert all(b["instances"] >= MIN_BAND_INSTANCES and b["measured"] for b in standard)
+    rates = [b["measured"]["finish_rate"] for b in standard]
+    assert rates == sorted(rates, reverse=True) and rates[0] > rates[2]
+    assert [b["band"] for b in offered["short"]] == list(LEVELS)  # the same labels,
+    assert all(b["measured"] is None for b in offered["short"])  # but 10-turn figures are not a 3-turn hall's
+    assert [b["measured"] for b in offered["dealt"]] == [
+        difficulty.band_measures(DUEL_RULES)[band] for band in LEVELS
+    ]
+    assert all(b["measured"] is None for b in offered["dealt_all_win"])

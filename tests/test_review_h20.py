@@ -119,9 +119,6 @@ def test_a_resigned_practice_names_its_partner_and_its_rematch_is_the_running_pr
     assert (opponents, resumed) == (["Sam"], rematch)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review finding 5: measured labels leave no medium band in the standard set"
-)
 def test_a_random_hall_over_the_shipped_standard_set_still_offers_medium(make_app: MakeApp) -> None:
     """The measured labels put none of the 40 shipped minecraft standard instances in medium (33 easy, 7
     hard), so a random hall over that set offers Easy and Hard only (tests/browser/test_play_and_privacy.py::
@@ -139,9 +136,6 @@ def test_a_random_hall_over_the_shipped_standard_set_still_offers_medium(make_ap
     assert [d["band"] for d in hall["difficulties"]] == ["easy", "medium", "hard"], hall["difficulties"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review finding 6: measured figures ignore the hall's max_turns / crafting runs"
-)
 def test_measured_band_figures_belong_to_the_halls_own_rules(make_app: MakeApp) -> None:
     """Instances were measured in 10-turn games of one group (minecraft/2/rational for the standard set);
     a hall of 3 turns, or with whole runs, is shown those figures as its own (e.g. "3.75 turns on average"

@@ -61,7 +61,14 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from craft_rules.difficulty import band_measures, measured_difficulty, pooled_measure
+from craft_rules.difficulty import (
+    HallRules,
+    band_measures,
+    instance_measure,
+    measured_difficulty,
+    pool_levels,
+    pooled_measure,
+)
 from craft_rules.loader import RuleSetError, load_rule_set
 from craft_rules.taskgen import GenerationError, generate_instance
 from craft_rules.tasks import TC_GAMES_DIR, TaskInstance, instance_set_ids, iter_instances, load_instance
@@ -121,6 +128,7 @@ class Lobby:
         self.bots = bots
         self._next_slot: dict[str, int] = {}
         self._band_cache: dict[int, dict[str, list[str]]] = {}
+        self._figures_cache: dict[int, dict[str, dict[str, Any] | None]] = {}
         self._slot_lock = threading.Lock()
         self.limiter = RateLimiter(settings.limits)
         self._deal_gate = threading.BoundedSemaphore(MAX_CONCURRENT_DEALS)
@@ -183,19 +191,48 @@ class Lobby:
             ]
         return pool[: chosen.first] if chosen.first else pool
 
-    def instance_catalog(self, hall: HallSettings) -> list[dict[str, Any]]:
-        """The hall's pool with each instance's difficulty (the generator's record): the admins' list."""
+    @staticmethod
+    def hall_rules(hall: HallSettings) -> HallRules:
+        """The rules of the hall's games that measured difficulty figures depend on."""
+        game = hall.game_settings()
+        return HallRules(
+            hall.ruleset,
+            hall.players,
+            game.crafting_runs,
+            game.max_turns,
+            game.allow_pass,
+            game.end_condition,
+        )
+
+    def _pool_instances(self, hall: HallSettings) -> list[TaskInstance]:
         root = self.settings.instance_root(hall)
-        catalog = []
+        pool = []
         for instance_id in self.instance_pool(hall):
             try:
-                instance = load_instance(instance_id, root)
+                pool.append(load_instance(instance_id, root))
             except KeyError:
                 continue  # a pool id without a file: creating a game with it says why
-            difficulty = measured_difficulty(instance)  # the measured label: craft_rules/difficulty.py
+        return pool
+
+    def instance_catalog(self, hall: HallSettings) -> list[dict[str, Any]]:
+        """The hall's pool with each instance's difficulty: the admins' list. The level is the measured one
+        (craft_rules/difficulty.py), fitted on the pool's own measured costs when the calibrated labels leave
+        a band with fewer than MIN_BAND_INSTANCES (``calibrated_level`` then keeps the calibrated one)."""
+        pool = self._pool_instances(hall)
+        difficulties = {instance.id: measured_difficulty(instance) for instance in pool}
+        refitted = pool_levels({i: d.get("measured") for i, d in difficulties.items()}, MIN_BAND_INSTANCES)
+        catalog = []
+        for instance in pool:
+            difficulty = difficulties[instance.id]
+            if refitted is not None:
+                difficulty = {
+                    **difficulty,
+                    "level": refitted[instance.id],
+                    "calibrated_level": difficulty["level"],
+                }
             catalog.append(
                 {
-                    "instance_id": instance_id,
+                    "instance_id": instance.id,
                     "players": instance.players,
                     "level": difficulty.get("level"),
                     "score": difficulty.get("score"),
@@ -216,21 +253,30 @@ class Lobby:
             self._band_cache[key] = cached
         return cached
 
+    def _figures(self, hall: HallSettings) -> dict[str, dict[str, Any] | None]:
+        """Each pool instance's measured record when it was measured under the hall's own rules, else None."""
+        key = id(hall)
+        cached = self._figures_cache.get(key)
+        if cached is None:
+            rules = self.hall_rules(hall)
+            cached = {inst.id: instance_measure(inst, rules) for inst in self._pool_instances(hall)}
+            self._figures_cache[key] = cached
+        return cached
+
     def offered_bands(self, hall: HallSettings) -> list[dict[str, Any]]:
         """The bands an ordinary creator may ask for: every band in ``generated`` halls (``instances`` is
-        null: each game is dealt afresh), the big enough ones in ``random`` halls, none otherwise."""
+        null: each game is dealt afresh), the big enough ones in ``random`` halls, none otherwise. Beside
+        each, what ToM-1 pairs did in it (docs/difficulty.md), only when measured under the hall's rules."""
         if hall.instances.choice == "generated":
-            # what ToM-1 pairs did in each band (docs/difficulty.md), shown beside the band
-            runs = hall.game_settings().crafting_runs
-            measures = band_measures(hall.ruleset, hall.players, runs)
+            measures = band_measures(self.hall_rules(hall))
             return [
                 {"band": band, "instances": None, "measured": measures.get(band)} for band in DIFFICULTY_BANDS
             ]
         if hall.instances.choice != "random":
             return []
-        measured = {e["instance_id"]: e["difficulty"].get("measured") for e in self.instance_catalog(hall)}
+        figures = self._figures(hall)
         return [
-            {"band": band, "instances": len(ids), "measured": pooled_measure([measured.get(i) for i in ids])}
+            {"band": band, "instances": len(ids), "measured": pooled_measure([figures.get(i) for i in ids])}
             for band, ids in self._bands(hall).items()
             if len(ids) >= MIN_BAND_INSTANCES
         ]

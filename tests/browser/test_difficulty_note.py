@@ -29,6 +29,9 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
         "instances": {"choice": "generated"},
         "game": {"max_turns": 10},
     }
+    standard = {"ruleset": "minecraft", "players": 2, "instances": {"choice": "random", "set": "standard"}}
+    config["halls"]["standard"] = {**standard, "title": "Standard duel", "game": {"max_turns": 10}}
+    config["halls"]["short"] = {**standard, "title": "Short standard duel", "game": {"max_turns": 3}}
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
 
@@ -63,5 +66,43 @@ def test_the_lobby_shows_what_the_bots_measured_for_each_band(
     # a fixed-instance hall has no bands to choose and so no figures
     page.get_by_label("Game mode").select_option("duel")
     expect(note).to_be_hidden()
+    assert errors == []
+    context.close()
+
+
+def test_a_set_of_shipped_instances_shows_its_own_figures_and_none_under_other_rules(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    """The standard duel set is labelled by its own measured costs (docs/difficulty.md): its medium band is
+    offered with those instances' figures; the same set in a 3-turn hall shows the bands without figures
+    measured in 10-turn games."""
+    halls = {
+        h["name"]: h for h in browser.new_context().request.get(server.url + "/api/halls").json()["halls"]
+    }
+    medium = next(b for b in halls["standard"]["difficulties"] if b["band"] == "medium")["measured"]
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    errors = page_errors(page)
+    log_in(page, server.url, "Setter")
+    page.get_by_label("Game mode").select_option("standard")
+    difficulty = page.get_by_label("Difficulty")
+    assert [t.split(" ")[0] for t in difficulty.locator("option").all_inner_texts()] == [
+        "Random",
+        "Easy",
+        "Medium",
+        "Hard",
+    ]
+    difficulty.select_option("medium")
+    note = page.locator("#create-difficulty-measure")
+    expect(note).to_have_text(
+        f"Measured: two ToM-1 bots finish {round(medium['finish_rate'] * 100)}% of medium games, "
+        f"after {medium['mean_turns']:.1f} turns on average."
+    )
+    page.locator("#create-form").screenshot(path=artifacts / "difficulty-note-standard-set.png")
+    page.get_by_label("Game mode").select_option("short")
+    expect(difficulty).to_be_enabled()
+    difficulty.select_option("medium")
+    expect(note).to_be_hidden()  # 10-turn figures are not a 3-turn game's
+    assert_fits_width(page)
     assert errors == []
     context.close()

@@ -2,8 +2,10 @@
 scripted browser plays the practice game's table (server/web/practice.py) as the page's worked example tells
 it (ask for the coal, accept the stick, craft 4 torches), and a game with value reports on the same table.
 Each picture is cropped to its panel, at most 800 px wide and reduced to a 256-colour palette (a few tens of
-kB), then written over the committed file, so the page always shows today's screens. Finally the page itself
-shows every picture, loaded, with its alt text, on a desktop and a 390-px phone."""
+kB). With TRADECRAFT_DOCS_SCREENSHOTS=1 it is written over the committed file (refresh the pictures after a
+change to these screens); otherwise it goes to tests/artifacts/how-to-play-NAME.png and the committed picture
+must have the live screen's size, so a run leaves the tree clean and a stale picture fails. Finally the page
+itself shows every picture, loaded, with its alt text, on a desktop and a 390-px phone."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import assert_fits_width, axe_violations, lab_halls, log_in, page_errors
+from conftest import (
+    ARTIFACTS,
+    DOCS_SCREENSHOTS,
+    assert_fits_width,
+    axe_violations,
+    lab_halls,
+    log_in,
+    page_errors,
+)
 from e2e_helpers import MakeServer, ServerProcess, write_config
 from PIL import Image
 from playwright.sync_api import Browser, Locator, Page, expect
@@ -45,18 +55,29 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def save(picture: bytes, name: str) -> None:
-    """Write ``picture`` (a PNG screenshot) as static/img/how_to_play/NAME.png: scaled down to MAX_WIDTH,
-    on a 256-colour palette, optimised."""
+    """``picture`` (a PNG screenshot) scaled down to MAX_WIDTH, on a 256-colour palette, optimised: written
+    as static/img/how_to_play/NAME.png when refreshing the pictures (TRADECRAFT_DOCS_SCREENSHOTS=1), else
+    to tests/artifacts/ and checked against the committed picture's size."""
     image = Image.open(io.BytesIO(picture)).convert("RGB")
     if image.width > MAX_WIDTH:
         image = image.resize((MAX_WIDTH, round(image.height * MAX_WIDTH / image.width)), Image.LANCZOS)
     image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    PICTURES.mkdir(parents=True, exist_ok=True)
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
     path = PICTURES / f"{name}.png"
-    if not path.exists() or path.read_bytes() != out.getvalue():
-        path.write_bytes(out.getvalue())
+    if DOCS_SCREENSHOTS:
+        PICTURES.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != out.getvalue():
+            path.write_bytes(out.getvalue())
+        return
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"how-to-play-{name}.png").write_bytes(out.getvalue())
+    assert path.exists(), f"{path} is missing: write it with TRADECRAFT_DOCS_SCREENSHOTS=1"
+    with Image.open(path) as committed:
+        assert committed.size == image.size, (
+            f"{path.name} is {committed.size[0]}x{committed.size[1]} but the live screen is "
+            f"{image.width}x{image.height}: refresh it with TRADECRAFT_DOCS_SCREENSHOTS=1"
+        )
 
 
 def shot(locator: Locator, name: str) -> None:
