@@ -141,9 +141,9 @@ def test_an_llm_seat_is_rated_by_its_spec_and_an_api_agent_by_its_token() -> Non
         {"seat": 0, "kind": "bot", "name": "Model", "bot": "llm:openai:m?tom=0", "user_id": None},
         {"seat": 1, "kind": "agent", "name": "Remote", "user_id": "token:abc", "bot": None},
     ]
-    players = participants(seats, [0], [0, 1], None)
+    players = participants(seats, [0], [0, 1], None, bot_name=lambda spec: f"named {spec}")
     assert [(p.key, p.kind, p.user_id, p.name) for p in players] == [
-        ("bot:llm:openai:m?tom=0", "llm", None, "llm:openai:m?tom=0 bot"),  # not the seat's chosen name
+        ("bot:llm:openai:m?tom=0", "llm", None, "named llm:openai:m?tom=0"),  # the namer's, not the seat's
         ("agent:abc", "agent", None, "Remote"),
     ]
 

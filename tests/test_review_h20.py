@@ -57,9 +57,6 @@ def test_a_kept_name_is_not_played_by_another_users_open_session(app: InProcessA
     assert gwens == [], f"the leaderboard lists a non-keeper as the kept name: {gwens}"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="review finding 2: the availability reason quotes OPENAI_BASE_URL to everyone"
-)
 def test_the_public_model_list_never_shows_the_providers_url_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -154,7 +151,6 @@ def test_measured_band_figures_belong_to_the_halls_own_rules(make_app: MakeApp) 
     assert all(m["mean_turns"] <= 3 for _, m in shown), shown
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 7: leaderboard/history name bots by raw spec")
 def test_the_leaderboard_names_bots_and_models_as_the_lobby_does() -> None:
     """ratings._player_name lists a bot as "<raw spec> bot": "tom1 bot" for the lobby's "ToM-1 bot", and
     for a listed LLM its whole spec with the operator's base_url ("llm:openai:m?base_url=http://10.0.0.5...

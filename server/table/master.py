@@ -728,7 +728,12 @@ class Table(BotSeats, TraceRecords):
             self._lobby_changed(live)
             # ratings and the players' histories, once per game whichever worker gets here (ratings.py)
             record_table_game(
-                self.store, self.settings, live.meta, [seat.record() for seat in live.seats], game
+                self.store,
+                self.settings,
+                live.meta,
+                [seat.record() for seat in live.seats],
+                game,
+                bot_name=self.bots.seat_name,
             )
 
     # --------------------------------------------------------------------------------- after a change

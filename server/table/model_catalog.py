@@ -25,6 +25,7 @@ import os
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any
 
 from server.table.config import BotsSection, ListedModel, SettingsError
 from server.table.errors import ServerError
-from server.table.policy_specs import model_of, policy_name
+from server.table.policy_specs import CREDENTIAL_URL, model_of, policy_name
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +47,43 @@ MAX_MODEL_LIST_BYTES = 4_000_000
 @dataclass(frozen=True)
 class Availability:
     """What the last check of a listed model found: ``available`` None = not checked yet; ``reason`` says
-    why it is unavailable (for the operator and the lobby); ``checked_at`` is wall-clock seconds."""
+    why it is unavailable in a plain sentence for players (no URL, no spec option, no provider's model
+    list); ``detail`` is the operator's version, for the server log only; ``checked_at`` is wall-clock
+    seconds."""
 
     available: bool | None
     reason: str = ""
     checked_at: float | None = None
+    detail: str = ""
 
     def public(self) -> dict[str, Any]:
         return {"available": self.available, "reason": self.reason, "checked_at": self.checked_at}
 
 
 UNCHECKED = Availability(None, "not checked yet")
+#: What players read for a model the server cannot reach (a key or URL missing; the log says which).
+NOT_SET_UP = "this server is not set up to reach its provider yet"
+UNREACHABLE = "its provider cannot be reached right now"
+REFUSED_KEY = "its provider refused this server's key"
+
+
+#: Environment variables naming a provider's server; they may carry credentials and are never shown.
+BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "OLLAMA_BASE_URL", "ANTHROPIC_BASE_URL", "AZURE_OPENAI_ENDPOINT")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` fit for the server log: its scheme, host, port and path, without ``user:password@`` and
+    without a query (where an ``api-key=`` may sit)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urllib.parse.urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
+def public_spec(spec: str) -> str:
+    """A policy spec as players may see it: the policy and model (``llm:openai:gpt-4o-mini``) without its
+    options, which can name the operator's servers (``base_url``)."""
+    return spec.split("?", 1)[0]
 
 
 def spec_option(spec: str, key: str) -> str | None:
@@ -110,9 +137,9 @@ def probe(endpoint: Endpoint, timeout: float) -> Availability:
     """Ask the provider whether it serves the model, spending no tokens; never raises."""
     problem = endpoint.local_problem()
     if problem is not None:
-        return Availability(False, problem, time.time())
+        return Availability(False, NOT_SET_UP, time.time(), problem)
     if endpoint.base_url is None:  # a provider without a model list to ask: its key is all we can check
-        return Availability(True, f"{endpoint.key_variable} is set (provider not probed)", time.time())
+        return Availability(True, "", time.time(), f"{endpoint.key_variable} is set (provider not probed)")
     url = endpoint.base_url.rstrip("/") + "/models"
     headers = {"Accept": "application/json"}
     if endpoint.key:
@@ -123,17 +150,25 @@ def probe(endpoint: Endpoint, timeout: float) -> Availability:
     except urllib.error.HTTPError as err:
         refused = err.code in (401, 403)
         why = f"refused the key in {endpoint.key_variable}" if refused else "failed"
-        return Availability(False, f"the provider {why} (HTTP {err.code} from {url})", time.time())
+        detail = f"the provider {why} (HTTP {err.code} from {redacted_url(url)})"
+        reason = REFUSED_KEY if refused else "its provider answered with an error"
+        return Availability(False, reason, time.time(), detail)
     except (OSError, ValueError) as err:  # refused, unreachable, timed out, a malformed URL
         cause = getattr(err, "reason", err)
         said = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
-        return Availability(False, f"the provider at {url} cannot be reached: {said}", time.time())
-    return Availability(*_lists_model(body, endpoint.model), checked_at=time.time())
+        detail = f"the provider at {redacted_url(url)} cannot be reached: {said}"
+        timed_out = isinstance(cause, TimeoutError) or "timed out" in said
+        reason = f"its provider did not answer within {timeout:g} s" if timed_out else UNREACHABLE
+        return Availability(False, reason, time.time(), detail)
+    available, detail = _lists_model(body, endpoint.model)
+    reason = "" if available else "its provider does not offer this model at the moment"
+    return Availability(available, reason, time.time(), detail)
 
 
 def _lists_model(body: bytes, model: str) -> tuple[bool, str]:
-    """Whether a model list (``{"data": [{"id": ...}]}``) offers ``model``; a list too long to search, or a
-    server that lists nothing, is taken at its word that it serves what it is asked for."""
+    """Whether a model list (``{"data": [{"id": ...}]}``) offers ``model``, and the operator's detail; a
+    list too long to search, or a server that lists nothing, is taken at its word that it serves what it
+    is asked for."""
     if len(body) > MAX_MODEL_LIST_BYTES:
         return True, ""
     try:
@@ -165,8 +200,19 @@ class ModelCatalog:
         self._checked_at: float | None = None  # clock time of the last finished refresh
         self._refreshing: threading.Thread | None = None
 
+    def public_id(self, entry: ListedModel) -> str:
+        """What players see and send for a listed model: its :func:`public_spec`, numbered (``#2``) when
+        another entry has the same one (two entries differing only in their options)."""
+        shown = public_spec(entry.spec)
+        same = [other for other in self.entries if public_spec(other.spec) == shown]
+        return shown if len(same) == 1 else f"{shown}#{same.index(entry) + 1}"
+
     def entry(self, spec: str) -> ListedModel | None:
-        return next((entry for entry in self.entries if entry.spec == spec), None)
+        """The listed model ``spec`` names: by its full spec (the settings') or its :meth:`public_id`."""
+        return next(
+            (entry for entry in self.entries if spec in (entry.spec, self.public_id(entry))),
+            None,
+        )
 
     # ------------------------------------------------------------------------------------------ at start
     def check(self, make: Callable[[str, int], Any], installed: list[str]) -> None:
@@ -193,7 +239,15 @@ class ModelCatalog:
                     ) from None
             if problem is not None:
                 with self._lock:
-                    self._status[entry.spec] = Availability(False, problem, time.time())
+                    self._record(entry, Availability(False, NOT_SET_UP, time.time(), problem))
+        for variable in BASE_URL_VARIABLES:
+            if CREDENTIAL_URL.search(self._environ.get(variable) or ""):
+                # the llm policy reads it as it is; the server only ever shows or logs it redacted
+                log.warning(
+                    "%s carries credentials (user:password@); it is used but never shown: %s",
+                    variable,
+                    redacted_url(self._environ[variable]),
+                )
 
     def start(self) -> None:
         """Probe every listed model in the background (never delays the caller)."""
@@ -202,9 +256,10 @@ class ModelCatalog:
     # ------------------------------------------------------------------------------------------ queries
     def availability(self, spec: str) -> Availability:
         """The cached word on ``spec`` (refreshed in the background once it is older than the interval)."""
+        entry = self.entry(spec)
         with self._lock:
             stale = self._checked_at is None or self._clock() - self._checked_at >= self.interval
-            status = self._status.get(spec, UNCHECKED)
+            status = self._status.get(entry.spec if entry else spec, UNCHECKED)
         if stale:
             self._refresh_in_background()
         return status
@@ -216,19 +271,19 @@ class ModelCatalog:
         if entry is None:
             return
         with self._lock:
-            checked = self._status.get(spec, UNCHECKED).available is not None
+            checked = self._status.get(entry.spec, UNCHECKED).available is not None
         if checked:
-            status = self.availability(spec)  # the cached word (a stale one is checked behind it)
+            status = self.availability(entry.spec)  # the cached word (a stale one is checked behind it)
         else:  # asked now, once, rather than in the background as well
             self.refresh([entry])
             with self._lock:
-                status = self._status.get(spec, UNCHECKED)
+                status = self._status.get(entry.spec, UNCHECKED)
         if not status.available:
             raise ServerError(
                 "model_unavailable",
                 f"{entry.name} cannot play right now: {status.reason or 'its provider did not answer'}. "
                 "Pick another opponent, or try again later.",
-                {"bot": spec[:300], "model": entry.name, "reason": status.reason},
+                {"bot": self.public_id(entry), "model": entry.name, "reason": status.reason},
                 status=503,
             )
 
@@ -259,15 +314,17 @@ class ModelCatalog:
             for entry in entries:
                 if entry.spec not in answered:  # still hanging: its late answer is dropped
                     answered.add(entry.spec)
-                    reason = f"the provider did not answer within {self.timeout:g} s"
-                    self._record(entry, Availability(False, reason, time.time()))
+                    reason = f"its provider did not answer within {self.timeout:g} s"
+                    self._record(entry, Availability(False, reason, time.time(), reason))
             if entries is self.entries:
                 self._checked_at = self._clock()
 
     def _record(self, entry: ListedModel, found: Availability) -> None:
-        """Keep ``found`` as the word on ``entry`` (the lock held); a model that stops answering is logged."""
-        if found.available is False and self._status.get(entry.spec, UNCHECKED).available:
-            log.warning("listed model %s is now unavailable: %s", entry.name, found.reason)
+        """Keep ``found`` as the word on ``entry`` (the lock held); the operator's detail of a model found
+        unavailable goes to the log (once per new detail), players see only the plain reason."""
+        held = self._status.get(entry.spec, UNCHECKED)
+        if found.available is False and (held.available is not False or held.detail != found.detail):
+            log.warning("listed model %s is unavailable: %s", entry.name, found.detail or found.reason)
         self._status[entry.spec] = found
 
     def _refresh_in_background(self) -> None:

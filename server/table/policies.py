@@ -23,7 +23,7 @@ from typing import Any
 from server.game.policy import Policy
 from server.table.config import Settings
 from server.table.errors import ServerError
-from server.table.model_catalog import ModelCatalog
+from server.table.model_catalog import ModelCatalog, public_spec
 from server.table.policy_specs import SpecError, check_no_credentials, model_of, policy_name
 
 POLICY_REGISTRY_GROUP = "tradecraft.policy_registry"
@@ -119,7 +119,7 @@ class BotRegistry:
         choices; a restricted name alone, e.g. ``llm``, could never be seated)."""
         free = [name for name in self.names() if self.allowed(name)]
         listed = sorted(self.settings.bots.allowed_specs) if self.settings else []
-        models = [entry.spec for entry in self.models.entries] if self.models else []
+        models = [self.models.public_id(entry) for entry in self.models.entries] if self.models else []
         return free + [spec for spec in listed + models if spec not in free]
 
     def require(self, spec: str, hall: str | None = None) -> str:
@@ -134,7 +134,9 @@ class BotRegistry:
         except SpecError as err:
             raise ServerError(err.code, err.message, {"bot": spec.split("?", 1)[0][:100]}) from None
         if not self.allowed(spec, hall):
-            allowed = sorted(self.settings.bots.allowed_specs) if self.settings else []
+            # shown without options: an allowed spec may name the operator's servers (base_url)
+            listed = self.settings.bots.allowed_specs if self.settings else []
+            allowed = sorted({public_spec(listed_spec) for listed_spec in listed})
             raise ServerError(
                 "bot_not_allowed",
                 f"Policy {policy_name(spec)!r} costs money or calls outside services, so only the specs the "
@@ -180,9 +182,16 @@ class BotRegistry:
             return self._cards
 
     def seat_name(self, spec: str) -> str:
-        """The name a bot seat playing ``spec`` gets: a listed model's name, else ``"<spec> bot"``."""
+        """The one rule naming a bot seat playing ``spec`` (the lobby's default seat name, a rematch's, the
+        ratings' and histories' name for the bot): a listed model's name, else ``"<policy spec> bot"``
+        without the spec's options (they may name the operator's servers)."""
         entry = self.models.entry(spec) if self.models else None
-        return entry.name if entry is not None else f"{spec} bot"
+        return entry.name if entry is not None else f"{public_spec(spec)} bot"
+
+    def full_spec(self, spec: str) -> str:
+        """The spec a policy is built from: a listed model's own (players name it by its public id)."""
+        entry = self.models.entry(spec) if self.models else None
+        return entry.spec if entry is not None else spec
 
     def opponents(self) -> list[dict[str, Any]]:
         """What the lobby offers as bot seats (:meth:`seatable`), each with a plain ``name``, a one-line
@@ -230,7 +239,7 @@ class BotRegistry:
 
     def make(self, spec: str, seed: int) -> Policy:
         try:
-            return self._factory(spec, seed)
+            return self._factory(self.full_spec(spec), seed)
         except ValueError as err:
             code = getattr(err, "code", "unknown_bot")
             message = getattr(err, "message", None) or str(err)

@@ -44,6 +44,7 @@ from server.game.state import Game
 from server.store import Store
 from server.table.config import Settings
 from server.table.live import claim_is_stale
+from server.table.model_catalog import public_spec
 from server.table.policy_specs import policy_name
 
 log = logging.getLogger(__name__)
@@ -101,12 +102,16 @@ def player_identity(seat: Mapping[str, Any]) -> tuple[str, PlayerKind, str | Non
     return None
 
 
-def _player_name(seat: Mapping[str, Any], kind: PlayerKind) -> str:
-    """The name a player is listed under: a person's or an agent's own name; a bot's from its spec (as the
-    lobby names a bot seat by default), never the seat name a game's creator chose, which would rename the
-    bot on the leaderboard."""
-    if kind in ("bot", "llm"):
-        return f"{seat.get('bot')} bot"
+BotNamer = Callable[[str], str]
+"""``name(spec)``: the name a bot seat playing ``spec`` gets (``BotRegistry.seat_name``, the one rule)."""
+
+
+def _player_name(seat: Mapping[str, Any], kind: PlayerKind, bot_name: BotNamer | None) -> str:
+    """The name a player is listed under: a person's or an agent's own name; a bot's by ``bot_name`` (the
+    lobby's rule, so a seat name a game's creator chose never renames the bot on the leaderboard), or
+    without one by the seat's recorded name (the lobby gave it by the same rule)."""
+    if kind in ("bot", "llm") and bot_name is not None:
+        return bot_name(str(seat.get("bot")))
     return str(seat.get("name") or "?")
 
 
@@ -123,6 +128,7 @@ def participants(
     winners: Sequence[int],
     active: Sequence[int],
     scores: Sequence[int] | None,
+    bot_name: BotNamer | None = None,
 ) -> list[Participant]:
     """The distinct players of a finished game, each at its best seat (see the module's text)."""
     seat_ranks = ranks(winners, active, len(seat_records))
@@ -134,7 +140,7 @@ def participants(
         key, kind, user_id = identity
         candidate = Participant(
             key=key,
-            name=_player_name(record, kind),
+            name=_player_name(record, kind, bot_name),
             kind=kind,
             seat=index,
             rank=seat_ranks[index],
@@ -206,8 +212,9 @@ def game_result(
     scores: Sequence[int] | None,
     hall_rated_setting: Callable[[str], bool | None],
     finished_at: float,
+    bot_name: BotNamer | None = None,
 ) -> GameResult:
-    players = participants(seat_records, winners, active, scores)
+    players = participants(seat_records, winners, active, scores, bot_name)
     return GameResult(
         game_id=str(meta["game_id"]),
         rated=hall_rated(meta, hall_rated_setting) and len(players) >= 2,
@@ -250,6 +257,7 @@ def record_table_game(
     seat_records: Sequence[Mapping[str, Any]],
     game: Game,
     clock: Callable[[], float] = time.time,
+    bot_name: BotNamer | None = None,
 ) -> None:
     """The table's game-finished hook: record the game's result (ratings, the players' histories). A
     failure is logged, never raised: the game itself is over and stored whatever happens here."""
@@ -266,6 +274,7 @@ def record_table_game(
             game.scores,
             hall_setting,
             float(meta.get("finished_at") or clock()),
+            bot_name,
         )
         if not result.rated and not any(p.user_id for p in result.players):
             return  # nothing to keep: an unrated game without people (an experiment's, a self-play run)
@@ -444,17 +453,19 @@ def _load_rating(store: Store, player_key: str) -> dict[str, Any]:
 
 # -------------------------------------------------------------------------------------------- reading
 def public_rating(data: Mapping[str, Any]) -> dict[str, Any]:
-    """One leaderboard row: no user id (a human is shown by name only; a bot by its public spec)."""
+    """One leaderboard row: no user id (a human is shown by name only; a bot by its spec without options,
+    which may name the operator's servers). ``rating`` is the low end of ``interval``: the skill estimate
+    ``mu`` minus three times its uncertainty, the range ``mu`` ± 3 ``sigma``."""
     mu, sigma = float(data["mu"]), float(data["sigma"])
     key = str(data.get("key", ""))
     return {
         "name": data.get("name"),
         "kind": data.get("kind"),
-        "spec": key.removeprefix("bot:") if key.startswith("bot:") else None,
+        "spec": public_spec(key.removeprefix("bot:")) if key.startswith("bot:") else None,
         "rating": round(mu - 3 * sigma, 2),  # OpenSkill's ordinal: a conservative estimate
         "mu": round(mu, 2),
         "sigma": round(sigma, 2),
-        "interval": [round(mu - 2 * sigma, 2), round(mu + 2 * sigma, 2)],
+        "interval": [round(mu - 3 * sigma, 2), round(mu + 3 * sigma, 2)],
         "games": int(data["games"]),
         "wins": int(data["wins"]),
     }
