@@ -60,6 +60,9 @@ def principal_for_user(store: Store, user_id: Any) -> Principal | None:
     user = store.get_user(user_id)
     if user is None:
         return None
+    from server.web.accounts import check_name_still_theirs  # accounts imports this module
+
+    check_name_still_theirs(store, user)
     return Principal(id=user["id"], name=user["name"], kind="human")
 
 

@@ -41,6 +41,7 @@ from server.store import Store
 from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
+from server.web.accounts import check_name_still_theirs
 
 log = logging.getLogger(__name__)
 
@@ -303,16 +304,26 @@ class Sessions(SessionInterface):
             return
         record = None if bound.ended else self.load(bound.session_id)
         if record is None:
-            if not bound.ended:
-                bound.ended = True
-                self._leave_rooms(socket_id)  # no more pushes of its seats
-                # later, so that this refusal reaches the client first (no harm if it does not)
-                self.socketio.start_background_task(self._disconnect_socket, socket_id, ANSWER_GRACE_SECONDS)
+            self._end_socket(socket_id, bound)
             raise _session_ended()
+        user = self.store.get_user(record.user) if record.user is not None else None
+        if user is not None:
+            try:
+                check_name_still_theirs(self.store, user)
+            except ServerError:
+                self._end_socket(socket_id, bound)
+                raise
         if self.is_admin(record):
             socket_session["admin"] = True
         else:
             socket_session.pop("admin", None)
+
+    def _end_socket(self, socket_id: str, bound: BoundSocket) -> None:
+        if not bound.ended:
+            bound.ended = True
+            self._leave_rooms(socket_id)  # no more pushes of its seats
+            # later, so that this refusal reaches the client first (no harm if it does not)
+            self.socketio.start_background_task(self._disconnect_socket, socket_id, ANSWER_GRACE_SECONDS)
 
     def sweep_sockets(self) -> int:
         """End this process's sockets whose session has ended anywhere (a logout or end-sessions handled by
