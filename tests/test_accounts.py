@@ -154,7 +154,7 @@ def test_keeping_a_name_logs_out_the_other_sessions_of_it_and_its_look_alikes(ap
     with pytest.raises(ConnectionRefusedError):
         look_alike.connect()
     game = app.client().rest("GET", f"/api/games/{waiting}")[1]["game"]
-    assert game["status"] == "waiting" and game["open_seats"] == [1], game  # the refused leave changed nothing
+    assert game["status"] == "waiting" and game["open_seats"] == [1], game  # the refused leave: no change
     assert keeper.call("lobby")["ok"] is True
     again = app.client()
     assert login(again, "Otto", PASSWORD)[0] == 200

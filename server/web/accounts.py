@@ -32,7 +32,7 @@ from server.store import Store, UserRecord
 from server.table.errors import ServerError
 from server.table.names import name_key
 from server.table.principal import Principal
-from server.web.auth import clean_display_name, require_principal, resolve_principal
+from server.web.auth import USER_CHECKS, clean_display_name, require_principal, resolve_principal
 from server.web.errors import request_object, rest_error
 from server.web.limits import RateLimiter
 from server.web.services import current_services
@@ -111,8 +111,9 @@ def name_kept(name: str, kept_as: str) -> ServerError:
 def check_name_still_theirs(store: Store, user: UserRecord) -> None:
     """``name_kept`` (HTTP 401) when ANOTHER user now keeps ``user``'s name or a look-alike of it: a plain
     login made a new user each time, so people who typed a name before it was kept still hold sessions under
-    it. Every request and socket event of such a session is refused this way (see auth.principal_for_user
-    and Sessions.check_socket), so what carries the kept name (new games, seats, ratings) is the keeper's."""
+    it. Every request and socket event of such a session is refused this way (registered in
+    ``auth.USER_CHECKS``), so whatever carries the kept name from then on (games, seats, ratings) is the
+    keeper's."""
     _, account = read_account(store, user["name"])
     if account is None or account.get("user_id") == user["id"]:
         return
@@ -122,6 +123,9 @@ def check_name_still_theirs(store: Store, user: UserRecord) -> None:
         "as it: log in again with another name.",
         status=401,
     )
+
+
+USER_CHECKS.append(check_name_still_theirs)
 
 
 def keep_name(store: Store, principal: Principal, data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

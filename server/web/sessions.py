@@ -41,7 +41,7 @@ from server.store import Store
 from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
-from server.web.accounts import check_name_still_theirs
+from server.web.auth import USER_CHECKS
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +297,8 @@ class Sessions(SessionInterface):
 
     def check_socket(self, socket_id: str, socket_session: dict[str, Any]) -> None:
         """Before each event of a cookie-opened socket: its session must still be live (else the event is
-        refused ``not_logged_in`` and the socket disconnected); its admin rights follow the session's."""
+        refused ``not_logged_in`` and the socket disconnected), and so must its user (``auth.USER_CHECKS``:
+        refused as the check says, disconnected too); its admin rights follow the session's."""
         with self._lock:
             bound = self._sockets.get(socket_id)
         if bound is None:
@@ -306,11 +307,12 @@ class Sessions(SessionInterface):
         if record is None:
             self._end_socket(socket_id, bound)
             raise _session_ended()
-        user = self.store.get_user(record.user) if record.user is not None else None
+        user = self.store.get_user(record.user) if record.user is not None and USER_CHECKS else None
         if user is not None:
             try:
-                check_name_still_theirs(self.store, user)
-            except ServerError:
+                for check in USER_CHECKS:
+                    check(self.store, user)
+            except ServerError:  # e.g. another player kept this user's name since the socket opened
                 self._end_socket(socket_id, bound)
                 raise
         if self.is_admin(record):
