@@ -37,7 +37,7 @@ from flask.sessions import SessionInterface, SessionMixin
 from flask.wrappers import Response
 from flask_socketio import SocketIO
 
-from server.store import Store
+from server.store import Store, UserRecord
 from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
@@ -133,6 +133,8 @@ class BoundSocket:
     user: str | None
     #: its session ended: every event is refused until the socket is gone
     ended: bool = False
+    #: the user's name when it connected (a user's name never changes), for auth.USER_CHECKS without a read
+    name: str | None = None
 
 
 class Sessions(SessionInterface):
@@ -289,7 +291,7 @@ class Sessions(SessionInterface):
         if record is None or record.user != principal.id:
             return
         with self._lock:
-            self._sockets[socket_id] = BoundSocket(session_id, record.user)
+            self._sockets[socket_id] = BoundSocket(session_id, record.user, name=principal.name)
 
     def unbind_socket(self, socket_id: str) -> None:
         with self._lock:
@@ -307,8 +309,8 @@ class Sessions(SessionInterface):
         if record is None:
             self._end_socket(socket_id, bound)
             raise _session_ended()
-        user = self.store.get_user(record.user) if record.user is not None and USER_CHECKS else None
-        if user is not None:
+        if record.user is not None and bound.name is not None:
+            user = UserRecord(id=record.user, name=bound.name, created_at=0.0)
             try:
                 for check in USER_CHECKS:
                     check(self.store, user)
