@@ -137,6 +137,46 @@ def test_a_name_kept_by_one_user_cannot_be_kept_by_another_of_that_name(app: InP
     assert status == 200 and body["user"]["id"] == winner.user["id"]
 
 
+def test_keeping_a_name_logs_out_the_other_sessions_of_it_and_its_look_alikes(app: InProcessApp) -> None:
+    """People who typed a name before it was kept (each a different user) stop acting as it at once: every
+    request and socket event is refused name_kept, a new socket is refused, and nothing they ask changes
+    anything; the keeper's own sessions, old and new, play on."""
+    keeper, same, look_alike = app.client("Otto"), app.client("Otto"), app.client("0TT0")
+    waiting = same.rest("POST", "/api/games", {"hall": "duel", "join": True})[1]["game"]["game_id"]
+    same.connect()
+    keeper.connect()
+    assert keeper.rest("POST", "/api/account/keep", {"password": PASSWORD})[0] == 200
+    for session in (same, look_alike):
+        assert error_code(session.rest("GET", "/api/account")) == (401, "name_kept")
+        assert error_code(session.rest("POST", f"/api/games/{waiting}/leave", {})) == (401, "name_kept")
+    refused = same.call("join", {"game_id": waiting})
+    assert refused["ok"] is False and refused["error"]["code"] == "name_kept", refused
+    with pytest.raises(ConnectionRefusedError):
+        look_alike.connect()
+    game = app.client().rest("GET", f"/api/games/{waiting}")[1]["game"]
+    assert game["status"] == "waiting" and game["open_seats"] == [1], game  # the refused leave: no change
+    assert keeper.call("lobby")["ok"] is True
+    again = app.client()
+    assert login(again, "Otto", PASSWORD)[0] == 200
+    assert again.rest("GET", "/api/me")[1]["user"]["id"] == keeper.user["id"]
+
+
+def test_every_login_attempt_counts_once_before_it_is_answered(make_app: MakeApp) -> None:
+    """Refusals that tell whether a name is kept (name_kept, name_not_kept) and malformed logins count
+    against logins_per_address like successful ones, and a successful password login counts once."""
+    made = make_app(overrides={"limits": {"logins_per_address": {"count": 6, "seconds": 600}}})
+    keeper = made.client("Mo Kept")  # login 1
+    assert keeper.rest("POST", "/api/account/keep", {"password": PASSWORD})[0] == 200
+    other = made.client()
+    assert error_code(login(other, "Mo Kept")) == (409, "name_kept")  # 2
+    assert error_code(login(other, "Mo Free", PASSWORD)) == (400, "name_not_kept")  # 3
+    assert error_code(login(other, "Mo Free", 42)) == (400, "invalid_request")  # type: ignore[arg-type]  # 4
+    assert error_code(login(other, "")) == (400, "invalid_name")  # 5
+    assert login(other, "Mo Kept", PASSWORD)[0] == 200  # 6
+    assert error_code(login(made.client(), "Mo Kept", PASSWORD)) == (429, "rate_limited")
+    assert other.rest("GET", "/api/me")[1]["user"]["id"] == keeper.user["id"]
+
+
 def play(app: InProcessApp, hall: str, p0: InProcessClient, p1: InProcessClient) -> str:
     status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
     assert status == 201, created

@@ -121,11 +121,14 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "too_many_waits": "this user or network address holds as many open long polls (events?wait=) as "
     "server.max_waits_per_user / max_waits_per_address allow; poll without wait or close one (HTTP 429)",
     "name_kept": "the display name (or one that looks like it) is kept by a player: log in with its "
-    "password or login token, or choose another name (HTTP 409)",
+    "password or login token, or choose another name (HTTP 409); a session logged in under a name another "
+    "player kept later is refused it on every request and socket event: log in again (HTTP 401)",
     "name_not_kept": "a password was sent with a display name nobody keeps: log in without one",
     "wrong_password": "the password or login token does not match the kept name (HTTP 401; counted by "
     "limits.password_failures_per_address and password_failures_per_name)",
     "invalid_password": "a new password is shorter or longer than a kept name's password may be",
+    "too_busy": "the server is computing as many answers of this kind as it allows at once (a finished "
+    "game's beliefs): ask again after details.retry_after seconds (HTTP 503)",
     "not_a_practice_game": "the game is not a practice game (/practice)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

@@ -32,7 +32,7 @@ from server.store import Store, UserRecord
 from server.table.errors import ServerError
 from server.table.names import name_key
 from server.table.principal import Principal
-from server.web.auth import clean_display_name, require_principal, resolve_principal
+from server.web.auth import USER_CHECKS, clean_display_name, require_principal, resolve_principal
 from server.web.errors import request_object, rest_error
 from server.web.limits import RateLimiter
 from server.web.services import current_services
@@ -108,6 +108,26 @@ def name_kept(name: str, kept_as: str) -> ServerError:
     )
 
 
+def check_name_still_theirs(store: Store, user: UserRecord) -> None:
+    """``name_kept`` (HTTP 401) when ANOTHER user now keeps ``user``'s name or a look-alike of it: a plain
+    login made a new user each time, so people who typed a name before it was kept still hold sessions under
+    it. Every request and socket event of such a session is refused this way (registered in
+    ``auth.USER_CHECKS``), so whatever carries the kept name from then on (games, seats, ratings) is the
+    keeper's."""
+    _, account = read_account(store, user["name"])
+    if account is None or account.get("user_id") == user["id"]:
+        return
+    raise ServerError(
+        "name_kept",
+        f"Another player now keeps the name “{account.get('name')}”, so this session can no longer play "
+        "as it: log in again with another name.",
+        status=401,
+    )
+
+
+USER_CHECKS.append(check_name_still_theirs)
+
+
 def keep_name(store: Store, principal: Principal, data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Keep the principal's name with a new password (``data["password"]``) or a new login token
     (``data["token"] is True``); the account's public facts and the token's plaintext (None: a password)."""
@@ -152,6 +172,11 @@ def log_in_by_name(
 ) -> UserRecord:
     """The user a login names: a new one for a name nobody keeps, the keeper for a kept name and its
     password or token; else ``name_kept``, ``name_not_kept``, ``wrong_password`` or ``rate_limited``."""
+    # every attempt counts before anything is looked up: a refusal (name_kept, name_not_kept) tells whether a
+    # name is kept, so probing names costs logins like any other login
+    limiter.hit("logins_per_address", address)
+    if secret is not None and not isinstance(secret, str):
+        raise ServerError("invalid_request", 'The "password" is a string (or left out to play a free name).')
     name = clean_display_name(raw_name)
     raw, account = read_account(store, name)
     given = isinstance(secret, str) and secret != ""
@@ -162,7 +187,6 @@ def log_in_by_name(
                 f"Nobody keeps the name “{name}”, so it has no password: leave the password empty to play "
                 "as it, then keep it from the lobby.",
             )
-        limiter.hit("logins_per_address", address)
         return store.create_user(name)
     if not given:
         raise name_kept(name, str(account.get("name")))
@@ -178,7 +202,6 @@ def log_in_by_name(
             "another name.",
             status=401,
         )
-    limiter.hit("logins_per_address", address)
     user = store.get_user(str(account.get("user_id")))
     if user is None:  # an admin removed the user: the name is free again
         store.replace_value(account_key(name), raw, None)

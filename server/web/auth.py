@@ -22,10 +22,10 @@ import binascii
 import hmac
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from server.store import Store
+from server.store import Store, UserRecord
 from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.names import InvalidName, NameKind, normalise_name
@@ -54,12 +54,20 @@ def secret_key(settings: Settings, store: Store) -> str:
     return store.set_value_if_absent(SECRET_KEY_NAME, secrets.token_urlsafe(48))
 
 
+#: What a logged-in person's session must still pass on every request and Socket.IO connect (each raises a
+#: ServerError). Registered by the module that owns the rule, which imports this one: server/web/accounts.py
+#: refuses a session whose name another player has kept since.
+USER_CHECKS: list[Callable[[Store, UserRecord], None]] = []
+
+
 def principal_for_user(store: Store, user_id: Any) -> Principal | None:
     if not isinstance(user_id, str):
         return None
     user = store.get_user(user_id)
     if user is None:
         return None
+    for check in USER_CHECKS:
+        check(store, user)
     return Principal(id=user["id"], name=user["name"], kind="human")
 
 

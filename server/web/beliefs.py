@@ -24,12 +24,15 @@ bounded: a finished game is read and computed once (its log is that of the finis
 sends after that are in the researchers' export only); each answer holds at most
 :data:`MAX_TURNS` turns of reports, :data:`MAX_MESSAGES` messages of at most :data:`MAX_TEXT_CHARS`
 characters and :data:`MAX_REASONING_STEPS` reasoning entries of at most :data:`MAX_TEXT_CHARS` characters
-per seat (``truncated`` says what was cut).
+per seat (``truncated`` says what was cut). At most :data:`COMPUTING_AT_ONCE` games are computed at once,
+one computation per game; a request that would wait more than :data:`COMPUTE_WAIT_SECONDS` for them is
+refused ``too_busy`` (HTTP 503, ``details.retry_after``) and can simply ask again.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
@@ -52,6 +55,10 @@ from server.web.services import current_services
 
 #: Finished games whose beliefs are kept computed in memory.
 CACHED_GAMES = 16
+#: Games computed at once (each reads a whole log and replays its turns); a request waits at most
+#: COMPUTE_WAIT_SECONDS for its game's computation or a free slot, else it is refused ``too_busy``.
+COMPUTING_AT_ONCE = 2
+COMPUTE_WAIT_SECONDS = 5.0
 #: Turns of value reports an answer holds per seat (the first ones).
 MAX_TURNS = 100
 #: Messages an answer holds per seat (the first ones), and the longest text of a message or reasoning entry.
@@ -333,15 +340,33 @@ def compute(table: Table, live: LiveGame) -> ComputedBeliefs:
     return ComputedBeliefs(players, show, seat_rows, messages, reasoning, cut_reasoning)
 
 
-class BeliefsCache:
-    """Computed beliefs of the last few finished games (LRU); one computation at a time, so a burst of
-    requests for a game no one asked for yet costs one computation."""
+class _GameComputation:
+    """The lock of one game's computation and how many requests hold or wait for it (the entry is dropped
+    when the last one leaves, so the table holds only games being asked for right now)."""
 
-    def __init__(self, size: int = CACHED_GAMES) -> None:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+class BeliefsCache:
+    """Computed beliefs of the last few finished games (LRU). The work is bounded: one computation per game
+    at a time (a burst of requests for one game costs one computation, the others wait for it), at most
+    :data:`COMPUTING_AT_ONCE` games computed at once, and no request waits longer than
+    :data:`COMPUTE_WAIT_SECONDS` for either: it is refused ``too_busy`` (HTTP 503) instead."""
+
+    def __init__(
+        self,
+        size: int = CACHED_GAMES,
+        at_once: int = COMPUTING_AT_ONCE,
+        wait_seconds: float = COMPUTE_WAIT_SECONDS,
+    ) -> None:
         self._size = size
+        self._wait_seconds = wait_seconds
         self._games: OrderedDict[str, ComputedBeliefs] = OrderedDict()
         self._lock = threading.Lock()
-        self._computing = threading.Lock()
+        self._computations: dict[str, _GameComputation] = {}
+        self._slots = threading.BoundedSemaphore(at_once)
 
     def _cached(self, game_id: str) -> ComputedBeliefs | None:
         with self._lock:
@@ -350,20 +375,48 @@ class BeliefsCache:
                 self._games.move_to_end(game_id)
             return found
 
+    def _busy(self, game_id: str) -> ServerError:
+        return ServerError(
+            "too_busy",
+            f"The server is computing what other games' agents believed; ask again for game {game_id} in "
+            "a few seconds.",
+            {"retry_after": max(1, round(self._wait_seconds))},
+            status=503,
+        )
+
     def get(self, table: Table, live: LiveGame) -> ComputedBeliefs:
         found = self._cached(live.game_id)  # a cached game never waits for another's computation
         if found is not None:
             return found
-        with self._computing:
-            found = self._cached(live.game_id)  # computed while this request waited
-            if found is not None:
-                return found
-            computed = compute(table, live)
+        deadline = time.monotonic() + self._wait_seconds
+        with self._lock:
+            computation = self._computations.setdefault(live.game_id, _GameComputation())
+            computation.users += 1
+        try:
+            if not computation.lock.acquire(timeout=self._wait_seconds):
+                raise self._busy(live.game_id)
+            try:
+                found = self._cached(live.game_id)  # computed while this request waited
+                if found is not None:
+                    return found
+                if not self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    raise self._busy(live.game_id)
+                try:
+                    computed = compute(table, live)
+                finally:
+                    self._slots.release()
+                with self._lock:
+                    self._games[live.game_id] = computed
+                    while len(self._games) > self._size:
+                        self._games.popitem(last=False)
+                return computed
+            finally:
+                computation.lock.release()
+        finally:
             with self._lock:
-                self._games[live.game_id] = computed
-                while len(self._games) > self._size:
-                    self._games.popitem(last=False)
-            return computed
+                computation.users -= 1
+                if computation.users == 0:
+                    del self._computations[live.game_id]
 
 
 # -------------------------------------------------------------------------------------------- answering

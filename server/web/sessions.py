@@ -37,10 +37,11 @@ from flask.sessions import SessionInterface, SessionMixin
 from flask.wrappers import Response
 from flask_socketio import SocketIO
 
-from server.store import Store
+from server.store import Store, UserRecord
 from server.table.config import Settings
 from server.table.errors import ServerError
 from server.table.principal import Principal
+from server.web.auth import USER_CHECKS
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,8 @@ class BoundSocket:
     user: str | None
     #: its session ended: every event is refused until the socket is gone
     ended: bool = False
+    #: the user's name when it connected (a user's name never changes), for auth.USER_CHECKS without a read
+    name: str | None = None
 
 
 class Sessions(SessionInterface):
@@ -288,7 +291,7 @@ class Sessions(SessionInterface):
         if record is None or record.user != principal.id:
             return
         with self._lock:
-            self._sockets[socket_id] = BoundSocket(session_id, record.user)
+            self._sockets[socket_id] = BoundSocket(session_id, record.user, name=principal.name)
 
     def unbind_socket(self, socket_id: str) -> None:
         with self._lock:
@@ -296,23 +299,35 @@ class Sessions(SessionInterface):
 
     def check_socket(self, socket_id: str, socket_session: dict[str, Any]) -> None:
         """Before each event of a cookie-opened socket: its session must still be live (else the event is
-        refused ``not_logged_in`` and the socket disconnected); its admin rights follow the session's."""
+        refused ``not_logged_in`` and the socket disconnected), and so must its user (``auth.USER_CHECKS``:
+        refused as the check says, disconnected too); its admin rights follow the session's."""
         with self._lock:
             bound = self._sockets.get(socket_id)
         if bound is None:
             return
         record = None if bound.ended else self.load(bound.session_id)
         if record is None:
-            if not bound.ended:
-                bound.ended = True
-                self._leave_rooms(socket_id)  # no more pushes of its seats
-                # later, so that this refusal reaches the client first (no harm if it does not)
-                self.socketio.start_background_task(self._disconnect_socket, socket_id, ANSWER_GRACE_SECONDS)
+            self._end_socket(socket_id, bound)
             raise _session_ended()
+        if record.user is not None and bound.name is not None:
+            user = UserRecord(id=record.user, name=bound.name, created_at=0.0)
+            try:
+                for check in USER_CHECKS:
+                    check(self.store, user)
+            except ServerError:  # e.g. another player kept this user's name since the socket opened
+                self._end_socket(socket_id, bound)
+                raise
         if self.is_admin(record):
             socket_session["admin"] = True
         else:
             socket_session.pop("admin", None)
+
+    def _end_socket(self, socket_id: str, bound: BoundSocket) -> None:
+        if not bound.ended:
+            bound.ended = True
+            self._leave_rooms(socket_id)  # no more pushes of its seats
+            # later, so that this refusal reaches the client first (no harm if it does not)
+            self.socketio.start_background_task(self._disconnect_socket, socket_id, ANSWER_GRACE_SECONDS)
 
     def sweep_sockets(self) -> int:
         """End this process's sockets whose session has ended anywhere (a logout or end-sessions handled by
