@@ -204,10 +204,8 @@ def test_a_password_that_is_not_a_string_is_refused_typed(app: InProcessApp) -> 
         assert (status, body["error"]["code"]) == (400, "invalid_request"), body
 
 
-@pytest.mark.xfail(strict=True, reason="review finding 9 (practice half): malformed practice body accepted")
 def test_new_routes_refuse_malformed_input_typed(app: InProcessApp) -> None:
-    """POST /api/practice never reads its body, so malformed JSON starts a game (leave and rematch refuse it
-    invalid_request)."""
+    """POST /api/practice read no body, so malformed JSON started a game; it is refused like every route's."""
     player = app.client("Quinn Practice")
     practice = player.http.open("/api/practice", method="POST", data="{bad", content_type="application/json")
     assert practice.status_code == 400, practice.get_json()
