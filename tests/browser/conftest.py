@@ -165,6 +165,22 @@ def start_game_against_random(page: Page, base_url: str, name: str, hall: str) -
     expect(page.locator("#room[data-ready=true]")).to_be_attached()
 
 
+def play_to_the_end(page: Page, moves: int = 80) -> None:
+    """Pass when proposing, reject what the other proposes, finish every craft phase: until the end screen
+    (at most ``moves`` looks at the page, a quarter second apart)."""
+    end = page.locator("#room-end")
+    for _ in range(moves):
+        if end.is_visible():
+            return
+        for button in ("#propose-pass", "#decide-reject", "#craft-finish"):
+            target = page.locator(button)
+            if target.is_visible() and target.is_enabled():
+                target.click()
+                break
+        page.wait_for_timeout(250)
+    expect(end).to_be_visible()
+
+
 def page_errors(page: Page) -> list[str]:
     """The list the page's uncaught script errors are collected in from now on."""
     errors: list[str] = []

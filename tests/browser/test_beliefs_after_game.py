@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import assert_fits_width, axe_violations, lab_halls, log_in, page_errors
+from conftest import assert_fits_width, axe_violations, lab_halls, log_in, page_errors, play_to_the_end
 from e2e_helpers import DUEL, MakeServer, ServerProcess, write_config
 from playwright.sync_api import Browser, Page, expect
 
@@ -30,21 +30,6 @@ def server(make_server: MakeServer, tmp_path_factory: pytest.TempPathFactory) ->
     )
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return make_server(config_path)
-
-
-def play_to_the_end(page: Page) -> None:
-    """Pass when proposing, reject what the bot proposes, finish every craft phase: until the end screen."""
-    end = page.locator("#room-end")
-    for _ in range(40):
-        if end.is_visible():
-            return
-        for button in ("#propose-pass", "#decide-reject", "#craft-finish"):
-            target = page.locator(button)
-            if target.is_visible() and target.is_enabled():
-                target.click()
-                break
-        page.wait_for_timeout(250)
-    expect(end).to_be_visible()
 
 
 def check_beliefs(page: Page, panel_id: str) -> None:

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import assert_fits_width, axe_violations, log_in, page_errors
+from conftest import assert_fits_width, axe_violations, log_in, page_errors, play_to_the_end
 from e2e_helpers import MakeServer, ServerProcess
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 PASSWORD = "a long enough secret"
 PHONE = {"width": 390, "height": 844}
@@ -20,22 +20,6 @@ PAGES = (("/history", "history"), ("/leaderboard", "leaderboard"), ("/", "lobby-
 @pytest.fixture(scope="module")
 def server(make_server: MakeServer) -> ServerProcess:
     return make_server(overrides={"ratings": {"min_games": 1}})
-
-
-def play_to_the_end(page: Page) -> None:
-    """Pass when proposing, reject the bot's proposals, finish crafting at once: until the end screen."""
-    end = page.locator("#room-end")
-    for _ in range(80):
-        if end.is_visible():
-            return
-        if page.locator("#propose-pass").is_visible():
-            page.locator("#propose-pass").click()
-        elif page.locator("#decide-reject").is_visible():
-            page.locator("#decide-reject").click()
-        elif page.locator("#craft-finish").is_visible() and page.locator("#craft-finish").is_enabled():
-            page.locator("#craft-finish").click()
-        page.wait_for_timeout(250)
-    expect(end).to_be_visible()
 
 
 def test_keep_a_name_play_and_see_history_and_leaderboard(

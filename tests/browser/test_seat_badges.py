@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import axe_violations
+from conftest import axe_violations, play_to_the_end
 from e2e_helpers import ServerProcess
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, expect
 
 BOT_NAME = "random bot"  # the server's name for a "random" bot seat
 
@@ -42,22 +42,6 @@ def assert_bot_marked(scope: Locator, *, person: str, person_kinds: set[str]) ->
     assert all(label["title"] == f"built-in bot (random): {BOT_NAME}" for label in bots), bots
     people = [label for label in labels if label["name"] == person]
     assert all(label["kind"] in person_kinds for label in people), people
-
-
-def play_to_the_end(page: Page) -> None:
-    """Pass when proposing, reject what the bot proposes, finish crafting at once: until the end screen."""
-    end = page.locator("#room-end")
-    for _ in range(60):
-        if end.is_visible():
-            return
-        if page.locator("#propose-pass").is_visible():
-            page.locator("#propose-pass").click()
-        elif page.locator("#decide-reject").is_visible():
-            page.locator("#decide-reject").click()
-        elif page.locator("#craft-finish").is_visible() and page.locator("#craft-finish").is_enabled():
-            page.locator("#craft-finish").click()
-        page.wait_for_timeout(250)
-    expect(end).to_be_visible()
 
 
 def test_bots_and_people_are_marked_on_every_screen(
