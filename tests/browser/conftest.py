@@ -154,6 +154,8 @@ def log_in(page: Page, base_url: str, name: str) -> None:
     page.get_by_role("textbox", name="Display name").fill(name)
     page.get_by_role("button", name="Continue").click()
     expect(page.get_by_text(f"You play as {name}")).to_be_visible()
+    # the reloaded lobby's script has set up its forms and its socket: a choice made sooner is not seen
+    expect(page.locator("#lobby[data-ready=true]")).to_be_attached()
 
 
 def start_game_against_random(page: Page, base_url: str, name: str, hall: str) -> None:

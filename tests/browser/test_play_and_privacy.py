@@ -154,6 +154,7 @@ def login(page: Page, server: ServerProcess, name: str) -> None:
     page.get_by_role("textbox", name="Display name").fill(name)
     page.get_by_role("button", name="Continue").click()
     expect(page.locator("#lobby[data-user]")).not_to_have_attribute("data-user", "")
+    expect(page.locator("#lobby[data-ready=true]")).to_be_attached()  # its script set up forms and socket
 
 
 def errors_of(page: Page) -> list[str]:
