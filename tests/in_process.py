@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from e2e_helpers import Participant
+from e2e_helpers import Participant, play_duel
 from flask import Flask
 from flask.testing import FlaskClient
 from flask_socketio import SocketIO, SocketIOTestClient
@@ -109,6 +109,19 @@ class InProcessClient(Participant):
 
     def close(self) -> None:
         self.drop()
+
+
+def play_duel_game(p0: InProcessClient, p1: InProcessClient, hall: str = "duel") -> str:
+    """``p0`` creates a game of ``hall`` and sits, ``p1`` joins, both play the scripted duel to its end
+    (e2e_helpers.play_duel); the game's id."""
+    status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
+    assert status == 201, created
+    game_id: str = created["game"]["game_id"]
+    assert p1.rest("POST", f"/api/games/{game_id}/join", {})[0] == 200
+    p0.connect().call("join", {"game_id": game_id})
+    p1.connect().call("join", {"game_id": game_id})
+    play_duel(game_id, p0, p1)  # type: ignore[arg-type]
+    return game_id
 
 
 class _Inbox(list[dict[str, Any]]):

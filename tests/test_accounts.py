@@ -9,8 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from e2e_helpers import play_duel
-from in_process import InProcessApp, InProcessClient, MakeApp
+from in_process import InProcessApp, InProcessClient, MakeApp, play_duel_game
 from mongo_server import database_uri, drop_database
 from table_support import in_parallel
 
@@ -177,21 +176,10 @@ def test_every_login_attempt_counts_once_before_it_is_answered(make_app: MakeApp
     assert other.rest("GET", "/api/me")[1]["user"]["id"] == keeper.user["id"]
 
 
-def play(app: InProcessApp, hall: str, p0: InProcessClient, p1: InProcessClient) -> str:
-    status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
-    assert status == 201, created
-    game_id: str = created["game"]["game_id"]
-    assert p1.rest("POST", f"/api/games/{game_id}/join", {})[0] == 200
-    p0.connect().call("join", {"game_id": game_id})
-    p1.connect().call("join", {"game_id": game_id})
-    play_duel(game_id, p0, p1)  # type: ignore[arg-type]
-    return game_id
-
-
 def test_history_and_leaderboard_show_finished_games_public_data(app: InProcessApp) -> None:
     hal, ivy = app.client("Hal"), app.client("Ivy <b>Lee</b>")
-    rated = play(app, "duel", hal, ivy)
-    unrated = play(app, "study", hal, ivy)
+    rated = play_duel_game(hal, ivy, "duel")
+    unrated = play_duel_game(hal, ivy, "study")
     status, page = hal.rest("GET", "/api/me/history")
     assert status == 200 and [g["game_id"] for g in page["games"]] == [unrated, rated]
     latest, first = page["games"]
@@ -228,7 +216,7 @@ def test_kept_names_histories_and_ratings_on_mongodb(make_app: MakeApp, mongo_ur
         assert app.services.store.backend == "mongodb"
         kim, lou = app.client("Kim"), app.client("Lou")
         assert kim.rest("POST", "/api/account/keep", {"password": PASSWORD})[0] == 200
-        game_id = play(app, "duel", kim, lou)
+        game_id = play_duel_game(kim, lou, "duel")
         assert error_code(login(app.client(), "KIM")) == (409, "name_kept")
         again = app.client()
         status, body = login(again, "Kim", PASSWORD)

@@ -9,8 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from e2e_helpers import play_duel
-from in_process import InProcessApp, InProcessClient, MakeApp
+from in_process import InProcessApp, InProcessClient, MakeApp, play_duel_game
 from table_support import in_parallel
 
 PASSWORD = "correct horse battery"
@@ -29,17 +28,6 @@ def login(client: InProcessClient, name: str, password: str | None = None) -> tu
     return client.rest("POST", "/api/login", body)
 
 
-def play(p0: InProcessClient, p1: InProcessClient, hall: str = "duel") -> str:
-    status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
-    assert status == 201, created
-    game_id: str = created["game"]["game_id"]
-    assert p1.rest("POST", f"/api/games/{game_id}/join", {})[0] == 200
-    p0.connect().call("join", {"game_id": game_id})
-    p1.connect().call("join", {"game_id": game_id})
-    play_duel(game_id, p0, p1)  # type: ignore[arg-type]
-    return game_id
-
-
 def test_a_kept_name_is_not_played_by_another_users_open_session(app: InProcessApp) -> None:
     """Keeping a name logs out every other session under that name or a look-alike (a plain login made a
     new user each time): their next request and socket event are refused name_kept, so no game, history or
@@ -56,7 +44,7 @@ def test_a_kept_name_is_not_played_by_another_users_open_session(app: InProcessA
     answer = other_socket.call("create_game", {"hall": "duel", "join": True})
     assert answer["ok"] is False and answer["error"]["code"] == "name_kept", answer
     rival = app.client("Rival Player")
-    play(keeper, rival)  # the keeper still plays as the name
+    play_duel_game(keeper, rival)  # the keeper still plays as the name
     assert login(other, "Gwen Other")[0] == 200  # the logged-out person logs in again under another name
     assert other.rest("GET", "/api/me")[1]["user"]["name"] == "Gwen Other"
     app.flask.extensions.pop("tradecraft.leaderboard", None)
@@ -91,7 +79,7 @@ def test_a_rematch_keeps_the_other_players_seat_for_them(app: InProcessApp) -> N
     """The rematch is an ordinary open lobby game: a stranger who sees it in the lobby takes the seat meant
     for the finished game's other player, whose own rematch request is then refused."""
     ann, ben, stranger = app.client("Ann Rematch"), app.client("Ben Rematch"), app.client("Stranger Sid")
-    finished = play(ann, ben)
+    finished = play_duel_game(ann, ben)
     status, made = ann.rest("POST", f"/api/games/{finished}/rematch", {})
     assert status == 200, made
     rematch = made["game"]["game_id"]
