@@ -82,7 +82,9 @@ def test_the_login_form_sends_back_only_to_admin_pages(app: Flask) -> None:
         ("post", "/api/admin/games/g/seats/0/bot"),
     ],
 )
-def test_the_new_admin_routes_refuse_everyone_without_admin_rights(app: Flask, method: str, path: str) -> None:
+def test_the_new_admin_routes_refuse_everyone_without_admin_rights(
+    app: Flask, method: str, path: str
+) -> None:
     client = app.test_client()
     response = getattr(client, method)(path, json={"bot": "random"} if method == "post" else None)
     assert response.status_code == 403 and response.json["error"]["code"] == "forbidden"
@@ -111,7 +113,9 @@ def test_a_token_login_lasts_only_while_the_admin_token_lives(app: Flask) -> Non
 
 def test_failed_token_logins_are_throttled_like_passwords(app: Flask) -> None:
     browser = app.test_client()
-    codes = [browser.post("/api/admin/login", json={"token": f"tc_{n}"}).json["error"]["code"] for n in range(40)]
+    codes = [
+        browser.post("/api/admin/login", json={"token": f"tc_{n}"}).json["error"]["code"] for n in range(40)
+    ]
     assert codes[0] == "forbidden" and codes[-1] == "rate_limited"
     # the password is refused too while the address is locked out
     assert browser.post("/api/admin/login", json={"password": ADMIN_PASSWORD}).status_code == 429
