@@ -39,7 +39,8 @@ function statusText() {
     parts.push(`turn ${view.turn}, ${PHASES[view.phase] || view.phase}${waiting.length ? ` (waiting for ${waiting.join(", ")})` : ""}`);
   }
   if (researcher.meta && researcher.meta.started_at) parts.push(`started ${timeText(researcher.meta.started_at)}`);
-  if (status === "aborted" && researcher.meta.abort_reason) parts.push(`ended early: ${JSON.stringify(researcher.meta.abort_reason).slice(0, 200)}`);
+  const reason = researcher.meta ? researcher.meta.abort_reason : null;
+  if (status === "aborted" && reason) parts.push(`ended early: ${(typeof reason === "string" ? reason : reason.message || JSON.stringify(reason)).slice(0, 200)}`);
   if (view && view.winners && view.winners.length) parts.push(`won by ${view.winners.map((s) => seatName(publicSeats(), s)).join(" and ")}`);
   return parts.join(" · ");
 }
@@ -79,7 +80,7 @@ function renderSeats() {
     const row = el("tr");
     row.dataset.seat = String(seat.seat);
     const who = el("td", seatText(seat));
-    if (online.get(seat.seat) !== undefined && seat.kind !== "bot") who.append(el("br"), el("span", online.get(seat.seat) ? "connected" : "not connected", "muted"));
+    if (!over && online.get(seat.seat) !== undefined && seat.kind !== "bot") who.append(el("br"), el("span", online.get(seat.seat) ? "connected" : "not connected", "muted"));
     if ((view.winners || []).includes(seat.seat)) who.append(" ", el("span", "won", "badge badge-win"));
     const target = el("td", view.targets ? itemsText(view.targets[seat.seat], ruleset) : "—");
     row.append(el("td", String(seat.seat)), who, handCell((view.hands || [])[seat.seat], view.crafting ? view.crafting[seat.seat] : null), target, botChoice(seat));
@@ -154,11 +155,11 @@ function renderErrors(errors) {
 }
 
 function render() {
+  over = researcher.status === "finished" || researcher.status === "aborted";
   $("game-status").textContent = statusText();
   renderSeats();
   renderEvents();
   renderReports();
-  over = researcher.status === "finished" || researcher.status === "aborted";
   $("end-game").disabled = over;
   $("replay-link").hidden = !over;
   root.dataset.status = researcher.status;
