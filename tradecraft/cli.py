@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Analyse games (logs, a store, an experiment): tables, figures and one HTML report.",
     ),
     "export": ("server.web.export:export_command", "Export games from a store (JSONL logs, CSV tables)."),
+    "study": ("tradecraft.study_cli:study_group", "Studies: create, list, pause, close, export, simulate."),
     "admin": (
         "server.web.admin_cli:admin_group",
         "Administer a TradeCraft store: API tokens for bots and agents.",

@@ -130,5 +130,15 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "too_busy": "the server is computing as many answers of this kind as it allows at once (a finished "
     "game's beliefs): ask again after details.retry_after seconds (HTTP 503)",
     "not_a_practice_game": "the game is not a practice game (/practice)",
+    "unknown_study": "no study has that id (HTTP 404)",
+    "study_exists": "a study with that id exists; a new study needs a new id (ids appear in links, HTTP 409)",
+    "study_closed": "the study is closed: it takes no one new and is never reopened (HTTP 409)",
+    "study_paused": "the study is paused: it takes no one new for now; come back later (HTTP 503)",
+    "study_full": "the study has as many participants as it admits (capacity.participants + overbook)",
+    "unknown_participant": "no participant of the study has that id, or the caller is not one (HTTP 404)",
+    "invalid_recruitment": "the study link lacks the recruitment id it needs, or the id is malformed",
+    "already_participated": "that recruitment id took part in the study already (another session): it "
+    "takes part once (HTTP 409)",
+    "wrong_step": "the participant is at another step of the study: details.step says which (HTTP 409)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

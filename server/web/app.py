@@ -151,6 +151,7 @@ def create_app(
     _register_security_headers(app)
 
     _warm_up(services)
+    services.studies.install_all()  # study halls first: their unfinished games are recovered next
     if recover:
         started = time.perf_counter()
         resumed = table.recover()

@@ -21,6 +21,7 @@ from server.table.policies import BotRegistry
 from server.table.replay import Replays
 from server.table.timers import DeadlineScheduler
 from server.web.lobby import Lobby
+from server.web.study.service import Studies
 
 #: The key of the app's :class:`Services` in ``app.extensions``.
 EXTENSION_KEY = "tradecraft"
@@ -42,11 +43,14 @@ class Services:
     replays: Replays = field(init=False)
     #: The rule sets the halls play: only these are served (a name is never read as a path).
     rulesets: frozenset[str] = field(init=False)
+    #: The studies (server/web/study/): definitions from the store, their halls.
+    studies: Studies = field(init=False)
     #: What else stops when the app closes (background sweeps), before the table and the store.
     on_close: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.replays = Replays(self.table)
+        self.studies = Studies(self.settings, self.store)
         self.rulesets = frozenset(str(hall.ruleset) for hall in self.settings.halls.values())
 
     def close(self) -> None:
