@@ -48,6 +48,7 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
+from server.web.study.matching import start_matcher
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -156,6 +157,7 @@ def create_app(
         started = time.perf_counter()
         resumed = table.recover()
         log.info("resumed %d running games in %.2f s", resumed, time.perf_counter() - started)
+    services.on_close.append(start_matcher(services))  # waiting rooms, study games (study/matching.py)
     # Rule sets and indexes live as long as the process: move them out of the cyclic collector's reach,
     # or every full collection walks them (measured: 50-95 ms pauses under load without this).
     gc.freeze()
