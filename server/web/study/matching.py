@@ -38,7 +38,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +61,9 @@ from server.web.study.records import (
     StudyGame,
     StudyRecord,
     game_key,
-    iter_participants,
-    iter_study_games,
     load_participant,
     now,
+    participant_key,
 )
 from server.web.study.service import Studies
 
@@ -86,6 +85,8 @@ HOLD_SECONDS = 600.0
 #: not be filled: a participant's account refused, the hall has no instance); its participants' game ends
 #: ``aborted``.
 SEATING_GIVE_UP_SECONDS = 120.0
+#: Participant keys listed per store call.
+KEYS_PER_PAGE = 500
 #: Shortest gap between two notes of one seat's connection in the store (per process).
 CONNECTED_REFRESH_SECONDS = 2.0
 
@@ -155,6 +156,7 @@ class StudyMatcher:
         self.token = secrets.token_hex(8)  # this process, in the lease
         self.stopped = threading.Event()
         self._settled: set[str] = set()  # study games whose every participant's end is recorded
+        self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
         self._lock = threading.Lock()  # one round at a time in this process
@@ -221,13 +223,12 @@ class StudyMatcher:
 
     # --------------------------------------------------------------------------------------- matching
     def _match(self, record: StudyRecord, definition: StudyDefinition, report: RoundReport) -> None:
-        store = self.store
         at = now()
         grace = definition.dropout.waiting_grace_seconds
         room = definition.waiting_room
         queue: list[Participant] = []
-        for participant in iter_participants(store, definition.id):
-            if participant.step in ("done", "playing"):
+        for participant in self._unfinished(definition):
+            if participant.step == "playing":
                 continue
             if at - participant.last_seen_at > grace and not self._practising(participant, at, grace):
                 self._drop(definition, participant.id, "silent before the game", report)
@@ -251,6 +252,20 @@ class StudyMatcher:
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
                 self._no_partner(definition, participant.id, report)
+
+    def _unfinished(self, definition: StudyDefinition) -> Iterator[Participant]:
+        """The study's participants who have not finished, in key order. A finished one never changes step
+        again, so it is read once per process, then skipped by its key (a round's cost grows with those
+        still in the flow, plus one key listing)."""
+        for key in self._keys(participant_key(definition.id, "")):
+            raw = None if key in self._finished else self.store.get_value(key)
+            if raw is None:
+                continue
+            participant = Participant.model_validate_json(raw)
+            if participant.finished:
+                self._finished.add(key)
+            else:
+                yield participant
 
     def _practising(self, participant: Participant, at: float, grace: float) -> bool:
         """A participant in the practice game is not silent while that game moves (its room does not touch
@@ -309,9 +324,23 @@ class StudyMatcher:
     # ------------------------------------------------------------------------------------ supervision
     def _open_games(self, definition: StudyDefinition) -> Iterable[tuple[StudyGame, dict[str, Any] | None]]:
         """The study's games not yet settled, each with its stored record (None: not created yet)."""
-        for game in iter_study_games(self.store, definition.id):
-            if game.game_id not in self._settled:
+        prefix = game_key(definition.id, "")
+        for key in self._keys(prefix):
+            if key[len(prefix) :] in self._settled:
+                continue
+            raw = self.store.get_value(key)
+            if raw is not None:
+                game = StudyGame.model_validate_json(raw)
                 yield game, self.store.get_game(game.game_id)
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        after = ""
+        while True:
+            keys = self.store.list_keys(prefix, after=after, limit=KEYS_PER_PAGE)
+            yield from keys
+            if len(keys) < KEYS_PER_PAGE:
+                return
+            after = keys[-1]
 
     def _note_connections(
         self, definition: StudyDefinition, games: list[tuple[StudyGame, dict[str, Any] | None]]
