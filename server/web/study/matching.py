@@ -401,7 +401,6 @@ class StudyMatcher:
         took over) and hand their seat to the fill-in; hand over a dropped one's seat not handed yet."""
         at = time.time()
         seats = {int(s["seat"]): s for s in meta.get("seats", [])}
-        fill = fill_in_spec(definition, self.services.settings).bot
         online = self._online_seats(game.game_id)
         for seat, participant_id in game.participants.items():
             if participant_id is None:
@@ -412,7 +411,7 @@ class StudyMatcher:
                 continue
             takeover = seats.get(seat, {}).get("takeover")
             if entry.finished_at is not None:  # dropped, booted, or moved on by the researcher mid-game
-                if takeover != fill:
+                if takeover is None:  # nobody plays the seat (a bot the researcher chose is left alone)
                     self._hand_over(definition, game.game_id, seat)
                 continue
             if takeover is not None:  # the idle rule's bot, or the researcher's hand-over (they play on)
