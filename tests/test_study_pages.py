@@ -1,4 +1,4 @@
-"""The participant's pages and API (server/web/study/pages.py) on the real app over a real SQLite file: the
+"""The participant's pages and API (server/web/study_pages.py) on the real app over a real SQLite file: the
 study link records the recruitment ids and drops them from the address; the same link resumes (another
 device too), another platform session, a forged or a missing id are refused; paused, closed and full
 studies say so; every POST at the wrong step is 409 wrong_step and changes nothing; the comprehension

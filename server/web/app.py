@@ -47,7 +47,7 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
-from server.web.study.pages import study_pages
+from server.web.study_pages import study_pages
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -144,7 +144,7 @@ def create_app(
         app.register_blueprint(blueprint)
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
-    app.register_blueprint(study_pages)  # the participant's pages (server/web/study/pages.py)
+    app.register_blueprint(study_pages)  # the participant's pages (server/web/study_pages.py)
     route_socketio_paths(app)
     _register_health_check(app, services)
     _register_security_headers(app)

@@ -474,7 +474,7 @@ function renderEnd(view, mine) {
   }
 }
 
-// A study's game (hall "study-<id>") or its practice (/games/<id>?study=<id>, server/web/study/pages.py) ends
+// A study's game (hall "study-<id>") or its practice (/games/<id>?study=<id>, server/web/study_pages.py) ends
 // with "Back to the study" instead of the lobby's ways on: a participant's next step is on /study/<id>.
 const STUDY_ID = /^[a-z0-9][a-z0-9_-]{0,47}$/;
 function renderStudyEnd(view) {

@@ -1,4 +1,4 @@
-// The participant's study pages (server/web/study/pages.py): the server renders the page of the current step
+// The participant's study pages (server/web/study_pages.py): the server renders the page of the current step
 // (templates/study/<step>.html); this module sends that step's answer to /api/study/<sid>/... and reloads,
 // so the server always decides what comes next. A 409 wrong_step (a second tab, a stale page) reloads too.
 // The waiting room polls /me every few seconds, asks "I'm still here" every presence_check_seconds, and

@@ -12,8 +12,10 @@
   is ``wrong_step`` (409) and changes nothing.
 
 Every rule lives in :mod:`server.web.study.flow`; this module only reads requests, checks who is asking and
-renders. Bodies are read under ``server.max_action_bytes`` and the link's query under
-:data:`LINK_QUERY_MAX_BYTES` before any store access.
+renders. It sits beside the study package, not in it: it needs the app's services and the practice game,
+and the services hold the studies (a module of the package importing them back would be an import cycle).
+Bodies are read under ``server.max_action_bytes`` and the link's query under :data:`LINK_QUERY_MAX_BYTES`
+before any store access.
 """
 
 from __future__ import annotations
