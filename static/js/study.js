@@ -263,7 +263,8 @@ const STEPS = {
 };
 
 if (root) {
-  markShownMessagesRead();
+  const leaving = root.dataset.step === "playing" && $("playing").dataset.gameOver !== "true";
+  if (!leaving) markShownMessagesRead(); // a page that opens the game at once has not shown them
   const step = STEPS[root.dataset.step];
   if (step) step();
   root.dataset.ready = "true";
