@@ -311,7 +311,13 @@ def test_comprehension_counts_well_formed_tries_and_screens_out_on_the_last(app:
     assert view["step"] == "done" and view["outcome"] == "screened_out" and view["code"] == "SCREEN1"
     page = browser.get(f"/study/{study.id}").get_data(as_text=True)
     assert '<code id="completion-code">SCREEN1</code>' in page
-    assert post(browser, study, "comprehension", {"answers": RIGHT})[0] == 409
+    # done: every step's POST is refused and the record stays as it is
+    participant = record_of(app, study, browser)
+    before = raw_record(app, study, participant.id)
+    for path, body in WRONG_STEP_POSTS:
+        status, answer = post(browser, study, path, body)
+        assert status == 409 and answer["error"]["details"]["step"] == "done", path
+    assert raw_record(app, study, participant.id) == before
 
 
 def test_passing_the_check_opens_the_waiting_room_and_presence_is_confirmed(app: InProcessApp) -> None:

@@ -155,9 +155,6 @@ def _render_step(definition: StudyDefinition, participant: Participant) -> str:
         context.update(consent=paragraphs(definition.consent), researcher=definition.researcher)
     elif step == "instructions":
         context.update(pages=[paragraphs(page) for page in definition.instructions])
-    elif step == "practice":
-        status = practice_status(current_services().store, _principal_of(participant))
-        context.update(practice=status)
     elif step == "comprehension":
         wrong = set(view["comprehension"]["last_wrong"])
         context.update(
@@ -176,12 +173,6 @@ def _render_step(definition: StudyDefinition, participant: Participant) -> str:
     elif step == "questionnaire":
         context.update(items=definition.questionnaire)
     return render_template(f"study/{step}.html", **context)
-
-
-def _principal_of(participant: Participant) -> Principal:
-    principal = _caller()
-    assert principal is not None and principal.id == participant.user_id
-    return principal
 
 
 # ---------------------------------------------------------------------------------------------------- API

@@ -16,6 +16,7 @@ from e2e_helpers import MakeServer, ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
 from server.table.config import load_settings
+from server.web.study import flow
 from server.web.study.cli import open_settings_store
 from server.web.study.definition import StudyDefinition, parse_definition
 from server.web.study.records import iter_participants, save_study
@@ -223,8 +224,14 @@ def test_a_failed_check_ends_with_the_screened_out_code(
     page = context.new_page()
     errors = page_errors(page)
     open_link(page, server, study, "prolific0002")
+    second_tab = context.new_page()  # the same link in a second tab: the same consent page
+    open_link(second_tab, server, study, "prolific0002")
     page.get_by_role("button", name="I agree").click()
     expect(page.get_by_role("heading", name="A few questions")).to_be_visible()
+    # the stale tab's "I agree" is refused (wrong_step) and the tab reloads to the current step
+    second_tab.get_by_role("button", name="I agree").click()
+    expect(second_tab.get_by_role("heading", name="A few questions")).to_be_visible()
+    second_tab.close()
     # an incomplete sheet is not sent (no try is used)
     answer(page, "target_private", "Everyone")
     page.get_by_role("button", name="Check my answers").click()
@@ -246,6 +253,8 @@ def test_a_failed_check_ends_with_the_screened_out_code(
     assert_fits_width(page)
     assert axe_violations(page) == []
     shot(page, artifacts, "10_screened_out_code")
+    [record] = participants(server, study)
+    assert [event.event for event in record.events].count("consented") == 1
     # their own data, nobody else's: no recruitment ids in it
     data = page.evaluate(
         "async (sid) => (await (await fetch(`/api/study/${sid}/me/data`)).json()).data", study.id
@@ -261,5 +270,87 @@ def test_a_failed_check_ends_with_the_screened_out_code(
     shot(other, artifacts, "11_already_participated")
     other.goto(f"{server.url}/study/{study.id}")
     expect(other.get_by_role("heading", name="Please open the study's link")).to_be_visible()
+    assert not errors
+    context.close()
+
+
+def test_after_the_game_the_questionnaire_then_the_code_and_earnings(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    """The waiting room opens what the matcher decides: here its two calls of the study core (flow.matched,
+    flow.game_over) are made straight on the server's store, for a game that exists only in the record."""
+    study = create_study(
+        server,
+        practice=False,
+        instructions=[],
+        comprehension={"questions": []},
+        questionnaire=[
+            {
+                "id": "strategy",
+                "prompt": "How did you decide what to offer?",
+                "kind": "text",
+                "max_chars": 200,
+            },
+            {
+                "id": "partner_human",
+                "prompt": "Was your partner a person or a computer?",
+                "kind": "choice",
+                "choices": ["A person", "A computer", "Not sure"],
+                "required": True,
+            },
+            {
+                "id": "difficulty",
+                "prompt": "How hard was the game?",
+                "kind": "scale",
+                "scale_points": 7,
+                "scale_labels": ["Very easy", "Very hard"],
+            },
+        ],
+        recruitment={"completion_url": "https://app.example/complete?cc={code}"},
+    )
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    errors = page_errors(page)
+    open_link(page, server, study, "prolific0003")
+    page.get_by_role("button", name="I agree").click()
+    expect(page.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    [record] = participants(server, study)
+    with open_settings_store(load_settings(server.config)) as store:
+        flow.matched(store, study, record.id, "g-browser-test", seat=0, filled_seats=[1])
+        flow.game_over(store, study, record.id, "g-browser-test", "won", 3)
+        flow.send_message(store, study, record.id, "Thanks for playing <b>today</b>!")
+    # the page's poll of /me sees the new step and shows it, with the researcher's message
+    expect(page.get_by_role("heading", name="A few last questions")).to_be_visible()
+    expect(page.locator(".study-banner")).to_contain_text("Thanks for playing <b>today</b>!")
+    page.get_by_role("button", name="Send my answers").click()
+    expect(page.locator("#study-error")).to_contain_text(
+        "Please answer: Was your partner a person or a computer?"
+    )
+    page.get_by_label("How did you decide what to offer?").fill("I offered what I did not need.")
+    page.get_by_label("A computer").check()
+    page.locator("fieldset[data-item=difficulty]").get_by_label("5").check()
+    shot(page, artifacts, "12_questionnaire")
+    page.get_by_role("button", name="Send my answers").click()
+
+    expect(page.get_by_role("heading", name="Thank you: you have finished")).to_be_visible()
+    expect(page.locator("#completion-code")).to_have_text("C1DONE")
+    expect(page.locator("#earned-total")).to_have_text("3.50 GBP")
+    expect(page.get_by_role("link", name="Go back to the recruitment site with your code")).to_have_attribute(
+        "href", "https://app.example/complete?cc=C1DONE"
+    )
+    expect(page.locator(".study-banner")).to_have_count(0)  # read when it was shown
+    assert axe_violations(page) == []
+    shot(page, artifacts, "13_completed_code")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download what we recorded about you").click()
+    mine = Path(download.value.path()).read_text(encoding="utf-8")
+    assert "I offered what I did not need." in mine and "prolific0003" not in mine
+    [record] = participants(server, study)
+    assert record.questionnaire == {
+        "strategy": "I offered what I did not need.",
+        "partner_human": 1,
+        "difficulty": 5,
+    }
+    assert record.outcome == "completed" and record.messages[0].read_at is not None
     assert not errors
     context.close()
