@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from in_process import InProcessApp
-from test_practice import act, view_when
+from in_process import InProcessApp, rest_act, view_when
 
 from server.web.practice import running_key
 from server.web.study import flow
@@ -469,21 +468,17 @@ def test_the_practice_step_starts_the_guided_game_and_needs_its_win(app: InProce
     assert status == 409 and answer["error"]["code"] == "game_not_over"
     assert me(browser, study)["step"] == "practice"
 
-    class Player:  # the REST actions of the practice test (tests/test_practice.py), with this browser
-        def rest(self, method: str, path: str, payload: Any = None) -> tuple[int, Any]:
-            response = browser.open(path, method=method, json=payload)
-            return response.status_code, response.get_json()
-
-    player: Any = Player()
+    player = app.client()  # this browser's login, through the REST actions of tests/test_practice.py
+    player.http = browser
     view_when(player, game_id, lambda v: "propose" in v["legal_actions"])
-    act(player, game_id, "propose", to=1, offer={"cobblestone": 1}, request={"coal": 1})
+    rest_act(player, game_id, "propose", to=1, offer={"cobblestone": 1}, request={"coal": 1})
     view_when(player, game_id, lambda v: v["phase"] == "craft")
-    act(player, game_id, "finish_crafting")
+    rest_act(player, game_id, "finish_crafting")
     view_when(player, game_id, lambda v: "decide" in v["legal_actions"])
-    act(player, game_id, "decide", accept=True)
+    rest_act(player, game_id, "decide", accept=True)
     view_when(player, game_id, lambda v: "craft" in v["legal_actions"])
-    act(player, game_id, "craft", recipe="torch", runs=1)
-    act(player, game_id, "finish_crafting")
+    rest_act(player, game_id, "craft", recipe="torch", runs=1)
+    rest_act(player, game_id, "finish_crafting")
     view_when(player, game_id, lambda v: v["finished"])
     # the guide's completion request never came (the participant was quicker): practice/done records it
     status, answer = post(browser, study, "practice/done")
