@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from in_process import InProcessApp, rest_act, view_when
+from in_process import InProcessApp, play_duel_game, rest_act, view_when
 
 from server.web.practice import running_key
 from server.web.study import flow
@@ -488,3 +488,21 @@ def test_the_practice_step_starts_the_guided_game_and_needs_its_win(app: InProce
     assert [e.detail.get("game_id") for e in participant.events if e.event == "practice_completed"] == [
         game_id
     ]
+
+
+def test_the_playing_page_sends_to_the_running_game_and_waits_once_it_is_over(app: InProcessApp) -> None:
+    study = new_study(app, games_per_participant=2)
+    browser = arrive(app, study, pid(90))
+    to_comprehension(browser, study)
+    post(browser, study, "comprehension", {"answers": RIGHT})
+    participant = record_of(app, study, browser)
+    finished_game = play_duel_game(app.client("Ada"), app.client("Bo"))  # a real game, over
+    flow.matched(app.services.store, study, participant.id, finished_game, seat=0, filled_seats=[])
+    page = browser.get(f"/study/{study.id}").get_data(as_text=True)
+    # the game is over but its end is not recorded yet: the page waits instead of sending back to the game
+    assert "Your game is over" in page and 'data-game-over="true"' in page
+    assert f'href="/games/{finished_game}"' not in page
+    flow.game_over(app.services.store, study, participant.id, finished_game, "lost", 0)
+    view = me(browser, study)
+    assert view["step"] == "waiting" and view["current_game"] is None  # the second of two games next
+    assert view["games"] == [{"game_id": finished_game, "seat": 0, "result": "lost", "points": 0}]
