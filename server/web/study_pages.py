@@ -20,11 +20,13 @@ before any store access.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, session
+from werkzeug.exceptions import HTTPException
 
 from server.table.errors import ServerError
 from server.table.principal import Principal
@@ -36,6 +38,8 @@ from server.web.sessions import current_sessions
 from server.web.study import flow
 from server.web.study.definition import STUDY_ID, StudyDefinition
 from server.web.study.records import Participant, StudyRecord, participant_of_user, unknown_study
+
+log = logging.getLogger(__name__)
 
 #: Longest query string a study link may carry (three ids of at most 128 characters and their names).
 LINK_QUERY_MAX_BYTES = 1024
@@ -107,8 +111,10 @@ def _api(
 def _error(err: Exception) -> Any:
     if request.path.startswith("/api/"):
         return rest_error(err, current_services().settings.server.max_payload_bytes)
-    if not isinstance(err, ServerError):
-        rest_error(err, current_services().settings.server.max_payload_bytes)  # logs the unexpected one
+    if isinstance(err, HTTPException):
+        err = ServerError("invalid_request", err.description or err.name, status=err.code or 400)
+    elif not isinstance(err, ServerError):
+        log.exception("study page %s failed", request.path[:200])
         err = ServerError("internal_error", "Something went wrong on our side; reload the page.", status=500)
     return render_template("study/error.html", error=err, title=None), err.status
 
