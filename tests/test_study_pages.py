@@ -1,9 +1,10 @@
-"""The participant's pages and API (server/web/study_pages.py) on the real app over a real SQLite file: the
-study link records the recruitment ids and drops them from the address; the same link resumes (another
-device too), another platform session, a forged or a missing id are refused; paused, closed and full
-studies say so; every POST at the wrong step is 409 wrong_step and changes nothing; the comprehension
-check counts only well-formed tries and screens out on the last wrong one; the questionnaire is validated;
-no participant reads another's data, and study texts are rendered as text."""
+"""The participant's pages and API (server/web/study_pages.py) on the real app, over a SQLite file and over
+the pymongo path to the test MongoDB server: the study link records the recruitment ids and drops them from
+the address; the same link resumes (another device too), another platform session, a forged or a missing id
+are refused; paused, closed and full studies say so; every POST at the wrong step is 409 wrong_step and
+changes nothing; the comprehension check counts only well-formed tries and screens out on the last wrong
+one; the questionnaire is validated; no participant reads another's data, and study texts are rendered as
+text."""
 
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ SCRIPT = "<script>alert('x')</script>"
 _ids = itertools.count(1)
 
 
-@pytest.fixture(scope="module")
-def app(make_app: Any) -> InProcessApp:
+@pytest.fixture(scope="module", params=["sqlite", "mongodb"])
+def app(request: pytest.FixtureRequest, make_app: Any) -> InProcessApp:
+    """The app over a SQLite file, and over the real pymongo path to the test MongoDB server."""
+    if request.param == "mongodb":
+        return make_app(database_uri=request.getfixturevalue("mongo_uri") + "/study_pages")
     return make_app()
 
 
