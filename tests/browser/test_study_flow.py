@@ -1,8 +1,11 @@
-"""A participant's way through a study in Debian's chromium against a live server (server/web/study_pages.py):
-the recruitment link (ids dropped from the address), consent, the instruction pages, the guided practice game
-in the ordinary game room and back to the study from its end screen, the comprehension check with one wrong
-try, the waiting room with its presence check; and a failed check ending with the screened-out code.
-Screenshots of every step go to tests/artifacts/study_*.png."""
+"""A participant's way through a study in Debian's chromium against a live server (server/web/study_pages.py
+and the study matcher, server/web/study/matching.py): the recruitment link (ids dropped from the address),
+consent, the instruction pages, the guided practice game in the ordinary game room and back to the study
+from its end screen, the comprehension check with one wrong try, the waiting room with its presence check;
+a failed check ending with the screened-out code; the questionnaire and the completion code; two
+participants matched into one game, played to the end, one of them closing the tab mid-game and resuming
+with the same link; a lone participant playing the fill-in after the maximum wait; a participant who does
+not confirm their presence is not matched until they do. Screenshots go to tests/artifacts/study_*.png."""
 
 from __future__ import annotations
 
@@ -450,3 +453,67 @@ def test_two_participants_matched_play_one_game_a_closed_tab_resumes_then_codes(
     assert not errors[0] and not errors[1]
     for context in contexts:
         context.close()
+
+
+def short_study(server: ServerProcess, **changes: Any) -> StudyDefinition:
+    """A study of consent, waiting room and one game (no instructions, practice, check or questionnaire)."""
+    return create_study(
+        server, practice=False, instructions=[], comprehension={"questions": []}, questionnaire=[], **changes
+    )
+
+
+def test_a_lone_participant_plays_the_fill_in_after_the_maximum_wait(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    study = short_study(
+        server,
+        waiting_room={
+            "max_wait_seconds": 4,
+            "on_timeout": "fill",
+            "fill_in": {"kind": "bot", "bot": "random"},
+        },
+    )
+    page = browser.new_page()
+    errors = page_errors(page)
+    open_link(page, server, study, "alone0001")
+    page.get_by_role("button", name="I agree").click()
+    expect(page.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    page.wait_for_url("**/games/**", timeout=20_000)
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    play_to_the_end(page)
+    page.get_by_role("link", name="Back to the study").click()
+    expect(page.locator("#completion-code")).to_have_text("C1DONE", timeout=15_000)
+    shot(page, artifacts, "17_alone_with_the_fill_in")
+    [record] = participants(server, study)
+    [game] = record.games
+    assert game.filled_seats == [1 - game.seat]  # the other seat went to the fill-in
+    assert [e.detail["waited"] >= 4 for e in record.events if e.event == "matched"] == [True]
+    assert not errors
+    page.close()
+
+
+def test_a_participant_who_does_not_confirm_presence_is_not_matched(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    study = short_study(server)
+    first, second = (browser.new_context().new_page() for _ in range(2))
+    open_link(first, server, study, "late0001")
+    first.get_by_role("button", name="I agree").click()
+    # the first does not answer the presence check: they are no longer matched
+    expect(first.locator("#presence-missed")).to_be_visible(
+        timeout=(PRESENCE_CHECK + PRESENCE_TIMEOUT + 3) * 1000
+    )
+    open_link(second, server, study, "late0002")
+    second.get_by_role("button", name="I agree").click()
+    expect(second.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    second.wait_for_timeout(3000)  # three matcher rounds
+    assert "/study/" in second.url and "/study/" in first.url
+    assert all(record.step == "waiting" for record in participants(server, study))
+    shot(first, artifacts, "18_unconfirmed_not_matched")
+    # once they confirm, both are matched into one game
+    first.get_by_role("button", name="I'm still here").click()
+    for page in (first, second):
+        page.wait_for_url("**/games/**", timeout=15_000)
+    assert first.url == second.url
+    first.context.close()
+    second.context.close()
