@@ -207,6 +207,7 @@ def test_paused_closed_and_full_studies_admit_nobody_new(app: InProcessApp) -> N
     browser = arrive(app, study, pid(10))
     full = app.http().get(link(study, pid(11)))
     assert full.status_code == 409 and "The study is full" in full.get_data(as_text=True)
+    assert "Pages study" in full.get_data(as_text=True)  # under the study's title
 
     set_study_status(app.services.store, study.id, "paused")
     paused = app.http().get(link(study, pid(12)))

@@ -132,7 +132,10 @@ def study_page(sid: str) -> Any:
     participant = participant_of_user(store, sid, principal.id) if principal else None
     if request.args or (participant is None and not definition.recruitment.required):
         query = {name: value for name, value in request.args.items()}
-        arrived = flow.arrive(store, record, query, user_id=principal.id if principal else None)
+        try:
+            arrived = flow.arrive(store, record, query, user_id=principal.id if principal else None)
+        except ServerError as err:  # full, paused, a forged id, ...: said under the study's title
+            return render_template("study/error.html", error=err, title=definition.title), err.status
         if principal is None or principal.id != arrived.user_id:
             current_sessions().log_in(arrived.user_id)
         return redirect(f"/study/{sid}", code=302)
