@@ -142,6 +142,7 @@ def test_the_link_records_the_ids_logs_in_and_redirects_without_them(app: InProc
     page = browser.get(f"/study/{study.id}")
     html = page.get_data(as_text=True)
     assert page.status_code == 200 and 'data-step="consent"' in html
+    assert page.headers["Cache-Control"] == "no-store"  # the back button shows no stale step
     assert "Please take part." in html and "<p>You may stop at any time.</p>" in html  # blank line: paragraph
     assert "Pages study" in html and 'href="/history"' not in html  # the title, no lobby nav
     # the participant's own view never carries recruitment ids

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, session
@@ -87,6 +87,12 @@ def paragraphs(text: str) -> list[str]:
     return [part.strip() for part in re.split(r"\n\s*\n", text) if part.strip()]
 
 
+def explanations(definition: StudyDefinition, wrong: Iterable[str]) -> dict[str, str]:
+    """The explanations of the questions answered wrongly (never those of the right ones)."""
+    missed = set(wrong)
+    return {q.id: q.explanation for q in definition.comprehension.questions if q.id in missed}
+
+
 def _answer(definition: StudyDefinition, participant: Participant, **extra: Any) -> tuple[Response, int]:
     view = flow.participant_view(definition, participant)
     return jsonify({"ok": True, "participant": view, **extra}), 200
@@ -105,6 +111,13 @@ def _api(
 
     handler.__name__ = action.__name__
     return handler
+
+
+@study_pages.after_request
+def _not_cached(response: Response) -> Response:
+    """A study page shows the participant's step now: a back button or a proxy must not show an old one."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @study_pages.errorhandler(Exception)
@@ -165,10 +178,9 @@ def _render_step(definition: StudyDefinition, participant: Participant) -> str:
     elif step == "instructions":
         context.update(pages=[paragraphs(page) for page in definition.instructions])
     elif step == "comprehension":
-        wrong = set(view["comprehension"]["last_wrong"])
         context.update(
             questions=definition.comprehension.questions,
-            explanations={q.id: q.explanation for q in definition.comprehension.questions if q.id in wrong},
+            explanations=explanations(definition, view["comprehension"]["last_wrong"]),
             tries_left=definition.comprehension.attempts - len(participant.comprehension),
         )
     elif step == "waiting":
@@ -261,8 +273,7 @@ def comprehension(
     flow.require_step(participant, "comprehension")  # a wrong step before a malformed sheet
     store = current_services().store
     updated, wrong = flow.answer_comprehension(store, definition, participant.id, body.get("answers"))
-    explanations = {q.id: q.explanation for q in definition.comprehension.questions if q.id in wrong}
-    return _answer(definition, updated, wrong=wrong, explanations=explanations)
+    return _answer(definition, updated, wrong=wrong, explanations=explanations(definition, wrong))
 
 
 def presence(
