@@ -372,7 +372,7 @@ def test_payment_batches_pay_each_bonus_once(driven: Driven) -> None:
     assert again.csv() == first.csv()  # the same file again
     assert [b.batch_id for b in list_payment_batches(store, study_id)] == [first.batch_id, second.batch_id]
     with pytest.raises(ServerError) as unknown:
-        load_payment_batch(store, study_id, "20990101T000000Z-abcdef")
+        load_payment_batch(store, study_id, "20990101T000000000Z-abcdef")
     assert unknown.value.code == "unknown_batch" and unknown.value.status == 404
 
 

@@ -417,7 +417,7 @@ def export_study(
 #: A batch still ``building`` this long after it began was left by a crashed process: it is completed from
 #: its claims when next read.
 STALE_BATCH_SECONDS = 120.0
-BATCH_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+BATCH_ID = re.compile(r"\d{8}T\d{9}Z-[0-9a-f]{6}")
 CENT = Decimal("0.01")
 
 
@@ -493,7 +493,8 @@ def create_payment_batch(store: Store, study_id: str, progress: Progress | None 
     """A new batch paying every payable participant no earlier batch pays; ``nothing_to_pay`` (409, nothing
     stored) when there is nobody."""
     definition = load_study(store, study_id).parsed()
-    batch_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    stamp = datetime.now(UTC)
+    batch_id = f"{stamp:%Y%m%dT%H%M%S}{stamp.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
     key = payment_key(study_id, batch_id)
     building = PaymentBatch(
         batch_id=batch_id,
@@ -556,7 +557,7 @@ def load_payment_batch(store: Store, study_id: str, batch_id: str) -> PaymentBat
 
 
 def list_payment_batches(store: Store, study_id: str) -> list[PaymentBatch]:
-    """The study's batches, oldest first (batch ids sort by time)."""
+    """The study's batches, oldest first."""
     load_study(store, study_id)
     prefix = payment_key(study_id, "")
     batches: list[PaymentBatch] = []
@@ -568,7 +569,7 @@ def list_payment_batches(store: Store, study_id: str) -> list[PaymentBatch]:
             if raw is not None:
                 batches.append(PaymentBatch.model_validate_json(raw))
         if len(keys) < 500:
-            return batches
+            return sorted(batches, key=lambda batch: (batch.created_at, batch.batch_id))
         after = keys[-1]
 
 
