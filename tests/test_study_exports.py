@@ -35,7 +35,7 @@ from mongo_server import database_uri
 from server.store import Store
 from server.table.errors import ServerError
 from server.web.sessions import current_sessions
-from server.web.study import flow
+from server.web.study import exports, flow
 from server.web.study.definition import parse_definition
 from server.web.study.exports import (
     TABLES,
@@ -409,6 +409,60 @@ def test_batches_made_at_once_never_pay_twice(driven: Driven) -> None:
     assert set(refused) <= {"nothing_to_pay"}
     stored = list_payment_batches(store, study_id)
     assert sorted(b.batch_id for b in stored) == sorted(b.batch_id for b in batches)
+
+
+def test_a_batch_left_building_by_a_crash_is_completed_from_its_claims(
+    driven: Driven, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = driven.store
+    study_id = f"crash-{uuid.uuid4().hex[:8]}"
+    save_study(store, parse_definition(study_data(study_id)))
+    definition = load_study(store, study_id).parsed()
+    leaving = [to_waiting(store, study_id) for _ in range(4)]
+    for participant in leaving:
+        flow.leave_waiting_room(store, definition, participant.id)
+
+    def crash_after_two(items: Any, unit: str) -> Iterator[Any]:
+        for number, item in enumerate(items):
+            if number == 2:
+                raise RuntimeError("the process died")
+            yield item
+
+    with pytest.raises(RuntimeError):
+        create_payment_batch(store, study_id, crash_after_two)
+    (left,) = list_payment_batches(store, study_id)
+    assert left.status == "building" and not left.rows
+    with pytest.raises(ServerError) as busy:  # it may still be running: not completed yet
+        load_payment_batch(store, study_id, left.batch_id)
+    assert busy.value.code == "batch_in_progress"
+    monkeypatch.setattr(exports, "STALE_BATCH_SECONDS", 0.0)
+    completed = load_payment_batch(store, study_id, left.batch_id)
+    claimed = {line.split(",")[0] for line in batch_lines(completed.csv())}
+    assert completed.status == "ready" and len(claimed) == 2  # the two it claimed before dying
+    later = create_payment_batch(store, study_id)
+    rest = {line.split(",")[0] for line in batch_lines(later.csv())}
+    assert not claimed & rest and claimed | rest == {p.recruitment.participant_id for p in leaving}
+    assert load_payment_batch(store, study_id, left.batch_id).csv() == completed.csv()
+
+
+def test_anonymous_participants_are_not_in_a_batch(driven: Driven) -> None:
+    store = driven.store
+    study_id = f"anon-{uuid.uuid4().hex[:8]}"
+    data = study_data(study_id)
+    data["recruitment"] = {"required": False}
+    save_study(store, parse_definition(data))
+    definition = load_study(store, study_id).parsed()
+    pilot = flow.arrive(store, load_study(store, study_id), {})
+    assert pilot.recruitment.anonymous
+    flow.give_consent(store, definition, pilot.id, True)
+    flow.finish_instructions(store, definition, pilot.id)
+    right = {q.id: q.answer for q in definition.comprehension.questions}
+    flow.answer_comprehension(store, definition, pilot.id, right)
+    flow.confirm_presence(store, definition, pilot.id)
+    assert flow.leave_waiting_room(store, definition, pilot.id).earnings.bonus == 0.5  # type: ignore[union-attr]
+    with pytest.raises(ServerError) as nothing:
+        create_payment_batch(store, study_id)
+    assert nothing.value.code == "nothing_to_pay" and list_payment_batches(store, study_id) == []
 
 
 # ---------------------------------------------------------------------------------------------------- REST

@@ -7,7 +7,7 @@ A running server sees every change at once: it reads a study's status from the s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +108,11 @@ close_command = _status_command(
 )
 
 
-def _progress(desc: str, unit: str) -> Callable[[Iterable[Any]], Iterable[Any]]:
+def _progress(items: Iterable[Any], unit: str) -> Iterable[Any]:
+    """A progress bar on the terminal (none when output is not a terminal)."""
     from tqdm import tqdm
 
-    return lambda items: tqdm(items, desc=desc, unit=unit, disable=None)
+    return tqdm(items, desc=f"{unit}s", unit=unit, disable=None)
 
 
 @click.command("export")
@@ -134,7 +135,7 @@ def export_command(study_id: str, fmt: str, out_path: Path, config_path: str | N
     settings = load_settings(config_path)
     with open_settings_store(settings) as store:
         try:
-            chunks, _, _ = export_study(store, study_id, fmt, _progress("participants", "participant"))
+            chunks, _, _ = export_study(store, study_id, fmt, _progress)
             out_path.parent.mkdir(parents=True, exist_ok=True)
             with out_path.open("wb") as out:
                 written = write_chunks(chunks, out)
@@ -168,7 +169,7 @@ def payments_command(
             if out_path is None:
                 raise click.UsageError("--out PATH is needed (or --list)")
             if batch_id is None:
-                batch = create_payment_batch(store, study_id, _progress("participants", "participant"))
+                batch = create_payment_batch(store, study_id, _progress)
             else:
                 batch = load_payment_batch(store, study_id, batch_id)
         except ServerError as err:

@@ -147,7 +147,8 @@ PLAYED_RESULTS = frozenset({"won", "lost", "no_winner"})
 FINISHING_EVENTS = frozenset({"code_issued", "declined"})
 
 Row = dict[str, Any]
-Progress = Callable[[Iterable[Any]], Iterable[Any]]
+#: Shows a long loop's progress (e.g. ``tqdm``): ``progress(items, unit)``, unit participant or game.
+Progress = Callable[[Iterable[Any], str], Iterable[Any]]
 
 
 def _json(value: Any) -> str:
@@ -249,7 +250,7 @@ def study_tables(
         }
     )
     participants: Iterable[Participant] = iter_participants(store, definition.id)
-    for participant in progress(participants) if progress else participants:
+    for participant in progress(participants, "participant") if progress else participants:
         for name, rows in participant_rows(definition, participant).items():
             tables[name].extend(rows)
     game_ids: list[str] = []
@@ -318,7 +319,7 @@ def export_jsonl(store: Store, study_id: str, progress: Progress | None = None) 
         for name, rows in tables.items():
             for row in rows:
                 yield _json({"table": name, **row}) + "\n"
-        for game_id in game_ids:
+        for game_id in progress(game_ids, "game") if progress else game_ids:
             for line in _game_log_lines(store, game_id):
                 if line.strip():
                     yield _json({"table": "game_log", "game_id": game_id, "log": json.loads(line)}) + "\n"
@@ -367,7 +368,7 @@ def export_zip(
                 else:
                     archive.writestr(f"{name}.parquet", table_parquet(name, rows))
                 yield sink.take()
-            for game_id in game_ids:
+            for game_id in progress(game_ids, "game") if progress else game_ids:
                 with archive.open(f"games/{_file_name(game_id)}.jsonl", "w") as handle:
                     for line in _game_log_lines(store, game_id):
                         handle.write(line.encode())
@@ -510,7 +511,7 @@ def create_payment_batch(store: Store, study_id: str, progress: Progress | None 
         )
     rows: list[PaymentRow] = []
     participants: Iterable[Participant] = iter_participants(store, study_id)
-    for participant in progress(participants) if progress else participants:
+    for participant in progress(participants, "participant") if progress else participants:
         # the claim is the one conditional write that decides who pays: first batch wins
         if payable(participant) and store.set_value_if_absent(
             paid_key(study_id, participant.id), batch_id
