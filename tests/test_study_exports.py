@@ -445,6 +445,37 @@ def test_a_batch_left_building_by_a_crash_is_completed_from_its_claims(
     assert load_payment_batch(store, study_id, left.batch_id).csv() == completed.csv()
 
 
+def test_a_slow_builder_completed_as_stale_loses_nobody(
+    driven: Driven, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader completes a batch whose builder is alive but slow; the builder claims two more afterwards:
+    its final write fails, and the next batch pays those two (each participant in exactly one batch)."""
+    store = driven.store
+    study_id = f"slow-{uuid.uuid4().hex[:8]}"
+    save_study(store, parse_definition(study_data(study_id)))
+    definition = load_study(store, study_id).parsed()
+    leaving = [to_waiting(store, study_id) for _ in range(4)]
+    for participant in leaving:
+        flow.leave_waiting_room(store, definition, participant.id)
+    monkeypatch.setattr(exports, "STALE_BATCH_SECONDS", 0.0)
+    completed_early: list[Any] = []
+
+    def slow(items: Any, unit: str) -> Iterator[Any]:
+        for number, item in enumerate(items):
+            if number == 2:  # meanwhile a reader takes the batch for a crashed one and completes it
+                (building,) = list_payment_batches(store, study_id)
+                completed_early.append(load_payment_batch(store, study_id, building.batch_id))
+            yield item
+
+    first = create_payment_batch(store, study_id, slow)
+    assert first.csv() == completed_early[0].csv() and len(first.rows) == 2
+    second = create_payment_batch(store, study_id)
+    paid = [line.split(",")[0] for batch in (first, second) for line in batch_lines(batch.csv())]
+    assert sorted(paid) == sorted(p.recruitment.participant_id for p in leaving)
+    with pytest.raises(ServerError):
+        create_payment_batch(store, study_id)
+
+
 def test_anonymous_participants_are_not_in_a_batch(driven: Driven) -> None:
     store = driven.store
     study_id = f"anon-{uuid.uuid4().hex[:8]}"

@@ -31,7 +31,9 @@ Payments (store keys, every write conditional):
 
 A new batch holds every finished participant with a bonus above 0 whom no earlier batch pays; downloading a
 batch again gives the same bytes. A batch left ``building`` by a crashed process is completed from its claims
-when it is next read (after :data:`STALE_BATCH_SECONDS`), so nobody claimed by it is lost.
+when it is next read (after :data:`STALE_BATCH_SECONDS`), so nobody claimed by it is lost; should its builder
+still be alive and claim more afterwards, its own final write fails and those claims (in no batch's rows) pass
+to the next batch.
 """
 
 from __future__ import annotations
@@ -510,12 +512,18 @@ def create_payment_batch(store: Store, study_id: str, progress: Progress | None 
             "conflict", "Another batch took that id at the same instant; try again.", status=409
         )
     rows: list[PaymentRow] = []
+    earlier: dict[str, PaymentBatch | None] = {}
     participants: Iterable[Participant] = iter_participants(store, study_id)
     for participant in progress(participants, "participant") if progress else participants:
+        if not payable(participant):
+            continue
         # the claim is the one conditional write that decides who pays: first batch wins
-        if payable(participant) and store.set_value_if_absent(
-            paid_key(study_id, participant.id), batch_id
-        ) == (batch_id):
+        claim_key = paid_key(study_id, participant.id)
+        claim = store.set_value_if_absent(claim_key, batch_id)
+        if claim == batch_id or (
+            _orphaned(store, study_id, claim, participant.id, earlier)
+            and store.replace_value(claim_key, claim, batch_id)
+        ):
             rows.append(_row(participant))
     if not rows:
         store.replace_value(key, building, None)
@@ -529,6 +537,20 @@ def create_payment_batch(store: Store, study_id: str, progress: Progress | None 
     if not store.replace_value(key, building, batch.model_dump_json()):  # completed by a reader as stale
         return load_payment_batch(store, study_id, batch_id)
     return batch
+
+
+def _orphaned(
+    store: Store, study_id: str, batch_id: str, participant_id: str, seen: dict[str, PaymentBatch | None]
+) -> bool:
+    """Whether a participant's claim points to a batch that will never pay them: one completed (as stale)
+    while its slow builder was still claiming, without them; such a claim passes to the next batch."""
+    if batch_id not in seen:
+        raw = store.get_value(payment_key(study_id, batch_id))
+        seen[batch_id] = PaymentBatch.model_validate_json(raw) if raw is not None else None
+    batch = seen[batch_id]
+    if batch is None:
+        return False  # a batch is stored before it claims anyone: never orphaned this way
+    return batch.status == "ready" and all(row.participant_id != participant_id for row in batch.rows)
 
 
 def load_payment_batch(store: Store, study_id: str, batch_id: str) -> PaymentBatch:
