@@ -497,6 +497,11 @@ def test_anonymous_participants_are_not_in_a_batch(driven: Driven) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- REST
+def create_payment_batch_or_none(driven: Driven) -> None:
+    with contextlib.suppress(ServerError):
+        create_payment_batch(driven.store, driven.study_id)
+
+
 def test_rest_routes_need_the_admin_and_type_bad_input(driven: Driven) -> None:
     http = driven.app.http()
     base = f"/api/admin/studies/{driven.study_id}"
@@ -518,18 +523,29 @@ def test_rest_routes_need_the_admin_and_type_bad_input(driven: Driven) -> None:
     assert response.data == response.data and json.loads(response.data.splitlines()[0])["table"] == "study"
     zipped = http.get(f"{base}/export?format=parquet", headers=auth)
     assert zipped.status_code == 200 and zipfile.ZipFile(io.BytesIO(zipped.data)).testzip() is None
+    assert (
+        zipped.headers["Content-Disposition"] == f'attachment; filename="study-{driven.study_id}-parquet.zip"'
+    )
     bad = http.get(f"{base}/export?format=xlsx", headers=auth)
     assert bad.status_code == 400 and bad.get_json()["error"]["code"] == "invalid_request"
     missing = http.get("/api/admin/studies/no-such-study/export", headers=auth)
     assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "unknown_study"
+    create_payment_batch_or_none(driven)  # whatever earlier tests left unpaid
+    definition = load_study(driven.store, driven.study_id).parsed()
+    late = to_waiting(driven.store, driven.study_id)
+    flow.leave_waiting_room(driven.store, definition, late.id)
     made = http.post(f"{base}/payments", json={}, headers=auth)
-    if made.status_code == 201:
-        batch_id = made.headers["X-Payment-Batch"]
-        assert batch_lines(made.data.decode())
-        again = http.get(f"{base}/payments/{batch_id}", headers=auth)
-        assert again.status_code == 200 and again.data == made.data
-    else:
-        assert made.get_json()["error"]["code"] == "nothing_to_pay"
+    assert made.status_code == 201 and made.mimetype == "text/csv"
+    assert made.data.decode() == f"{late.recruitment.participant_id},0.50\n"
+    batch_id = made.headers["X-Payment-Batch"]
+    assert (
+        made.headers["Content-Disposition"]
+        == f'attachment; filename="payments-{driven.study_id}-{batch_id}.csv"'
+    )
+    again = http.get(f"{base}/payments/{batch_id}", headers=auth)
+    assert again.status_code == 200 and again.data == made.data
+    nothing = http.post(f"{base}/payments", json={}, headers=auth)
+    assert nothing.status_code == 409 and nothing.get_json()["error"]["code"] == "nothing_to_pay"
     listed = http.get(f"{base}/payments", headers=auth).get_json()
     assert listed["ok"] and all(re.fullmatch(r"\d+\.\d\d", b["total"]) for b in listed["batches"])
     unknown = http.get(f"{base}/payments/not-a-batch", headers=auth)

@@ -14,11 +14,9 @@ inside it would close an import cycle.
 
 from __future__ import annotations
 
-import re
-
 from flask import Blueprint, Response, jsonify, request, stream_with_context
 
-from server.web.admin import require_admin
+from server.web.admin import attachment, require_admin
 from server.web.errors import rest_error
 from server.web.services import current_services
 from server.web.study.exports import (
@@ -40,19 +38,15 @@ def _error(err: Exception) -> tuple[Response, int]:
     return rest_error(err, current_services().settings.server.max_payload_bytes)
 
 
-def _download(name: str) -> str:
-    """A ``Content-Disposition`` from validated parts only (study ids and batch ids have a fixed grammar)."""
-    return f'attachment; filename="{re.sub(r"[^A-Za-z0-9._-]", "_", name)}"'
-
-
 @study_exports.get("/<study_id>/export")
 def export_route(study_id: str) -> Response:
     store = current_services().store
     fmt = request.args.get("format", "jsonl")
     load_study(store, study_id)  # unknown_study before anything streams
-    chunks, mimetype, name = export_study(store, study_id, fmt)
+    chunks, mimetype, suffix = export_study(store, study_id, fmt)
+    disposition = attachment(f"study-{study_id}", suffix)  # study ids fit the file-name grammar
     return Response(
-        stream_with_context(chunks), mimetype=mimetype, headers={"Content-Disposition": _download(name)}
+        stream_with_context(chunks), mimetype=mimetype, headers={"Content-Disposition": disposition}
     )
 
 
@@ -68,7 +62,7 @@ def _batch_response(batch: PaymentBatch, status: int) -> Response:
         status=status,
         mimetype="text/csv",
         headers={
-            "Content-Disposition": _download(f"payments-{batch.study_id}-{batch.batch_id}.csv"),
+            "Content-Disposition": attachment(f"payments-{batch.study_id}", f"-{batch.batch_id}.csv"),
             "X-Payment-Batch": batch.batch_id,
         },
     )

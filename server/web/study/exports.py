@@ -402,8 +402,8 @@ def _file_name(game_id: str) -> str:
 def export_study(
     store: Store, study_id: str, fmt: str, progress: Progress | None = None
 ) -> tuple[Iterator[bytes], str, str]:
-    """The export's chunks, its media type and its file name; a bad format or an unknown study is refused
-    before any work (``invalid_request`` 400, ``unknown_study`` 404)."""
+    """The export's chunks, its media type and its file name's suffix (after ``study-<id>``); a bad format or
+    an unknown study is refused before any work (``invalid_request`` 400, ``unknown_study`` 404)."""
     if fmt not in EXPORT_FORMATS:
         raise ServerError(
             "invalid_request",
@@ -412,8 +412,8 @@ def export_study(
         )
     if fmt == "jsonl":
         lines = export_jsonl(store, study_id, progress)
-        return (line.encode() for line in lines), "application/x-ndjson", f"study-{study_id}.jsonl"
-    return export_zip(store, study_id, fmt, progress), "application/zip", f"study-{study_id}-{fmt}.zip"  # type: ignore[arg-type]
+        return (line.encode() for line in lines), "application/x-ndjson", ".jsonl"
+    return export_zip(store, study_id, fmt, progress), "application/zip", f"-{fmt}.zip"  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------- payments
