@@ -22,6 +22,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pyarrow.parquet as pq
 import pytest
@@ -335,6 +336,26 @@ def test_csv_parquet_and_jsonl_hold_the_same_rows(driven: Driven) -> None:
         assert json.loads(log_lines[0])["kind"] == "header" and len(log_lines) > 5
     games_table = csv.DictReader(io.StringIO(csv_archive.read("game_tables/games.csv").decode()))
     assert driven.game_id in {row["game_id"] for row in games_table}
+
+
+def test_a_game_that_cannot_be_exported_is_one_error_record(driven: Driven) -> None:
+    store = driven.store
+    study_id = f"lost-{uuid.uuid4().hex[:8]}"
+    save_study(store, parse_definition(study_data(study_id)))
+    save_study_game(
+        store, StudyGame(game_id="gone", study_id=study_id, participants={0: None}, created_at=now())
+    )
+    chunks, _, _ = export_study(store, study_id, "jsonl")
+    _, logs = jsonl_tables(b"".join(chunks))
+    assert [(line["game_id"], line["log"]["kind"], line["log"]["code"]) for line in logs] == [
+        ("gone", "export_error", "unknown_game")
+    ]
+    chunks, _, _ = export_study(store, study_id, "csv")
+    tables, archive = csv_zip_tables(b"".join(chunks))
+    assert json.loads(archive.read("games/gone.jsonl"))["code"] == "unknown_game"
+    assert tables["study_games"] == [
+        {"game_id": "gone", "seat": 0, "participant_id": None, "created_at": ANY}
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ payments

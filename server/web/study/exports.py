@@ -308,8 +308,8 @@ def _game_log_lines(store: Store, game_id: str) -> Iterator[str]:
     try:
         yield from export.export_game_jsonl(store, game_id)
     except export.ExportError as err:
-        yield _json({"kind": "export_error", "game_id": game_id, "code": err.code, "message": err.message})
-        yield "\n"
+        error = {"kind": "export_error", "game_id": game_id, "code": err.code, "message": err.message}
+        yield _json(error) + "\n"
 
 
 def export_jsonl(store: Store, study_id: str, progress: Progress | None = None) -> Iterator[str]:
