@@ -33,6 +33,7 @@ from flask import session as flask_session
 from in_process import InProcessApp, InProcessClient, MakeApp, play_duel_game
 from mongo_server import database_uri
 
+from analysis.tables import FORMULA_PREFIXES
 from server.store import Store
 from server.table.errors import ServerError
 from server.web.sessions import current_sessions
@@ -145,7 +146,8 @@ def drive(app: InProcessApp, config: Path, clients: list[InProcessClient]) -> Dr
         flow.matched(store, definition, names[name].id, game_id, seat, [])
         flow.game_over(store, definition, names[name].id, game_id, result_of(app, game_id, seat), None)
         answers = {
-            "strategy": f"offer what {name} did not need",
+            # a formula-like answer: its CSV cell must not run in a spreadsheet (see the test below)
+            "strategy": f'=HYPERLINK("http://x") offer what {name} did not need',
             "partner_human": seat,
             "difficulty": 3 + seat,
         }
@@ -223,6 +225,8 @@ def jsonl_tables(data: bytes) -> tuple[dict[str, list[dict[str, Any]]], list[dic
 def typed(kind: str, cell: str) -> Any:
     if cell == "":
         return None
+    if kind == "str" and cell.startswith("'") and cell[1:].startswith(FORMULA_PREFIXES):
+        return cell[1:]  # what a spreadsheet shows of a spreadsheet-safe cell
     return {"str": str, "float": float, "int": int, "bool": lambda text: text == "true"}[kind](cell)
 
 
@@ -336,6 +340,19 @@ def test_csv_parquet_and_jsonl_hold_the_same_rows(driven: Driven) -> None:
         assert json.loads(log_lines[0])["kind"] == "header" and len(log_lines) > 5
     games_table = csv.DictReader(io.StringIO(csv_archive.read("game_tables/games.csv").decode()))
     assert driven.game_id in {row["game_id"] for row in games_table}
+
+
+def test_formula_like_answers_are_text_in_the_csv_and_unchanged_elsewhere(driven: Driven) -> None:
+    archive = zipfile.ZipFile(io.BytesIO(exported(driven, "csv")))
+    answers = list(csv.DictReader(io.StringIO(archive.read("questionnaire.csv").decode())))
+    strategies = [row["answer"] for row in answers if row["item_id"] == "strategy"]
+    assert strategies and all(answer.startswith("'=HYPERLINK(") for answer in strategies)
+    from_jsonl, _ = jsonl_tables(exported(driven, "jsonl"))
+    assert all(
+        row["answer"].startswith("=HYPERLINK(")
+        for row in from_jsonl["questionnaire"]
+        if row["item_id"] == "strategy"
+    )
 
 
 def test_a_game_that_cannot_be_exported_is_one_error_record(driven: Driven) -> None:

@@ -51,6 +51,7 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from analysis.tables import spreadsheet_safe
 from server.store import Store
 from server.table.errors import ServerError
 from server.web.study.definition import StudyDefinition
@@ -284,7 +285,7 @@ def table_csv(name: str, rows: Iterable[Row]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_csv_cell(row[column]) for column in columns])
+        writer.writerow([spreadsheet_safe(_csv_cell(row[column])) for column in columns])
     return buffer.getvalue()
 
 
@@ -376,7 +377,8 @@ def export_zip(
                         handle.write(line.encode())
                 yield sink.take()
             exportable = [game_id for game_id in game_ids if store.get_game(game_id) is not None]
-            for name, text in export.export_csv_tables(store, exportable).items():
+            tables = export.export_csv_tables(store, exportable, for_spreadsheets=fmt == "csv")
+            for name, text in tables.items():
                 if fmt == "csv":
                     archive.writestr(f"game_tables/{name}.csv", text)
                 else:
