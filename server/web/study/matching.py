@@ -38,7 +38,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +61,9 @@ from server.web.study.records import (
     StudyGame,
     StudyRecord,
     game_key,
-    iter_participants,
-    iter_study_games,
     load_participant,
     now,
+    participant_key,
 )
 from server.web.study.service import Studies
 
@@ -86,6 +85,8 @@ HOLD_SECONDS = 600.0
 #: not be filled: a participant's account refused, the hall has no instance); its participants' game ends
 #: ``aborted``.
 SEATING_GIVE_UP_SECONDS = 120.0
+#: Participant keys listed per store call.
+KEYS_PER_PAGE = 500
 #: Shortest gap between two notes of one seat's connection in the store (per process).
 CONNECTED_REFRESH_SECONDS = 2.0
 
@@ -155,6 +156,7 @@ class StudyMatcher:
         self.token = secrets.token_hex(8)  # this process, in the lease
         self.stopped = threading.Event()
         self._settled: set[str] = set()  # study games whose every participant's end is recorded
+        self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
         self._lock = threading.Lock()  # one round at a time in this process
@@ -221,13 +223,12 @@ class StudyMatcher:
 
     # --------------------------------------------------------------------------------------- matching
     def _match(self, record: StudyRecord, definition: StudyDefinition, report: RoundReport) -> None:
-        store = self.store
         at = now()
         grace = definition.dropout.waiting_grace_seconds
         room = definition.waiting_room
         queue: list[Participant] = []
-        for participant in iter_participants(store, definition.id):
-            if participant.step in ("done", "playing"):
+        for participant in self._unfinished(definition):
+            if participant.step == "playing":
                 continue
             if at - participant.last_seen_at > grace and not self._practising(participant, at, grace):
                 self._drop(definition, participant.id, "silent before the game", report)
@@ -242,15 +243,29 @@ class StudyMatcher:
         size = definition.group_size
         while len(queue) >= size:
             group, queue = queue[:size], queue[size:]
-            self._form_game(definition, group, report)
+            self.form_game(definition, group, report)
         if not queue or at - (queue[0].waiting_since or at) < room.max_wait_seconds:
             return
         if room.on_timeout == "fill":
-            self._form_game(definition, queue, report)
+            self.form_game(definition, queue, report)
             return
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
                 self._no_partner(definition, participant.id, report)
+
+    def _unfinished(self, definition: StudyDefinition) -> Iterator[Participant]:
+        """The study's participants who have not finished, in key order. A finished one never changes step
+        again, so it is read once per process, then skipped by its key (a round's cost grows with those
+        still in the flow, plus one key listing)."""
+        for key in self._keys(participant_key(definition.id, "")):
+            raw = None if key in self._finished else self.store.get_value(key)
+            if raw is None:
+                continue
+            participant = Participant.model_validate_json(raw)
+            if participant.finished:
+                self._finished.add(key)
+            else:
+                yield participant
 
     def _practising(self, participant: Participant, at: float, grace: float) -> bool:
         """A participant in the practice game is not silent while that game moves (its room does not touch
@@ -260,7 +275,7 @@ class StudyMatcher:
         meta = self.store.get_game(participant.practice_game_id)
         return meta is not None and at - float(meta.get("updated_at") or 0) <= grace
 
-    def _form_game(self, definition: StudyDefinition, group: list[Participant], report: RoundReport) -> None:
+    def form_game(self, definition: StudyDefinition, group: list[Participant], report: RoundReport) -> None:
         """Plan a game for ``group`` (in arrival order, one per human seat; the other human seats go to the
         fill-in), match each participant with a conditional write, then create and seat it."""
         humans = [i for i, seat in enumerate(definition.seats) if seat.kind == "human"]
@@ -309,9 +324,23 @@ class StudyMatcher:
     # ------------------------------------------------------------------------------------ supervision
     def _open_games(self, definition: StudyDefinition) -> Iterable[tuple[StudyGame, dict[str, Any] | None]]:
         """The study's games not yet settled, each with its stored record (None: not created yet)."""
-        for game in iter_study_games(self.store, definition.id):
-            if game.game_id not in self._settled:
+        prefix = game_key(definition.id, "")
+        for key in self._keys(prefix):
+            if key[len(prefix) :] in self._settled:
+                continue
+            raw = self.store.get_value(key)
+            if raw is not None:
+                game = StudyGame.model_validate_json(raw)
                 yield game, self.store.get_game(game.game_id)
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        after = ""
+        while True:
+            keys = self.store.list_keys(prefix, after=after, limit=KEYS_PER_PAGE)
+            yield from keys
+            if len(keys) < KEYS_PER_PAGE:
+                return
+            after = keys[-1]
 
     def _note_connections(
         self, definition: StudyDefinition, games: list[tuple[StudyGame, dict[str, Any] | None]]
@@ -377,11 +406,9 @@ class StudyMatcher:
             if participant is None or entry is None:
                 continue
             takeover = seats.get(seat, {}).get("takeover")
-            if entry.result == "dropped":
+            if entry.finished_at is not None:  # dropped, booted, or moved on by the researcher mid-game
                 if takeover != fill:
                     self._hand_over(definition, game.game_id, seat)
-                continue
-            if entry.finished_at is not None:
                 continue
             if takeover is not None:
                 self._drop(definition, participant_id, "idle: a bot took over the seat", report)
@@ -404,6 +431,13 @@ class StudyMatcher:
     def _record_end(self, definition: StudyDefinition, game: StudyGame, status: str) -> bool:
         """Record the game's end for each participant (flow.game_over is idempotent, so a second process or
         round changes nothing); True once every participant's entry is closed."""
+        people = {
+            seat: load_participant(self.store, definition.id, participant_id)
+            for seat, participant_id in game.participants.items()
+            if participant_id is not None
+        }
+        if all((entry := _entry(p, game.game_id)) is None or entry.finished_at for p in people.values()):
+            return True  # recorded already (by an earlier round, or another process): nothing to load
         results = self._results(game.game_id) if status == "finished" else {}
         settled = True
         for seat, participant_id in game.participants.items():
@@ -484,6 +518,7 @@ def _create(
 ) -> None:
     """The study game in the study's hall: a person's seat for each participant, the fill-in in the other
     human seats, the study's bots in theirs; its seats held for exactly the participants."""
+    services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
     taken = {p.name for p in playing.values()}
     while fill.name in taken:  # two look-alike names at one table are refused (lobby.check_name_clash)
