@@ -257,10 +257,14 @@ def practice_done(
                 raise
     completed = practice_status(services.store, principal)
     if not completed["completed"]:
+        game = services.store.get_game(participant.practice_game_id) if participant.practice_game_id else None
+        ended = bool(game and game.get("status") in ("finished", "aborted"))  # lost: start another
         raise ServerError(
             "game_not_over",
-            "Finish the practice game first: craft your target in it.",
-            {"game_id": participant.practice_game_id},
+            "The practice game ended before you crafted your target: start it again."
+            if ended
+            else "Finish the practice game first: craft your target in it.",
+            {"game_id": participant.practice_game_id, "ended": ended},
             status=409,
         )
     game_id = str(completed["completed_game_id"])
