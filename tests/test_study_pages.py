@@ -385,6 +385,9 @@ def test_the_questionnaire_is_validated_then_the_code_and_earnings_shown(app: In
     data = browser.get(f"/api/study/{study.id}/me/data?download=1")
     assert "attachment" in data.headers["Content-Disposition"]
     assert data.get_json()["data"]["questionnaire"] == {"who": 1, "why": "fun", "hard": 5}
+    # their game, but not which seat the fill-in played (the study decides whether to reveal it)
+    [game] = data.get_json()["data"]["games"]
+    assert game["game_id"] == "g-study-test" and game["result"] == "won" and "filled_seats" not in game
 
 
 def test_a_participant_reads_only_their_own_record(app: InProcessApp) -> None:

@@ -206,11 +206,14 @@ def me(sid: str) -> tuple[Response, int]:
 
 @study_pages.get("/api/study/<sid>/me/data")
 def my_data(sid: str) -> tuple[Response, int]:
-    """The participant's own record, without what identifies them on the platform (their recruitment ids)
-    or the user account behind the browser."""
+    """The participant's own record, without what identifies them on the platform (their recruitment ids),
+    the user account behind the browser, or which seats of their games the study's fill-in played."""
     _, definition = _study(sid)
     _, participant = _participant_of_caller(definition)
-    data = participant.model_dump(mode="json", exclude={"recruitment", "user_id"})
+    # which seats the fill-in took is the study design's to reveal (a fill-in may pass for a participant)
+    data = participant.model_dump(
+        mode="json", exclude={"recruitment": True, "user_id": True, "games": {"__all__": {"filled_seats"}}}
+    )
     response = jsonify({"ok": True, "data": data})
     if request.args.get("download") == "1":
         response.headers["Content-Disposition"] = f'attachment; filename="{sid}-my-data.json"'
