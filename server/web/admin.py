@@ -38,6 +38,7 @@ from server.web.error_log import read_errors
 from server.web.errors import request_object, rest_error
 from server.web.services import current_services
 from server.web.sessions import current_sessions
+from server.web.study.admin_api import study_admin
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ def attachment(game_id: str, suffix: str) -> str:
 
 #: The admin area under ``/api/admin``; every route needs the admin password (see the module's docstring).
 admin = Blueprint("admin", __name__, url_prefix="/api/admin")
+admin.register_blueprint(
+    study_admin
+)  # /api/admin/studies: behind the same guard (server/web/study/admin_api.py)
 
 
 def password_accepted(password: Any) -> bool:

@@ -6,6 +6,7 @@ Screenshots go to tests/artifacts/admin-*.png."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,7 +54,8 @@ def test_the_admin_watches_a_game_hands_a_seat_to_a_bot_and_ends_it(
         expect(row).to_contain_text("running")
         expect(row).to_contain_text("Ada (person)")
         expect(row).to_contain_text("turn 1")
-        expect(page.locator("#admin-status-chart svg")).to_have_attribute("aria-label", "Games by state: waiting for players 0, running 1, recently finished 0, recently ended early 0")
+        chart = page.locator("#admin-status-chart svg")
+        expect(chart).to_have_attribute("aria-label", re.compile(r"Games by state: .*running [1-9]"))
         page.screenshot(path=artifacts / "admin-home.png", full_page=True)
 
         row.get_by_role("link").click()
