@@ -15,12 +15,23 @@ from conftest import axe_violations, page_errors
 from e2e_helpers import ADMIN_PASSWORD, DUEL_TRADE, Client, ServerProcess
 from playwright.sync_api import Browser, Page, expect
 
+from server.store import open_store
+from server.table.config import load_settings
+from server.web.study import flow
+from server.web.study.definition import load_definition
+from server.web.study.records import load_participant, load_study, save_study
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What the admin types into the page's next prompts (a message to a participant).
+PROMPT_ANSWERS: list[str] = []
+
 
 @pytest.fixture
 def admin_page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     page = context.new_page()
-    page.on("dialog", lambda dialog: dialog.accept())  # the confirmations of interventions
+    # the confirmations of interventions, and the text typed into a prompt (PROMPT_ANSWERS, in order)
+    page.on("dialog", lambda dialog: dialog.accept(PROMPT_ANSWERS.pop(0) if dialog.type == "prompt" else ""))
     yield page
     context.close()
 
@@ -144,3 +155,60 @@ def test_the_admin_creates_and_revokes_a_token_that_logs_a_browser_in(
     page.reload()
     expect(page.locator("#token-plaintext")).to_be_hidden()  # shown once, never again
     assert token not in page.content()
+
+
+def test_the_admin_opens_a_study_boots_a_participant_and_pauses_it(
+    server: ServerProcess, admin_page: Page, artifacts: Path
+) -> None:
+    """Participants go through the study core's steps in this process, on the server's own SQLite file (as a
+    second worker would); the admin's browser follows and intervenes."""
+    store = open_store(load_settings(server.config, environ={}).database_uri)
+    try:
+        record = save_study(store, load_definition(ROOT / "studies" / "duel_pilot.yaml"))
+        definition = record.parsed()
+        ids = [
+            flow.arrive(store, record, {"PROLIFIC_PID": f"{n:024x}", "SESSION_ID": f"{n + 50:024x}"}).id
+            for n in range(4)
+        ]
+        for participant_id in ids[1:]:
+            flow.give_consent(store, definition, participant_id, True)
+        flow.advance(store, definition, ids[3])  # instructions -> practice
+        flow.advance(store, definition, ids[3])  # practice -> comprehension
+        flow.answer_comprehension(store, definition, ids[3], {"target_private": 1, "trade_answer": 1})
+
+        page = admin_page
+        log_in_through_the_form(page, server.url, artifacts)
+        page.get_by_role("link", name="Studies").click()
+        row = page.locator("#study-list tr[data-study-id=duel-pilot]")
+        expect(row).to_contain_text("open")
+        row.get_by_role("link").click()
+        expect(page.locator("#admin-study[data-ready=true]")).to_be_attached()
+        funnel = page.locator("#study-funnel svg")
+        expect(funnel).to_have_attribute(
+            "aria-label", re.compile("arrived 4, consented 3, passed the check 1, waiting now 1")
+        )
+        waiting = page.locator(f"#study-participants tr[data-participant-id='{ids[3]}']")
+        expect(waiting).to_contain_text("waiting room")
+        expect(waiting).to_contain_text(f"{3:024x}")  # the recruitment id, for the admin only
+        page.screenshot(path=artifacts / "admin-study.png", full_page=True)
+
+        # a message, then the boot: the dropped code, and the funnel moves live
+        PROMPT_ANSWERS.append("Are you still there?")
+        waiting.get_by_role("button", name="Message").click()
+        expect(page.locator("#study-notice")).to_contain_text(f"Message sent to {ids[3]}")
+        expect(waiting).to_contain_text("1 message (1 unread)")
+        waiting.get_by_role("button", name="Boot").click()
+        expect(page.locator("#study-notice")).to_contain_text("was booted (code C4LEFT)")
+        expect(waiting).to_contain_text("dropped · C4LEFT")
+        expect(funnel).to_have_attribute(
+            "aria-label", re.compile("waiting now 0, playing now 0, finished 0, dropped 1")
+        )
+        assert load_participant(store, "duel-pilot", ids[3]).code == "C4LEFT"  # type: ignore[union-attr]
+
+        page.get_by_role("button", name="Pause (no new arrivals)").click()
+        expect(page.locator("#study-status")).to_contain_text("Status: paused")
+        assert load_study(store, "duel-pilot").status == "paused"
+        page.screenshot(path=artifacts / "admin-study-after-boot.png", full_page=True)
+        assert axe_violations(page) == []
+    finally:
+        store.close()
