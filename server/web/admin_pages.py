@@ -79,8 +79,16 @@ def home() -> str:
 @admin_pages.get("/games/<game_id>")
 def game(game_id: str) -> str:
     game_id = checked_game_id(game_id)
-    meta = current_services().store.get_game(game_id) or {}
-    return render_template("admin/game.html", game_id=game_id, ruleset=meta.get("ruleset"), known=bool(meta))
+    services = current_services()
+    meta = services.store.get_game(game_id) or {}
+    ruleset = meta.get("ruleset")
+    return render_template(
+        "admin/game.html",
+        game_id=game_id,
+        ruleset=ruleset if ruleset in services.rulesets else None,
+        known=bool(meta),
+        default_bot=services.settings.bots.default,
+    )
 
 
 @admin_pages.get("/tokens")

@@ -63,6 +63,7 @@ function botChoice(seat) {
   for (const bot of bots) {
     const option = el("option", bot.name === bot.spec ? bot.spec : `${bot.name} (${bot.spec})`);
     option.value = bot.spec;
+    option.selected = bot.spec === root.dataset.defaultBot; // the server's default bot first in mind
     select.append(option);
   }
   const button = el("button", "Hand over");
@@ -127,7 +128,7 @@ function renderReports() {
   }
   const table = el("table", "", "games admin-table");
   const head = el("tr");
-  for (const title of ["Turn", "Seat", "Own values (V0)", "About the others (V1)", "What others think of it (V2)"]) head.append(el("th", title));
+  for (const title of ["Turn", "Seat", "V0: its own needs", "V1: its estimate of the others' needs", "V2: its estimate of what the others think it needs"]) head.append(el("th", title));
   table.append(head);
   for (const report of reports.slice(-30)) {
     const row = el("tr");

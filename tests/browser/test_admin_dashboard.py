@@ -212,3 +212,22 @@ def test_the_admin_opens_a_study_boots_a_participant_and_pauses_it(
         assert axe_violations(page) == []
     finally:
         store.close()
+
+
+def test_the_game_page_shows_value_reports_in_words(
+    server: ServerProcess, admin_page: Page, artifacts: Path
+) -> None:
+    host = Client(server.url, "Host").connect()
+    try:
+        seats = [{"kind": "bot", "bot": "tom1"}, {"kind": "bot", "bot": "random"}]
+        game_id = host.call("create_game", {"hall": "tom", "seats": seats})["game"]["game_id"]
+        page = admin_page
+        log_in_through_the_form(page, server.url, artifacts)
+        page.goto(f"{server.url}/admin/games/{game_id}")
+        reports = page.locator("#game-reports tr")
+        expect(reports.nth(1)).to_be_attached()  # a header row and at least one report
+        first = reports.nth(1).locator("td")
+        expect(first.nth(2)).to_contain_text(re.compile(r"[A-Z][a-z].* \d"))  # "Iron Ingot 8, ..."
+        page.screenshot(path=artifacts / "admin-game-reports.png", full_page=True)
+    finally:
+        host.close()
