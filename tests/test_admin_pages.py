@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import time
+import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from e2e_helpers import ADMIN_PASSWORD, DUEL_TRADE, write_config
 from flask import Flask
 from flask.testing import FlaskClient
+from mongo_server import database_uri, drop_database
 
 from server.table.config import load_settings
 from server.table.errors import ServerError
@@ -355,3 +357,25 @@ def test_advance_message_and_status_changes(app: Flask) -> None:
     assert admin.post(status, json={"status": "closed"}).json["status"] == "closed"
     reopened = admin.post(status, json={"status": "open"})
     assert reopened.status_code == 409 and reopened.json["error"]["code"] == "study_closed"
+
+
+def test_a_token_session_on_mongodb_loses_admin_when_the_token_is_revoked(
+    mongo_uri: str, tmp_path: Path
+) -> None:
+    """The token-admin session on the MongoDB path, with two apps (two workers) sharing the database."""
+    url = database_uri(mongo_uri, f"tc_admin_{uuid.uuid4().hex[:12]}")
+    settings = load_settings(write_config(tmp_path, database_uri=url), environ={})
+    first, second = create_app(settings), create_app(settings)
+    try:
+        admin = admin_client(first)
+        made = admin.post("/api/admin/tokens", json={"name": "researcher", "scopes": ["admin"]}).json
+        browser = second.test_client()
+        assert browser.post("/api/admin/login", json={"token": made["token"]}).status_code == 200
+        assert browser.get("/admin/tokens").status_code == 200
+        assert admin.delete(f"/api/admin/tokens/{made['record']['id']}").json["revoked"] is True
+        assert browser.get("/api/admin/tokens").status_code == 403
+        assert browser.get("/admin/tokens").status_code == 302
+    finally:
+        for app in (first, second):
+            app.extensions["tradecraft"].close()
+        drop_database(url)

@@ -15,11 +15,11 @@ import json
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from server.store import Store
+from server.table.actions import race_attempts
 from server.table.traces import environment_secrets
 
 #: Records kept per game (the oldest are dropped first) and the longest message kept.
@@ -27,8 +27,6 @@ ERRORS_KEPT = 200
 MESSAGE_MAX_CHARS = 1000
 #: Game ids a record may name that are looked up in the store (each a read): the first few only.
 CANDIDATES_CHECKED = 3
-#: Tries of the conditional append when other writers append to the same game at once.
-APPEND_ATTEMPTS = 5
 
 ERRORS_KEY_PREFIX = "game_errors:"
 #: What a game id looks like (the lobby's ids are ``secrets.token_urlsafe``), and where a message names one.
@@ -63,6 +61,8 @@ class GameErrorLog(logging.Handler):
         self.store = store
         self.secrets = environment_secrets()
         self._busy = threading.local()  # a store write that logs a warning must not recurse
+        #: records given up on after losing every conditional write (:func:`race_attempts`' time)
+        self.dropped = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._busy, "on", False):
@@ -110,13 +110,14 @@ class GameErrorLog(logging.Handler):
 
     def _append(self, game_id: str, entry: dict[str, Any]) -> None:
         key = errors_key(game_id)
-        for _ in range(APPEND_ATTEMPTS):
+        for _ in race_attempts():  # jittered, doubling waits: writers in other processes stop colliding
             raw = self.store.get_value(key)
-            kept = _parsed(raw)
-            updated = json.dumps([*kept, entry][-ERRORS_KEPT:], separators=(",", ":"), ensure_ascii=False)
+            updated = json.dumps(
+                [*_parsed(raw), entry][-ERRORS_KEPT:], separators=(",", ":"), ensure_ascii=False
+            )
             if self.store.replace_value(key, raw, updated):
                 return
-            time.sleep(0.001)
+        self.dropped += 1  # counted, never logged: a log line here would come back to this handler
 
 
 def install(store: Store, on_close: list[Callable[[], None]]) -> GameErrorLog:
