@@ -1,6 +1,8 @@
 """Every problem the server logged about a game, kept with the game for its admin page.
 
-:class:`GameErrorLog` is a :class:`logging.Handler` the app factory installs on the root logger: each
+:class:`GameErrorLog` is a :class:`logging.Handler` the app factory installs on the ``server`` logger (the
+table's, the web layer's and the study code's loggers are below it; library loggers such as the database
+driver's are not, so the handler never calls the store from inside the driver's own logging): each
 WARNING-or-worse record whose message names a game of this app's store ("game %s: ..." as the table and the
 bot seats log, or a game id among its string arguments) is appended to the store value
 ``game_errors:<game id>`` — in the store, not in memory, so every worker process adds to the same list and
@@ -29,6 +31,8 @@ MESSAGE_MAX_CHARS = 1000
 CANDIDATES_CHECKED = 3
 
 ERRORS_KEY_PREFIX = "game_errors:"
+#: The logger whose records (and its children's) are kept.
+LOGGER = "server"
 #: What a game id looks like (the lobby's ids are ``secrets.token_urlsafe``), and where a message names one.
 GAME_ID = re.compile(r"[A-Za-z0-9_-]{4,64}")
 NAMED_GAME = re.compile(r"\bgames? ([A-Za-z0-9_-]{4,64})\b")
@@ -61,7 +65,7 @@ class GameErrorLog(logging.Handler):
         self.store = store
         self.secrets = environment_secrets()
         self._busy = threading.local()  # a store write that logs a warning must not recurse
-        #: records given up on after losing every conditional write (:func:`race_attempts`' time)
+        #: records not kept: every conditional write lost (for race_attempts' time), or the store failed
         self.dropped = 0
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -76,8 +80,10 @@ class GameErrorLog(logging.Handler):
             entry = self._entry(record, message)
             for game_id in game_ids:
                 self._append(game_id, entry)
-        except Exception:  # a log handler never breaks the code that logged
-            self.handleError(record)
+        except (
+            Exception
+        ):  # a log handler never breaks the code that logged (nor logs: it would come back here)
+            self.dropped += 1
         finally:
             self._busy.on = False
 
@@ -121,10 +127,10 @@ class GameErrorLog(logging.Handler):
 
 
 def install(store: Store, on_close: list[Callable[[], None]]) -> GameErrorLog:
-    """Attach a :class:`GameErrorLog` of ``store`` to the root logger, detached by ``on_close`` (the app's
-    ``Services.on_close``: tests build many apps in one process)."""
+    """Attach a :class:`GameErrorLog` of ``store`` to the ``server`` logger, detached by ``on_close`` (the
+    app's ``Services.on_close``: tests build many apps in one process)."""
     handler = GameErrorLog(store)
-    root = logging.getLogger()
+    root = logging.getLogger(LOGGER)
     root.addHandler(handler)
     on_close.append(lambda: root.removeHandler(handler))
     return handler
