@@ -75,6 +75,7 @@ def test_records_are_bounded_secret_free_and_only_for_known_games(app: Flask) ->
     log.warning("game %s: %s", game_id, "x" * 5000)
     log.info("game %s: an info line is no problem", game_id)
     log.warning("game %s: not a game of this server", "no-such-game")
+    logging.getLogger("engineio.server").warning("game %s: a library's record is not kept", game_id)
     try:
         raise ValueError("broken sk-test-secret-value-123")
     except ValueError:
