@@ -17,6 +17,7 @@ from e2e_helpers import ADMIN_PASSWORD, DUEL_TRADE, write_config
 from flask import Flask
 from flask.testing import FlaskClient
 from mongo_server import database_uri, drop_database
+from test_model_catalog import MODEL, provider
 
 from server.table.config import load_settings
 from server.table.errors import ServerError
@@ -379,3 +380,25 @@ def test_a_token_session_on_mongodb_loses_admin_when_the_token_is_revoked(
         for app in (first, second):
             app.extensions["tradecraft"].close()
         drop_database(url)
+
+
+def test_a_seat_handed_to_a_listed_model_shows_its_public_id_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listed LLM model may be handed a seat by its full spec; players see only its public id (the spec's
+    options name the operator's server)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-the-listed-model")
+    with provider() as server:
+        spec = f"llm:openai:test-model?base_url={server.url}"
+        overrides = {"bots": {"move_delay_seconds": 30.0, "models": [{**MODEL, "spec": spec}]}}
+        app = create_app(load_settings(write_config(tmp_path, overrides=overrides), environ={}))
+        try:
+            app.extensions["tradecraft"].bots.models.refresh()
+            game_id, ada, _ = running_duel(app)
+            answer = admin_client(app).post(f"/api/admin/games/{game_id}/seats/0/bot", json={"bot": spec})
+            assert answer.status_code == 200, answer.json
+            assert answer.json["seat"]["bot"] == "llm:openai:test-model"
+            seen_by_ada = ada.get(f"/api/games/{game_id}").get_data(as_text=True)
+            assert "llm:openai:test-model" in seen_by_ada and server.url not in seen_by_ada
+        finally:
+            app.extensions["tradecraft"].close()
