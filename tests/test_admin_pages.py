@@ -4,10 +4,14 @@ login by password or admin token, handing a seat to a bot, the researcher's even
 from __future__ import annotations
 
 import io
+import json
+import threading
 import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,6 @@ from e2e_helpers import ADMIN_PASSWORD, DUEL_TRADE, write_config
 from flask import Flask
 from flask.testing import FlaskClient
 from mongo_server import database_uri, drop_database
-from test_model_catalog import MODEL, provider
 
 from server.table.config import load_settings
 from server.table.errors import ServerError
@@ -382,15 +385,41 @@ def test_a_token_session_on_mongodb_loses_admin_when_the_token_is_revoked(
         drop_database(url)
 
 
+@contextmanager
+def model_list(model: str) -> Iterator[str]:
+    """A provider answering ``GET /v1/models`` with ``model`` over real HTTP (the availability check)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": model}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_seat_handed_to_a_listed_model_shows_its_public_id_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A listed LLM model may be handed a seat by its full spec; players see only its public id (the spec's
     options name the operator's server)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-the-listed-model")
-    with provider() as server:
-        spec = f"llm:openai:test-model?base_url={server.url}"
-        overrides = {"bots": {"move_delay_seconds": 30.0, "models": [{**MODEL, "spec": spec}]}}
+    with model_list("test-model") as url:
+        spec = f"llm:openai:test-model?base_url={url}"
+        model = {"name": "Test model", "description": "A listed model.", "cost_note": "free", "spec": spec}
+        overrides = {"bots": {"move_delay_seconds": 30.0, "models": [model]}}
         app = create_app(load_settings(write_config(tmp_path, overrides=overrides), environ={}))
         try:
             app.extensions["tradecraft"].bots.models.refresh()
@@ -399,6 +428,6 @@ def test_a_seat_handed_to_a_listed_model_shows_its_public_id_only(
             assert answer.status_code == 200, answer.json
             assert answer.json["seat"]["bot"] == "llm:openai:test-model"
             seen_by_ada = ada.get(f"/api/games/{game_id}").get_data(as_text=True)
-            assert "llm:openai:test-model" in seen_by_ada and server.url not in seen_by_ada
+            assert "llm:openai:test-model" in seen_by_ada and url not in seen_by_ada
         finally:
             app.extensions["tradecraft"].close()
