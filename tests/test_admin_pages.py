@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 import time
 import uuid
@@ -330,6 +331,9 @@ def test_booting_a_player_gives_the_dropped_code_and_their_seat_to_the_fill_in(a
         return any(e["actor"] == 0 for e in events)
 
     wait_for(seat0_moved)
+    logging.getLogger("server.table.master").warning("game %s: a problem to show", ids["game_id"])
+    logged = admin.get(f"/api/admin/studies/{STUDY}/errors").json["errors"]
+    assert [e["game_id"] for e in logged if e["message"].endswith("a problem to show")] == [ids["game_id"]]
     funnel = admin.get(f"/api/admin/studies/{STUDY}").json["study"]["funnel"]
     assert funnel["dropped"] == 1 and funnel["playing"] == 1
     again = admin.post(f"/api/admin/studies/{STUDY}/participants/{ids['first']}/advance", json={})

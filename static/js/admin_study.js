@@ -102,6 +102,17 @@ async function load() {
   const shown = answer.participants.length;
   $("participants-count").textContent = `${answer.participants_total} participants${shown < answer.participants_total ? `; the ${shown} seen most recently are listed` : ""}. Also: ${study.funnel.no_partner} left with no partner, ${study.funnel.declined} declined the consent.`;
   $("study-participants").tBodies[0].replaceChildren(...answer.participants.map(participantRow));
+  const logged = await getJson(`${api}/errors`);
+  if (logged.ok) {
+    $("study-errors").replaceChildren(
+      ...logged.errors.slice(0, 50).map((error) => {
+        const item = el("li");
+        item.append(el("strong", `${error.level} ${timeText(error.time)}`), " ", link(`/admin/games/${encodeURIComponent(error.game_id)}`, error.game_id), ": ", el("span", error.message));
+        return item;
+      }),
+    );
+    $("study-errors-empty").hidden = logged.errors.length > 0;
+  }
   root.dataset.status = study.status;
   root.dataset.ready = "true";
   return true;

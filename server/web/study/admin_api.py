@@ -8,7 +8,8 @@ the admin area's guard and error answers apply: server/web/admin.py). The admin 
 - ``POST /api/admin/studies/<id>/participants/<pid>/advance``: move a stuck participant on (flow.advance);
 - ``POST .../boot``: end their study with the dropped code; their seat in a running game goes to the study's
   fill-in bot (:meth:`Table.hand_seat_to_bot`), so the others are never stuck;
-- ``POST .../message {"text": ...}``: a message shown on the participant's page.
+- ``POST .../message {"text": ...}``: a message shown on the participant's page;
+- ``GET /api/admin/studies/<id>/errors``: what the server logged about the study's games.
 
 Every rule is the study core's (server/web/study/flow.py, records.py); these routes only read, call and
 answer. A request's cost is bounded by the study's capacity (participants + overbooking).
@@ -22,6 +23,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from server.table.errors import ServerError
+from server.web.error_log import read_errors
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition
 from server.web.study.records import (
@@ -55,6 +57,8 @@ _PAST_CHECK = frozenset(STEPS[STEPS.index("waiting") : STEPS.index("done")])
 #: Participants one study's page lists at most (the most recently seen first); the funnel counts them all.
 PARTICIPANTS_LISTED = 500
 STATUSES: tuple[StudyStatus, ...] = ("open", "paused", "closed")
+#: Logged problems of a study's games one answer lists at most (the newest).
+ERRORS_LISTED = 200
 
 
 def funnel(participants: list[Participant]) -> dict[str, int]:
@@ -163,6 +167,21 @@ def one(study_id: str) -> tuple[Response, int]:
             "live_games": _live_games(study_id),
         }
     ), 200
+
+
+@study_admin.get("/<study_id>/errors")
+def errors(study_id: str) -> tuple[Response, int]:
+    """What the server logged at WARNING or worse about the study's games (server/web/error_log.py), newest
+    first, at most :data:`ERRORS_LISTED`, each with its game id."""
+    _study(study_id)
+    store = current_services().store
+    found = [
+        {**error, "game_id": game.game_id}
+        for game in iter_study_games(store, study_id)
+        for error in read_errors(store, game.game_id)
+    ]
+    found.sort(key=lambda error: error.get("time") or 0, reverse=True)
+    return jsonify({"ok": True, "errors": found[:ERRORS_LISTED], "total": len(found)}), 200
 
 
 @study_admin.post("/<study_id>/status")
