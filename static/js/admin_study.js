@@ -118,6 +118,46 @@ async function load() {
   return true;
 }
 
+// Payment batches (server/web/study/exports.py): GET .../payments lists them (JSON); POST .../payments makes
+// one and answers its CSV (not JSON: read here with fetch, the batch then downloads by its own link).
+function batchLink(batch) {
+  const item = el("li");
+  const anchor = link(`${api}/payments/${encodeURIComponent(batch.batch_id)}`, `Batch of ${timeText(batch.created_at)}: ${batch.participants} participant${batch.participants === 1 ? "" : "s"}, ${batch.total} ${batch.currency} (CSV)`);
+  anchor.setAttribute("download", "");
+  item.append(anchor);
+  return item;
+}
+
+async function loadPayments() {
+  const answer = await getJson(`${api}/payments`);
+  if (!answer.ok) {
+    $("payments-empty").textContent = answer.error ? answer.error.message : "The payment batches could not be read.";
+    return;
+  }
+  const batches = [...answer.batches].reverse();
+  $("payments-list").replaceChildren(...batches.map(batchLink));
+  $("payments-empty").hidden = batches.length > 0;
+}
+
+$("payments-new").addEventListener("click", async () => {
+  if (!window.confirm("Make a new payment batch of every finished participant no earlier batch pays?")) return;
+  let response;
+  try {
+    response = await fetch(`${api}/payments`, { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: "{}" });
+  } catch {
+    say($("study-error"), "The server could not be reached; try again.");
+    return;
+  }
+  if (response.ok) {
+    say($("study-error"), "");
+    notice(`Payment batch ${response.headers.get("X-Payment-Batch")} made: download it below.`);
+  } else {
+    const answer = await response.json().catch(() => null);
+    say($("study-error"), answer && answer.error ? answer.error.message : `The server answered ${response.status}.`);
+  }
+  await loadPayments();
+});
+
 function statusButton(id, status, question, done) {
   $(id).addEventListener("click", () => {
     if (window.confirm(question)) act("/status", { status }, () => done);
@@ -128,3 +168,4 @@ statusButton("study-resume", "open", "Resume the study? New participants are adm
 statusButton("study-close", "closed", "Close the study for good? It can never be reopened.", "The study is closed.");
 
 poll(load, 3);
+loadPayments();
