@@ -19,7 +19,7 @@ from server.store import Store, open_store
 from server.table.config import load_settings
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition, load_definition
-from server.web.study.records import load_participant, load_study, save_study
+from server.web.study.records import StudyRecord, load_participant, load_study, save_study
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the admin types into the page's next prompts (a message to a participant).
@@ -175,6 +175,7 @@ def test_the_admin_opens_a_study_boots_a_participant_and_pauses_it(
         flow.advance(store, definition, ids[3])  # instructions -> practice
         flow.advance(store, definition, ids[3])  # practice -> comprehension
         flow.answer_comprehension(store, definition, ids[3], {"target_private": 1, "trade_answer": 1})
+        leaver = no_partner_participant(store, record, definition)
 
         page = admin_page
         log_in_through_the_form(page, server.url, artifacts)
@@ -185,7 +186,7 @@ def test_the_admin_opens_a_study_boots_a_participant_and_pauses_it(
         expect(page.locator("#admin-study[data-ready=true]")).to_be_attached()
         funnel = page.locator("#study-funnel svg")
         expect(funnel).to_have_attribute(
-            "aria-label", re.compile("arrived 4, consented 3, passed the check 1, waiting now 1")
+            "aria-label", re.compile("arrived 5, consented 4, passed the check 2, waiting now 1")
         )
         waiting = page.locator(f"#study-participants tr[data-participant-id='{ids[3]}']")
         expect(waiting).to_contain_text("waiting room")
@@ -210,7 +211,7 @@ def test_the_admin_opens_a_study_boots_a_participant_and_pauses_it(
         assert load_study(store, "duel-pilot").status == "paused"
         page.screenshot(path=artifacts / "admin-study-after-boot.png", full_page=True)
         assert axe_violations(page) == []
-        downloads_of_the_study(page, store, definition, ids)  # a paused study still exports and pays
+        downloads_of_the_study(page, ids, leaver)  # a paused study still exports and pays
     finally:
         store.close()
 
@@ -234,25 +235,29 @@ def test_the_game_page_shows_value_reports_in_words(
         host.close()
 
 
-def downloads_of_the_study(page: Page, store: Store, definition: StudyDefinition, ids: list[str]) -> None:
-    """The study export and a payment batch, downloaded from the study's page (routes of
-    server/web/study_admin_exports.py). A participant leaves the waiting room with the no-partner bonus
-    first, so the batch pays someone."""
-    probe = page.request.get(page.url.split("/admin/")[0] + "/api/admin/studies/no-such-study/export")
-    if probe.status == 404 and (probe.json().get("error") or {}).get("code") != "unknown_study":
-        pytest.skip("the study export routes (server/web/study_admin_exports.py) are not on this branch yet")
-    waiting = flow.arrive(store, load_study(store, "duel-pilot"), {"PROLIFIC_PID": f"{9:024x}"})
+def no_partner_participant(store: Store, record: StudyRecord, definition: StudyDefinition) -> str:
+    """A participant who left the waiting room with the no-partner code and its bonus (someone to pay)."""
+    waiting = flow.arrive(store, record, {"PROLIFIC_PID": f"{9:024x}"})
     flow.give_consent(store, definition, waiting.id, True)
     for _ in range(3):  # instructions, practice, the check
         flow.advance(store, definition, waiting.id)
     assert flow.leave_waiting_room(store, definition, waiting.id).code == "C3ALONE"
+    return waiting.id
+
+
+def downloads_of_the_study(page: Page, ids: list[str], leaver: str) -> None:
+    """The study export and a payment batch, downloaded from the study's page (routes of
+    server/web/study_admin_exports.py)."""
+    probe = page.request.get(page.url.split("/admin/")[0] + "/api/admin/studies/no-such-study/export")
+    if probe.status == 404 and (probe.json().get("error") or {}).get("code") != "unknown_study":
+        pytest.skip("the study export routes (server/web/study_admin_exports.py) are not on this branch yet")
 
     with page.expect_download() as download:
         page.get_by_role("link", name="Study export (JSONL)").click()
     rows = [json.loads(line) for line in Path(download.value.path()).read_text().splitlines()]
     participants = {row["participant_id"]: row for row in rows if row.get("table") == "participants"}
-    assert set(ids) | {waiting.id} <= set(participants)
-    assert participants[ids[3]]["code"] == "C4LEFT" and participants[waiting.id]["code"] == "C3ALONE"
+    assert set(ids) | {leaver} <= set(participants)
+    assert participants[ids[3]]["code"] == "C4LEFT" and participants[leaver]["code"] == "C3ALONE"
     with page.expect_download() as download:
         page.get_by_role("link", name="Study export (CSV tables)").click()
     assert download.value.suggested_filename.endswith(".zip")
