@@ -60,7 +60,9 @@ def test_the_admin_watches_a_game_hands_a_seat_to_a_bot_and_ends_it(
         for seat, client in enumerate((ada, bob)):
             assert client.call("join", {"game_id": game_id})["seat"] == seat
 
-        log_in_through_the_form(page, server.url, artifacts)
+        log_in_through_the_form(page, server.url, artifacts)  # its wrong password is a console error: before
+        # from here, a script or style the CSP refused (or any failed request) shows up as a console error
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         row = page.locator(f"#live-games tr[data-game-id='{game_id}']")
         expect(row).to_contain_text("running")
         expect(row).to_contain_text("Ada (person)")
