@@ -38,7 +38,7 @@ from server.web.error_log import read_errors
 from server.web.errors import request_object, rest_error
 from server.web.services import current_services
 from server.web.sessions import current_sessions
-from server.web.study.admin_api import study_admin
+from server.web.study.admin_api import admin_seat, study_admin
 
 log = logging.getLogger(__name__)
 
@@ -249,10 +249,7 @@ def overview() -> tuple[Response, int]:
 def _overview_row(meta: dict[str, Any], table: Any) -> dict[str, Any]:
     row = {key: meta.get(key) for key in OVERVIEW_FIELDS}
     row["abort_reason"] = str(meta["abort_reason"])[:200] if meta.get("abort_reason") else None
-    row["seats"] = [
-        {key: seat.get(key) for key in ("seat", "kind", "name", "bot", "takeover")}
-        for seat in meta.get("seats", [])
-    ]
+    row["seats"] = [admin_seat(seat) for seat in meta.get("seats", [])]
     row["turn"] = row["phase"] = None
     if table is not None and meta.get("status") == "running":
         try:

@@ -61,6 +61,14 @@ STATUSES: tuple[StudyStatus, ...] = ("open", "paused", "closed")
 ERRORS_LISTED = 200
 
 
+#: What the admin pages show of a stored seat (server.store.SeatRecord): never its user id.
+ADMIN_SEAT_FIELDS = ("seat", "kind", "name", "bot", "takeover")
+
+
+def admin_seat(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record.get(key) for key in ADMIN_SEAT_FIELDS}
+
+
 def funnel(participants: list[Participant]) -> dict[str, int]:
     """How many participants reached each stage of :data:`FUNNEL` (waiting and playing: are there now)."""
     counts = dict.fromkeys((key for key, _ in FUNNEL), 0)
@@ -133,10 +141,7 @@ def _live_games(study_id: str) -> list[dict[str, Any]]:
                 "game_id": game.game_id,
                 "status": meta.get("status"),
                 "participants": {str(seat): pid for seat, pid in game.participants.items()},
-                "seats": [
-                    {key: seat.get(key) for key in ("seat", "kind", "name", "bot", "takeover")}
-                    for seat in meta.get("seats", [])
-                ],
+                "seats": [admin_seat(seat) for seat in meta.get("seats", [])],
                 "created_at": game.created_at,
             }
         )
