@@ -48,6 +48,7 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
+from server.web.study_admin_exports import study_exports
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -146,6 +147,7 @@ def create_app(
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
     app.register_blueprint(admin_pages)  # the admin dashboard's pages (server/web/admin_pages.py)
+    app.register_blueprint(study_exports)  # study exports and payments (docs/studies.md)
     route_socketio_paths(app)
     _register_health_check(app, services)
     _register_security_headers(app)
