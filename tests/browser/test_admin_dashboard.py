@@ -134,6 +134,10 @@ def test_the_admin_creates_and_revokes_a_token_that_logs_a_browser_in(
     plaintext = page.locator("#token-plaintext")
     expect(plaintext).to_contain_text("tc_")
     token = plaintext.inner_text()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator("#token-copied")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == token
     row = page.locator("#token-list tbody tr", has_text="lab-laptop")
     expect(row).to_contain_text("play, admin")
     page.screenshot(path=artifacts / "admin-token-created.png", full_page=True)
