@@ -435,3 +435,17 @@ def test_a_seat_handed_to_a_listed_model_shows_its_public_id_only(
             assert "llm:openai:test-model" in seen_by_ada and url not in seen_by_ada
         finally:
             app.extensions["tradecraft"].close()
+
+
+def test_without_an_admin_password_the_pages_are_closed_even_to_a_token_session(tmp_path: Path) -> None:
+    app = create_app(load_settings(write_config(tmp_path, admin_password=None), environ={}))
+    try:
+        store = app.extensions["tradecraft"].store
+        token, _ = store.create_token("researcher", ["admin"])
+        browser = app.test_client()
+        refused = browser.post("/api/admin/login", json={"token": token})
+        assert refused.status_code == 403 and refused.json["error"]["code"] == "admin_disabled"
+        assert browser.get("/admin").status_code == 302
+        assert b"The admin area is disabled" in browser.get("/admin/login").data
+    finally:
+        app.extensions["tradecraft"].close()

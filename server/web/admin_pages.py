@@ -37,8 +37,10 @@ OPEN_ENDPOINTS = frozenset({"admin_pages.login"})
 
 
 def has_admin_rights() -> bool:
-    """This browser's session holds admin rights (the password's, or a still-valid admin token's)."""
-    return session.get("admin") is True
+    """This browser's session holds admin rights (the password's, or a still-valid admin token's), and the
+    area is open (no admin password configured closes it, as it closes the REST area)."""
+    configured = current_services().settings.security.admin_password is not None
+    return configured and session.get("admin") is True
 
 
 def safe_next(raw: str | None) -> str:
