@@ -32,9 +32,10 @@ from server.table.log_text import install_log_escaping
 from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
-from server.web import csrf, sessions
+from server.web import csrf, error_log, sessions
 from server.web.accounts import accounts
 from server.web.admin import admin
+from server.web.admin_pages import admin_pages
 from server.web.auth import secret_key
 from server.web.beliefs import beliefs
 from server.web.deployment import DeploymentCaps, async_mode
@@ -138,12 +139,14 @@ def create_app(
     # server-side sessions (server/web/sessions.py); their socket sweep stops with the app
     services.on_close.append(sessions.install(app, settings, store, socketio).stop)
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
+    error_log.install(store, services.on_close)  # each game's logged problems, for its admin page
 
     SocketProtocol(socketio).register()
     for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs, practice):
         app.register_blueprint(blueprint)
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
+    app.register_blueprint(admin_pages)  # the admin dashboard's pages (server/web/admin_pages.py)
     app.register_blueprint(study_exports)  # study exports and payments (docs/studies.md)
     route_socketio_paths(app)
     _register_health_check(app, services)
