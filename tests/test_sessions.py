@@ -280,9 +280,9 @@ def test_dead_session_records_are_swept_without_their_cookie_coming_back(
 def test_a_late_answer_to_the_old_cookie_does_not_log_the_browser_out(
     server: ServerProcess, clients: list[Client]
 ) -> None:
-    """A login (or an admin login, or a study link) gives the browser a new session id while another request of
-    the same browser, sent with the old id, is still being answered. That answer must not clear the cookie: it
-    arrives after the login's and would erase the new session (seen as an admin flag lost in CI)."""
+    """A login (or an admin login, or a study link) gives the browser a new session id while another request
+    of the same browser, sent with the old id, is still being answered. That answer must not clear the
+    cookie: it arrives after the login's and would erase the new session (an admin flag lost in CI)."""
     player = person(server, clients)
     old = player.http.cookies["tradecraft_session"]
     player.login("Newer")
