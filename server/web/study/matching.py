@@ -159,6 +159,7 @@ class StudyMatcher:
         self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
+        self._handed_by_researcher: set[tuple[str, int]] = set()  # (game, seat) taken over, not idle
         self._lock = threading.Lock()  # one round at a time in this process
 
     # ---------------------------------------------------------------------------------------- running
@@ -383,7 +384,7 @@ class StudyMatcher:
                 elif status == "running":
                     assert meta is not None
                     self._watch_running(definition, game, meta, report)
-                elif status in ("finished", "aborted") and self._record_end(definition, game, status):
+                elif status in ("finished", "aborted") and self._record_end(definition, game, meta, report):
                     self._settled.add(game.game_id)
                     report.settled.append(game.game_id)
             except Exception:
@@ -410,8 +411,9 @@ class StudyMatcher:
                 if takeover != fill:
                     self._hand_over(definition, game.game_id, seat)
                 continue
-            if takeover is not None:
-                self._drop(definition, participant_id, "idle: a bot took over the seat", report)
+            if takeover is not None:  # the idle rule's bot, or the researcher's hand-over (they play on)
+                if self._went_idle(definition, game.game_id, seat):
+                    self._drop(definition, participant_id, "idle: a bot took over the seat", report)
                 continue
             if seat in online:
                 continue
@@ -422,15 +424,38 @@ class StudyMatcher:
             if at - last > definition.dropout.disconnect_grace_seconds:
                 self._drop(definition, participant_id, "disconnected from the game", report)
 
+    def _went_idle(self, definition: StudyDefinition, game_id: str, seat: int) -> bool:
+        """Whether the seat missed ``dropout.idle_timeouts`` deadlines in a row at some point of the game (the
+        table's idle rule handed it to a bot then); else the researcher handed it over, which is no dropout.
+        A seat found not idle is not looked at again."""
+        limit = definition.dropout.idle_timeouts
+        if limit is None or (game_id, seat) in self._handed_by_researcher:
+            return False
+        streak = longest = 0
+        for record in self.store.load_events(game_id):
+            payload = record.get("payload") or {}
+            if record.get("type") == "timeout" and seat in (payload.get("seats") or ()):
+                streak += 1
+                longest = max(longest, streak)
+            elif record.get("actor") == seat:
+                streak = 0
+        if longest < limit:
+            self._handed_by_researcher.add((game_id, seat))
+        return longest >= limit
+
     def _hand_over(self, definition: StudyDefinition, game_id: str, seat: int) -> None:
         try:
             hand_to_fill_in(self.services, definition, game_id, seat)
         except ServerError as err:  # the game ended, or was never started: nobody is left waiting for it
             log.info("study %s: game %s seat %s not handed over: %s", definition.id, game_id, seat, err.code)
 
-    def _record_end(self, definition: StudyDefinition, game: StudyGame, status: str) -> bool:
+    def _record_end(
+        self, definition: StudyDefinition, game: StudyGame, meta: dict[str, Any] | None, report: RoundReport
+    ) -> bool:
         """Record the game's end for each participant (flow.game_over is idempotent, so a second process or
-        round changes nothing); True once every participant's entry is closed."""
+        round changes nothing); one whose seat the idle rule gave to a bot before the end (which may come
+        within a round: bots play fast) is dropped instead. True once every participant's entry is closed."""
+        assert meta is not None
         people = {
             seat: load_participant(self.store, definition.id, participant_id)
             for seat, participant_id in game.participants.items()
@@ -438,13 +463,19 @@ class StudyMatcher:
         }
         if all((entry := _entry(p, game.game_id)) is None or entry.finished_at for p in people.values()):
             return True  # recorded already (by an earlier round, or another process): nothing to load
-        results = self._results(game.game_id) if status == "finished" else {}
+        finished = meta.get("status") == "finished"
+        results = self._results(game.game_id) if finished else {}
+        seats = {int(s["seat"]): s for s in meta.get("seats", [])}
         settled = True
-        for seat, participant_id in game.participants.items():
-            if participant_id is None:
+        for seat, participant in people.items():
+            entry = _entry(participant, game.game_id)
+            if participant is None or entry is None or entry.finished_at is not None:
+                continue
+            if seats.get(seat, {}).get("takeover") and self._went_idle(definition, game.game_id, seat):
+                self._drop(definition, participant.id, "idle: a bot took over the seat", report)
                 continue
             result, points = results.get(seat, ("aborted", None))
-            participant = flow.game_over(self.store, definition, participant_id, game.game_id, result, points)
+            participant = flow.game_over(self.store, definition, participant.id, game.game_id, result, points)
             entry = _entry(participant, game.game_id)
             settled = settled and (entry is None or entry.finished_at is not None)
         return settled
