@@ -26,6 +26,7 @@ from server.table.errors import ServerError
 from server.web.error_log import read_errors
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition
+from server.web.study.matching import hand_to_fill_in
 from server.web.study.records import (
     STEPS,
     Participant,
@@ -229,10 +230,9 @@ def boot(study_id: str, participant_id: str) -> tuple[Response, int]:
     participant, game = flow.drop(services.store, definition, participant_id, reason)
     handed_to = None
     if game is not None:
-        spec = definition.seat_spec(definition.waiting_room.fill_in, services.settings).bot
         try:
-            services.table.hand_seat_to_bot(game.game_id, game.seat, str(spec))
-            handed_to = spec
+            hand_to_fill_in(services, definition, game.game_id, game.seat)  # as for a dropout
+            handed_to = definition.seat_spec(definition.waiting_room.fill_in, services.settings).bot
         except ServerError as err:  # the game ended meanwhile: nobody is left waiting for the seat
             log.info("game %s: a booted participant's seat stays (%s)", game.game_id, err.code)
     log.info("admin booted participant %s of study %s", participant_id, study_id)
