@@ -674,8 +674,3 @@ def _run_until_stopped(matcher: weakref.ref[StudyMatcher], stopped: threading.Ev
         except Exception:  # a store that does not answer now may answer at the next round
             log.warning("the study matcher's round failed", exc_info=True)
         del alive
-
-
-def start_matcher(services: StudyServices) -> Callable[[], None]:
-    """Start the app's matcher; returns its stop function (for ``Services.on_close``)."""
-    return StudyMatcher(services).start()
