@@ -211,8 +211,10 @@ def test_a_lone_participant_is_matched_with_the_fill_in_after_the_maximum_wait(
     assert matched.detail["waited"] >= MAX_WAIT, matched
     assert record.games[0].filled_seats == [1], record.games
     expect(page.locator(".site-header")).to_be_hidden()  # a study game: no way into the lobby
-    opponent = seat_name(page, 1)
-    assert opponent.startswith("Participant "), opponent  # the fill-in does not say it is a bot
+    # the room marks the fill-in as a bot by its seat's kind, whatever its name
+    expect(page.locator(".seat-label[data-seat='1'] [data-seat-kind]").first).to_have_attribute(
+        "data-seat-kind", "bot"
+    )
     shot(page, artifacts, "5_game_with_fill_in")
 
     play_to_the_end(page, moves=240)
