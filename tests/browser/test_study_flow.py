@@ -1,19 +1,24 @@
-"""A participant's way through a study in Debian's chromium against a live server (server/web/study_pages.py):
-the recruitment link (ids dropped from the address), consent, the instruction pages, the guided practice game
-in the ordinary game room and back to the study from its end screen, the comprehension check with one wrong
-try, the waiting room with its presence check; and a failed check ending with the screened-out code.
-Screenshots of every step go to tests/artifacts/study_*.png."""
+"""A participant's way through a study in Debian's chromium against a live server (server/web/study_pages.py
+and the study matcher, server/web/study/matching.py): the recruitment link (ids dropped from the address),
+consent, the instruction pages, the guided practice game in the ordinary game room and back to the study
+from its end screen, the comprehension check with one wrong try, the waiting room with its presence check;
+a failed check ending with the screened-out code; the questionnaire and the completion code; two
+participants matched into one game, played to the end, one of them closing the tab mid-game and resuming
+with the same link; a lone participant playing the fill-in after the maximum wait; a participant who does
+not confirm their presence is not matched until they do. Screenshots go to tests/artifacts/study_*.png."""
 
 from __future__ import annotations
 
 import itertools
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_fits_width, axe_violations, page_errors
+from conftest import assert_fits_width, axe_violations, page_errors, play_to_the_end
 from e2e_helpers import MakeServer, ServerProcess
 from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from server.table.config import load_settings
 from server.web.study import flow
@@ -354,3 +359,161 @@ def test_after_the_game_the_questionnaire_then_the_code_and_earnings(
     assert record.outcome == "completed" and record.messages[0].read_at is not None
     assert not errors
     context.close()
+
+
+def play_both_to_the_end(pages: list[Page], looks: int = 240) -> None:
+    """Both participants play their seats as play_to_the_end (conftest.py) plays one: pass when proposing,
+    reject what the other proposes, finish every craft phase; a quarter second between two looks."""
+    for _ in range(looks):
+        if all(page.locator("#room-end").is_visible() for page in pages):
+            return
+        for page in pages:
+            for button in ("#propose-pass", "#decide-reject", "#craft-finish"):
+                target = page.locator(button)
+                if target.is_visible() and target.is_enabled():
+                    with suppress(PlaywrightTimeoutError):  # the other's move may have just replaced it
+                        target.click(timeout=2000)
+                    break
+        pages[0].wait_for_timeout(250)
+    for page in pages:
+        play_to_the_end(page, moves=1)  # its own check that the end screen shows
+
+
+def test_two_participants_matched_play_one_game_a_closed_tab_resumes_then_codes(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    study = create_study(
+        server,
+        practice=False,
+        instructions=[],
+        comprehension={"questions": []},
+        questionnaire=[
+            {
+                "id": "partner_human",
+                "prompt": "Was your partner a person or a computer?",
+                "kind": "choice",
+                "choices": ["A person", "A computer", "Not sure"],
+                "required": True,
+            }
+        ],
+        deadlines={"trade_propose": 30, "trade_decide": 30, "craft": 30, "tom_report": 30},
+        dropout={"disconnect_grace_seconds": 60, "idle_timeouts": 50},
+    )
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(2)]
+    pages = [context.new_page() for context in contexts]
+    errors = [page_errors(page) for page in pages]
+    for n, page in enumerate(pages):
+        open_link(page, server, study, f"pair{n}")
+        page.get_by_role("button", name="I agree").click()
+        expect(page.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    # the matcher seats both in one game of the study's hall; each waiting page opens it by itself
+    for page in pages:
+        page.wait_for_url("**/games/**", timeout=15_000)
+        expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    game_id = pages[0].url.rstrip("/").rsplit("/", 1)[1]
+    assert pages[1].url.rstrip("/").rsplit("/", 1)[1] == game_id
+    expect(pages[0].locator("#room-target")).to_be_visible()
+    expect(pages[0].locator(".site-header")).to_be_hidden()
+    shot(pages[0], artifacts, "14_game_matched")
+
+    # the first participant closes the tab mid-game and comes back with the same link: the same seat
+    pages[0].close()
+    pages[0] = contexts[0].new_page()
+    errors[0] = page_errors(pages[0])
+    pages[0].goto(f"{server.url}/study/{study.id}?PROLIFIC_PID=pair0&STUDY_ID=plat&SESSION_ID=s1")
+    pages[0].wait_for_url(f"**/games/{game_id}", timeout=15_000)
+    expect(pages[0].locator("#room[data-ready=true]")).to_be_attached()
+    expect(pages[0].locator("#room-target")).to_be_visible()  # their own seat's target: seated again
+
+    play_both_to_the_end(pages)
+    for n, page in enumerate(pages):
+        back = page.get_by_role("link", name="Back to the study")
+        expect(back).to_be_visible()
+        if n == 0:
+            shot(page, artifacts, "15_game_over")
+        back.click()
+        # the matcher records the game's end within about a second; the page waits for it
+        expect(page.get_by_role("heading", name="A few last questions")).to_be_visible(timeout=15_000)
+        page.get_by_label(["A person", "A computer"][n]).check()
+        page.get_by_role("button", name="Send my answers").click()
+        expect(page.locator("#completion-code")).to_have_text("C1DONE")
+        expect(page.locator("#earned-base")).to_have_text("2.50 GBP")
+    shot(pages[1], artifacts, "16_pair_completed")
+
+    records = {record.recruitment.participant_id: record for record in participants(server, study)}
+    assert sorted(records) == ["pair0", "pair1"]
+    for record in records.values():
+        assert record.outcome == "completed" and record.code == "C1DONE"
+        [game] = record.games
+        assert game.game_id == game_id and game.result in ("won", "lost", "no_winner")
+        assert game.filled_seats == []  # two people, no fill-in
+    assert {records["pair0"].games[0].seat, records["pair1"].games[0].seat} == {0, 1}
+    assert records["pair0"].reconnects >= 1
+    assert records["pair1"].questionnaire == {"partner_human": 1}
+    assert not errors[0] and not errors[1]
+    for context in contexts:
+        context.close()
+
+
+def short_study(server: ServerProcess, **changes: Any) -> StudyDefinition:
+    """A study of consent, waiting room and one game (no instructions, practice, check or questionnaire)."""
+    return create_study(
+        server, practice=False, instructions=[], comprehension={"questions": []}, questionnaire=[], **changes
+    )
+
+
+def test_a_lone_participant_plays_the_fill_in_after_the_maximum_wait(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    study = short_study(
+        server,
+        waiting_room={
+            "max_wait_seconds": 4,
+            "on_timeout": "fill",
+            "fill_in": {"kind": "bot", "bot": "random"},
+        },
+    )
+    page = browser.new_page()
+    errors = page_errors(page)
+    open_link(page, server, study, "alone0001")
+    page.get_by_role("button", name="I agree").click()
+    expect(page.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    page.wait_for_url("**/games/**", timeout=20_000)
+    expect(page.locator("#room[data-ready=true]")).to_be_attached()
+    play_to_the_end(page)
+    page.get_by_role("link", name="Back to the study").click()
+    expect(page.locator("#completion-code")).to_have_text("C1DONE", timeout=15_000)
+    shot(page, artifacts, "17_alone_with_the_fill_in")
+    [record] = participants(server, study)
+    [game] = record.games
+    assert game.filled_seats == [1 - game.seat]  # the other seat went to the fill-in
+    assert [e.detail["waited"] >= 4 for e in record.events if e.event == "matched"] == [True]
+    assert not errors
+    page.close()
+
+
+def test_a_participant_who_does_not_confirm_presence_is_not_matched(
+    server: ServerProcess, browser: Browser, artifacts: Path
+) -> None:
+    study = short_study(server)
+    first, second = (browser.new_context().new_page() for _ in range(2))
+    open_link(first, server, study, "late0001")
+    first.get_by_role("button", name="I agree").click()
+    # the first does not answer the presence check: they are no longer matched
+    expect(first.locator("#presence-missed")).to_be_visible(
+        timeout=(PRESENCE_CHECK + PRESENCE_TIMEOUT + 3) * 1000
+    )
+    open_link(second, server, study, "late0002")
+    second.get_by_role("button", name="I agree").click()
+    expect(second.get_by_role("heading", name="Waiting for your game")).to_be_visible()
+    second.wait_for_timeout(3000)  # three matcher rounds
+    assert "/study/" in second.url and "/study/" in first.url
+    assert all(record.step == "waiting" for record in participants(server, study))
+    shot(first, artifacts, "18_unconfirmed_not_matched")
+    # once they confirm, both are matched into one game
+    first.get_by_role("button", name="I'm still here").click()
+    for page in (first, second):
+        page.wait_for_url("**/games/**", timeout=15_000)
+    assert first.url == second.url
+    first.context.close()
+    second.context.close()
