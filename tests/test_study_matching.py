@@ -17,19 +17,24 @@ from typing import Any
 
 import pytest
 from e2e_helpers import DUEL_TRADE, Client, ServerProcess, play_duel, write_config
+from in_process import InProcessApp, MakeApp
+from mongo_server import database_uri, drop_database
+from table_support import in_parallel
 
 from server.store import Store, open_store
 from server.table.errors import ServerError
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition, parse_definition
-from server.web.study.matching import connected_key
+from server.web.study.matching import RoundReport, StudyMatcher, connected_key
 from server.web.study.records import (
     Participant,
     StudyGame,
+    game_key,
     iter_study_games,
     load_participant,
     load_study,
+    load_study_game,
     save_study,
     set_study_status,
 )
@@ -362,3 +367,136 @@ def test_two_servers_on_one_file_never_match_anyone_twice(make_server: MakeServe
         assert len(games) == 5
         for game in games:
             wait_until(lambda gid=game.game_id: store.get_game(gid)["status"] == "running")  # type: ignore[index]
+
+
+# ------------------------------------------------------------------ rounds driven by hand, in-process apps
+def manual_matcher(app: InProcessApp, leased: bool = True) -> StudyMatcher:
+    """The app's own background matcher stopped, and one whose rounds the test runs (``leased=False``:
+    without the lease, as two processes would be if the lease failed, to test the conditional writes
+    alone)."""
+    for stop in app.services.on_close:
+        if isinstance(getattr(stop, "__self__", None), StudyMatcher):
+            stop()
+    matcher = StudyMatcher(app.services)
+    if not leased:
+        matcher._take_lease = lambda: True  # type: ignore[method-assign]
+    return matcher
+
+
+def test_a_group_member_gone_between_the_read_and_the_write_leaves_no_empty_seat(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'partial.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "partial")
+    read = [arrive_waiting(store, "partial") for _ in range(2)]  # what the round read
+    flow.drop(store, definition, read[1].id, "closed the tab")  # then the second one left
+    report = RoundReport()
+    matcher.form_game(definition, read, report)
+    assert report.matched == [read[0].id] and len(report.games) == 1
+    stayer, gone = reload(store, read[0]), reload(store, read[1])
+    game_id = seat_of(stayer)[0]
+    assert gone.games == [] and gone.outcome == "dropped"
+    assert load_study_game(store, "partial", game_id).participants == {0: stayer.id, 1: None}  # type: ignore[union-attr]
+    meta = store.get_game(game_id)
+    assert meta is not None and meta["status"] == "running"  # the fill-in took the seat nobody will fill
+    assert meta["seats"][0]["user_id"] == stayer.user_id and meta["seats"][1]["kind"] == "bot"
+    # nobody of the group matched: no game at all, the plan removed
+    lonely = [arrive_waiting(store, "partial") for _ in range(2)]
+    for person in lonely:
+        flow.drop(store, definition, person.id, "left")
+    before = len(study_games(store, "partial"))
+    matcher.form_game(definition, lonely, report := RoundReport())
+    assert report.games == [] and len(study_games(store, "partial")) == before
+
+
+def test_a_crash_between_the_plan_and_the_game_is_repaired_by_the_next_round(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'crash.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "crash")
+    people = [arrive_waiting(store, "crash") for _ in range(4)]
+
+    def plan(game_id: str, pair: list[Participant]) -> None:
+        record = StudyGame(
+            game_id=game_id,
+            study_id="crash",
+            participants={0: pair[0].id, 1: pair[1].id},
+            created_at=time.time(),
+        )
+        assert store.replace_value(game_key("crash", game_id), None, record.model_dump_json())
+
+    plan("never-matched", people[:2])  # crashed right after writing the plan
+    plan("never-created", people[2:])  # crashed after matching, before creating the game
+    for seat, person in enumerate(people[2:]):
+        flow.matched(store, definition, person.id, "never-created", seat, [])
+    report = matcher.round()
+    assert report.led
+    games = {g.game_id for g in study_games(store, "crash")}
+    assert "never-matched" not in games  # undone: its people were still waiting
+    assert "never-created" in games
+    meta = store.get_game("never-created")
+    assert meta is not None and meta["status"] == "running"
+    assert [s["user_id"] for s in meta["seats"]] == [p.user_id for p in people[2:]]
+    first = [reload(store, p) for p in people[:2]]  # matched afresh in the same round
+    assert {seat_of(p)[0] for p in first} == set(report.games) and len(report.games) == 1
+
+
+def test_two_matchers_without_the_lease_still_match_nobody_twice(make_app: MakeApp, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'nolease.db'}"
+    apps = [make_app(database_uri=uri) for _ in range(2)]
+    matchers = [manual_matcher(app, leased=False) for app in apps]
+    store = apps[0].services.store
+    study(store, "nolease")
+    people = [arrive_waiting(store, "nolease") for _ in range(12)]
+    for _ in range(3):
+        in_parallel([m.round for m in matchers])
+    matched = [reload(store, p) for p in people]
+    assert all(p.step == "playing" and len(p.games) == 1 for p in matched)
+    games = study_games(store, "nolease")
+    seated = [pid for game in games for pid in game.participants.values() if pid]
+    assert sorted(seated) == sorted(p.id for p in people)
+    for game in games:  # every human seat is its participant's or the fill-in's: no game is stuck
+        meta = store.get_game(game.game_id)
+        assert meta is not None and meta["status"] == "running", meta
+        for seat, participant_id in game.participants.items():
+            holder = meta["seats"][seat]
+            if participant_id is None:
+                assert holder["kind"] == "bot"
+            else:
+                assert holder["user_id"] == next(p.user_id for p in matched if p.id == participant_id)
+
+
+def test_only_the_lease_holder_matches(make_app: MakeApp, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'lease.db'}"
+    matchers = [manual_matcher(make_app(database_uri=uri)) for _ in range(2)]
+    for _ in range(3):
+        reports = in_parallel([m.round for m in matchers])
+        assert sum(r.led for r in reports) == 1
+    leader = next(m for m, r in zip(matchers, reports, strict=True) if r.led)
+    leader.stop()  # a closing app hands the lease on at once
+    assert next(m for m in matchers if m is not leader).round().led
+
+
+def test_matching_and_the_game_end_through_mongodb(
+    make_server: MakeServer, tmp_path: Path, mongo_uri: str, clients: list[Client]
+) -> None:
+    """The same rounds over the MongoDB store (its conditional writes are the matcher's guarantees)."""
+    uri = database_uri(mongo_uri, f"tc_matching_{secrets.token_hex(5)}")
+    server = make_server(write_config(tmp_path / "cfg", database_uri=uri))
+    with open_store(uri) as store:
+        study(store, "mongo")
+        people = [arrive_waiting(store, "mongo") for _ in range(3)]
+        matched = [wait_step(store, p, "playing") for p in people[:2]]
+        assert reload(store, people[2]).step == "waiting"
+        game_id = seat_of(matched[0])[0]
+        players = [logged_in(server, store, p) for p in matched]
+        clients.extend(players)
+        for player in players:
+            player.call("join", {"game_id": game_id})
+        play_duel(game_id, players[0], players[1])
+        ended = [wait_step(store, p, "questionnaire", timeout=5) for p in matched]
+        assert [(p.games[-1].result, p.games[-1].points) for p in ended] == [("won", 1), ("won", 1)]
+    server.stop()
+    drop_database(uri)

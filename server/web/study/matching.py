@@ -242,11 +242,11 @@ class StudyMatcher:
         size = definition.group_size
         while len(queue) >= size:
             group, queue = queue[:size], queue[size:]
-            self._form_game(definition, group, report)
+            self.form_game(definition, group, report)
         if not queue or at - (queue[0].waiting_since or at) < room.max_wait_seconds:
             return
         if room.on_timeout == "fill":
-            self._form_game(definition, queue, report)
+            self.form_game(definition, queue, report)
             return
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
@@ -260,7 +260,7 @@ class StudyMatcher:
         meta = self.store.get_game(participant.practice_game_id)
         return meta is not None and at - float(meta.get("updated_at") or 0) <= grace
 
-    def _form_game(self, definition: StudyDefinition, group: list[Participant], report: RoundReport) -> None:
+    def form_game(self, definition: StudyDefinition, group: list[Participant], report: RoundReport) -> None:
         """Plan a game for ``group`` (in arrival order, one per human seat; the other human seats go to the
         fill-in), match each participant with a conditional write, then create and seat it."""
         humans = [i for i, seat in enumerate(definition.seats) if seat.kind == "human"]
@@ -377,11 +377,9 @@ class StudyMatcher:
             if participant is None or entry is None:
                 continue
             takeover = seats.get(seat, {}).get("takeover")
-            if entry.result == "dropped":
+            if entry.finished_at is not None:  # dropped, booted, or moved on by the researcher mid-game
                 if takeover != fill:
                     self._hand_over(definition, game.game_id, seat)
-                continue
-            if entry.finished_at is not None:
                 continue
             if takeover is not None:
                 self._drop(definition, participant_id, "idle: a bot took over the seat", report)
@@ -404,6 +402,13 @@ class StudyMatcher:
     def _record_end(self, definition: StudyDefinition, game: StudyGame, status: str) -> bool:
         """Record the game's end for each participant (flow.game_over is idempotent, so a second process or
         round changes nothing); True once every participant's entry is closed."""
+        people = {
+            seat: load_participant(self.store, definition.id, participant_id)
+            for seat, participant_id in game.participants.items()
+            if participant_id is not None
+        }
+        if all((entry := _entry(p, game.game_id)) is None or entry.finished_at for p in people.values()):
+            return True  # recorded already (by an earlier round, or another process): nothing to load
         results = self._results(game.game_id) if status == "finished" else {}
         settled = True
         for seat, participant_id in game.participants.items():
@@ -484,6 +489,7 @@ def _create(
 ) -> None:
     """The study game in the study's hall: a person's seat for each participant, the fill-in in the other
     human seats, the study's bots in theirs; its seats held for exactly the participants."""
+    services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
     taken = {p.name for p in playing.values()}
     while fill.name in taken:  # two look-alike names at one table are refused (lobby.check_name_clash)
