@@ -184,6 +184,9 @@ def test_a_lone_participant_is_matched_with_the_fill_in_after_the_maximum_wait(
     expect(page.get_by_role("heading", name="Waiting for your game")).to_be_visible()
     waiting = page.locator("#waiting")
     expect(page.locator("#waiting-max")).to_have_text(f"0:{MAX_WAIT:02d}")
+    expect(page.locator(".study-clock")).to_have_text(
+        re.compile(rf"^Waited 0:0\d of at most 0:{MAX_WAIT:02d}\.$"), use_inner_text=True
+    )
     expect(waiting).to_have_attribute("data-presence", "confirmed")
     expect(page.get_by_role("button", name="I'm still here")).to_be_hidden()
     shot(page, artifacts, "3_waiting")
@@ -275,10 +278,16 @@ def test_a_participant_who_does_not_confirm_presence_is_not_matched(
     assert seat_name(prompt, 1) != people["silent0001"].name
     shot(prompt, artifacts, "11_prompt_game_with_fill_in_phone")
 
-    # still unmatched, still told why; the page did not move
+    # still unmatched, still told why; the page did not move. Past the maximum wait, the clock no longer
+    # claims "of at most 0:08", nor that the game is about to open: what to do is the one message
     silent.wait_for_timeout(2000)  # two matcher rounds
     assert silent.url == f"{server.url}/study/{study.id}"
     expect(missed).to_be_visible()
+    assert elapsed_seconds(silent) > MAX_WAIT
+    clock = silent.locator(".study-clock")
+    expect(clock).to_have_text(re.compile(r"^Waited 0:\d\d\.$"), use_inner_text=True)
+    expect(silent.locator("#waiting-over")).to_be_hidden()
+    shot(silent, artifacts, "12_silent_past_the_maximum_wait")
     assert participants(server, study)["silent0001"].step == "waiting"
 
     # a newcomer arrives; once the silent one confirms, the two are matched with each other
@@ -298,7 +307,7 @@ def test_a_participant_who_does_not_confirm_presence_is_not_matched(
     assert seat_name(silent, 1) == people["newcomer0001"].name
     events = [event.event for event in people["silent0001"].events]
     assert "presence_confirmed" in events and events.count("matched") == 1
-    shot(silent, artifacts, "12_silent_matched_after_confirming")
+    shot(silent, artifacts, "13_silent_matched_after_confirming")
     assert not errors
 
 
@@ -315,18 +324,24 @@ def test_the_waiting_room_survives_a_server_restart(
     expect(page.locator("#waiting-elapsed")).to_have_text(re.compile(r"0:0[2-9]"), timeout=4000)
 
     first.kill()  # a crash: no shutdown code runs, the matcher's lease is left behind
-    page.wait_for_timeout(2500)  # the page's polls fail meanwhile; its clock goes on
-    shot(page, artifacts, "13_waiting_server_down")
+    # the page's polls fail meanwhile; its clock goes on, it asks as usual, and an answer that cannot reach
+    # the server says so
+    here = page.get_by_role("button", name="I'm still here")
+    expect(here).to_be_visible(timeout=(PRESENCE_CHECK + 3) * 1000)
+    shot(page, artifacts, "14_waiting_server_down")
+    here.click()
+    expect(page.locator("#study-error")).to_have_text("The server could not be reached; try again.")
+    shot(page, artifacts, "15_presence_while_server_down")
     during = elapsed_seconds(page)
-    assert during >= 4 and "/games/" not in page.url
+    assert "/games/" not in page.url
 
     second = make_server(first.config, port=first.port)  # the same settings file: the same SQLite file
     assert elapsed_seconds(page) > during
-    confirm_until_matched(page, timeout=30)
+    confirm_until_matched(page, timeout=30)  # the next "I'm still here" reaches the new process
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
     [after] = participants(second, study).values()
     assert after.id == before.id and study_games(second, study) == {game_id: {0: after.id, 1: None}}
     matched = next(event for event in after.events if event.event == "matched")
     assert matched.detail["waited"] >= 15  # counted from the first entry: the wait survived the restart
-    shot(page, artifacts, "14_matched_after_restart")
+    shot(page, artifacts, "16_matched_after_restart")
     assert not errors
