@@ -213,7 +213,8 @@ def test_a_lone_participant_is_matched_with_the_fill_in_after_the_maximum_wait(
     [record] = participants(server, study).values()
     assert study_games(server, study) == {game_id: {0: record.id, 1: None}}
     matched = next(event for event in record.events if event.event == "matched")
-    assert matched.detail["waited"] >= MAX_WAIT, matched
+    # a round a second: matched at the maximum wait, not long after (slack for a busy machine)
+    assert MAX_WAIT <= matched.detail["waited"] <= MAX_WAIT + 4, matched
     assert record.games[0].filled_seats == [1], record.games
     expect(page.locator(".site-header")).to_be_hidden()  # a study game: no way into the lobby
     # the room marks the fill-in as a bot by its seat's kind, whatever its name
