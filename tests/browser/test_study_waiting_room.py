@@ -7,6 +7,7 @@ static/js/study.js, the matcher of server/web/study/matching.py), each over its 
 - a participant who does not confirm their presence is not matched: another participant waiting at the same
   time plays the fill-in instead, the silent one's page says they will not be matched until they confirm,
   and once they confirm they are matched with a newcomer;
+- under the exit rule, a lone participant's wait ends with the no-partner code and its pay;
 - the waiting room survives a server crash: the process is killed (SIGKILL) and started again on the same
   SQLite file and port while a participant waits; their page keeps counting and they are matched.
 
@@ -61,9 +62,12 @@ def new_page(browser: Browser, contexts: list[BrowserContext], **options: Any) -
     return context.new_page()
 
 
-def create_study(server: ServerProcess, **waiting_room: Any) -> StudyDefinition:
+def create_study(
+    server: ServerProcess, payment: dict[str, Any] | None = None, **waiting_room: Any
+) -> StudyDefinition:
     """A duel study straight from consent to a one-question check and the waiting room (no instructions or
-    practice), stored in the running server's store as `tradecraft study create` does."""
+    practice), stored in the running server's store as `tradecraft study create` does; ``payment`` and
+    ``waiting_room`` replace keys of those sections."""
     definition = parse_definition(
         {
             "id": f"waiting-{next(_ids)}",
@@ -92,7 +96,7 @@ def create_study(server: ServerProcess, **waiting_room: Any) -> StudyDefinition:
                 },
             ],
             "codes": CODES,
-            "payment": {"currency": "GBP", "base": 2.5, "bonus_per_win": 1.0},
+            "payment": {"currency": "GBP", "base": 2.5, "bonus_per_win": 1.0, **(payment or {})},
             "waiting_room": {
                 "max_wait_seconds": MAX_WAIT,
                 "presence_check_seconds": PRESENCE_CHECK,
@@ -314,6 +318,34 @@ def test_a_participant_who_does_not_confirm_presence_is_not_matched(
     assert "presence_confirmed" in events and events.count("matched") == 1
     shot(silent, artifacts, "13_silent_matched_after_confirming")
     assert errors == [[], [], []]
+
+
+def test_under_the_exit_rule_a_lone_participant_leaves_with_the_no_partner_code(
+    server: ServerProcess, browser: Browser, contexts: list[BrowserContext], artifacts: Path
+) -> None:
+    study = create_study(server, payment={"no_partner_pay": 0.75}, on_timeout="exit")
+    page = new_page(browser, contexts, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    errors = page_errors(page)
+    to_waiting_room(page, server, study, "alone0001")
+    here = page.get_by_role("button", name="I'm still here")
+    expect(here).to_be_visible(timeout=(PRESENCE_CHECK + 3) * 1000)
+    here.click()
+    # after the maximum wait the page moves on by itself: no game, the no-partner code and its pay
+    expect(page.get_by_role("heading", name="Nobody was free to play")).to_be_visible(
+        timeout=(MAX_WAIT + 10) * 1000
+    )
+    expect(page.locator("#completion-code")).to_have_text(CODES["no_partner"])
+    expect(page.locator("#earned-base")).to_have_text("2.50 GBP")
+    expect(page.locator("#earned-bonus")).to_have_text("0.75 GBP")
+    expect(page.locator("#earned-total")).to_have_text("3.25 GBP")
+    assert_fits_width(page)
+    assert axe_violations(page) == []
+    shot(page, artifacts, "17_no_partner_code_phone")
+    [record] = participants(server, study).values()
+    assert record.outcome == "no_partner" and not record.games and study_games(server, study) == {}
+    no_partner = next(event for event in record.events if event.event == "no_partner")
+    assert MAX_WAIT <= no_partner.detail["waited"] <= MAX_WAIT + 4, no_partner
+    assert not errors
 
 
 def test_the_waiting_room_survives_a_server_restart(
