@@ -49,6 +49,7 @@ from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
 from server.web.study.matching import start_matcher
+from server.web.study_admin_exports import study_exports
 from server.web.study_pages import study_pages
 from server.web.transport_guards import route_socketio_paths
 
@@ -148,6 +149,7 @@ def create_app(
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
     app.register_blueprint(admin_pages)  # the admin dashboard's pages (server/web/admin_pages.py)
+    app.register_blueprint(study_exports)  # study exports and payments (docs/studies.md)
     app.register_blueprint(study_pages)  # the participant's pages (server/web/study_pages.py)
     route_socketio_paths(app)
     _register_health_check(app, services)

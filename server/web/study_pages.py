@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, session
@@ -87,6 +87,12 @@ def paragraphs(text: str) -> list[str]:
     return [part.strip() for part in re.split(r"\n\s*\n", text) if part.strip()]
 
 
+def explanations(definition: StudyDefinition, wrong: Iterable[str]) -> dict[str, str]:
+    """The explanations of the questions answered wrongly (never those of the right ones)."""
+    missed = set(wrong)
+    return {q.id: q.explanation for q in definition.comprehension.questions if q.id in missed}
+
+
 def _answer(definition: StudyDefinition, participant: Participant, **extra: Any) -> tuple[Response, int]:
     view = flow.participant_view(definition, participant)
     return jsonify({"ok": True, "participant": view, **extra}), 200
@@ -105,6 +111,13 @@ def _api(
 
     handler.__name__ = action.__name__
     return handler
+
+
+@study_pages.after_request
+def _not_cached(response: Response) -> Response:
+    """A study page shows the participant's step now: a back button or a proxy must not show an old one."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @study_pages.errorhandler(Exception)
@@ -132,7 +145,10 @@ def study_page(sid: str) -> Any:
     participant = participant_of_user(store, sid, principal.id) if principal else None
     if request.args or (participant is None and not definition.recruitment.required):
         query = {name: value for name, value in request.args.items()}
-        arrived = flow.arrive(store, record, query, user_id=principal.id if principal else None)
+        try:
+            arrived = flow.arrive(store, record, query, user_id=principal.id if principal else None)
+        except ServerError as err:  # full, paused, a forged id, ...: said under the study's title
+            return render_template("study/error.html", error=err, title=definition.title), err.status
         if principal is None or principal.id != arrived.user_id:
             current_sessions().log_in(arrived.user_id)
         return redirect(f"/study/{sid}", code=302)
@@ -162,10 +178,9 @@ def _render_step(definition: StudyDefinition, participant: Participant) -> str:
     elif step == "instructions":
         context.update(pages=[paragraphs(page) for page in definition.instructions])
     elif step == "comprehension":
-        wrong = set(view["comprehension"]["last_wrong"])
         context.update(
             questions=definition.comprehension.questions,
-            explanations={q.id: q.explanation for q in definition.comprehension.questions if q.id in wrong},
+            explanations=explanations(definition, view["comprehension"]["last_wrong"]),
             tries_left=definition.comprehension.attempts - len(participant.comprehension),
         )
     elif step == "waiting":
@@ -191,11 +206,14 @@ def me(sid: str) -> tuple[Response, int]:
 
 @study_pages.get("/api/study/<sid>/me/data")
 def my_data(sid: str) -> tuple[Response, int]:
-    """The participant's own record, without what identifies them on the platform (their recruitment ids)
-    or the user account behind the browser."""
+    """The participant's own record, without what identifies them on the platform (their recruitment ids),
+    the user account behind the browser, or which seats of their games the study's fill-in played."""
     _, definition = _study(sid)
     _, participant = _participant_of_caller(definition)
-    data = participant.model_dump(mode="json", exclude={"recruitment", "user_id"})
+    # which seats the fill-in took is the study design's to reveal (a fill-in may pass for a participant)
+    data = participant.model_dump(
+        mode="json", exclude={"recruitment": True, "user_id": True, "games": {"__all__": {"filled_seats"}}}
+    )
     response = jsonify({"ok": True, "data": data})
     if request.args.get("download") == "1":
         response.headers["Content-Disposition"] = f'attachment; filename="{sid}-my-data.json"'
@@ -242,10 +260,14 @@ def practice_done(
                 raise
     completed = practice_status(services.store, principal)
     if not completed["completed"]:
+        game = services.store.get_game(participant.practice_game_id) if participant.practice_game_id else None
+        ended = bool(game and game.get("status") in ("finished", "aborted"))  # lost: start another
         raise ServerError(
             "game_not_over",
-            "Finish the practice game first: craft your target in it.",
-            {"game_id": participant.practice_game_id},
+            "The practice game ended before you crafted your target: start it again."
+            if ended
+            else "Finish the practice game first: craft your target in it.",
+            {"game_id": participant.practice_game_id, "ended": ended},
             status=409,
         )
     game_id = str(completed["completed_game_id"])
@@ -258,8 +280,7 @@ def comprehension(
     flow.require_step(participant, "comprehension")  # a wrong step before a malformed sheet
     store = current_services().store
     updated, wrong = flow.answer_comprehension(store, definition, participant.id, body.get("answers"))
-    explanations = {q.id: q.explanation for q in definition.comprehension.questions if q.id in wrong}
-    return _answer(definition, updated, wrong=wrong, explanations=explanations)
+    return _answer(definition, updated, wrong=wrong, explanations=explanations(definition, wrong))
 
 
 def presence(

@@ -38,7 +38,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,10 +61,9 @@ from server.web.study.records import (
     StudyGame,
     StudyRecord,
     game_key,
-    iter_participants,
-    iter_study_games,
     load_participant,
     now,
+    participant_key,
 )
 from server.web.study.service import Studies
 
@@ -86,6 +85,8 @@ HOLD_SECONDS = 600.0
 #: not be filled: a participant's account refused, the hall has no instance); its participants' game ends
 #: ``aborted``.
 SEATING_GIVE_UP_SECONDS = 120.0
+#: Participant keys listed per store call.
+KEYS_PER_PAGE = 500
 #: Shortest gap between two notes of one seat's connection in the store (per process).
 CONNECTED_REFRESH_SECONDS = 2.0
 
@@ -155,8 +156,10 @@ class StudyMatcher:
         self.token = secrets.token_hex(8)  # this process, in the lease
         self.stopped = threading.Event()
         self._settled: set[str] = set()  # study games whose every participant's end is recorded
+        self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
+        self._handed_by_researcher: set[tuple[str, int]] = set()  # (game, seat) taken over, not idle
         self._lock = threading.Lock()  # one round at a time in this process
 
     # ---------------------------------------------------------------------------------------- running
@@ -221,13 +224,12 @@ class StudyMatcher:
 
     # --------------------------------------------------------------------------------------- matching
     def _match(self, record: StudyRecord, definition: StudyDefinition, report: RoundReport) -> None:
-        store = self.store
         at = now()
         grace = definition.dropout.waiting_grace_seconds
         room = definition.waiting_room
         queue: list[Participant] = []
-        for participant in iter_participants(store, definition.id):
-            if participant.step in ("done", "playing"):
+        for participant in self._unfinished(definition):
+            if participant.step == "playing":
                 continue
             if at - participant.last_seen_at > grace and not self._practising(participant, at, grace):
                 self._drop(definition, participant.id, "silent before the game", report)
@@ -251,6 +253,20 @@ class StudyMatcher:
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
                 self._no_partner(definition, participant.id, report)
+
+    def _unfinished(self, definition: StudyDefinition) -> Iterator[Participant]:
+        """The study's participants who have not finished, in key order. A finished one never changes step
+        again, so it is read once per process, then skipped by its key (a round's cost grows with those
+        still in the flow, plus one key listing)."""
+        for key in self._keys(participant_key(definition.id, "")):
+            raw = None if key in self._finished else self.store.get_value(key)
+            if raw is None:
+                continue
+            participant = Participant.model_validate_json(raw)
+            if participant.finished:
+                self._finished.add(key)
+            else:
+                yield participant
 
     def _practising(self, participant: Participant, at: float, grace: float) -> bool:
         """A participant in the practice game is not silent while that game moves (its room does not touch
@@ -309,9 +325,23 @@ class StudyMatcher:
     # ------------------------------------------------------------------------------------ supervision
     def _open_games(self, definition: StudyDefinition) -> Iterable[tuple[StudyGame, dict[str, Any] | None]]:
         """The study's games not yet settled, each with its stored record (None: not created yet)."""
-        for game in iter_study_games(self.store, definition.id):
-            if game.game_id not in self._settled:
+        prefix = game_key(definition.id, "")
+        for key in self._keys(prefix):
+            if key[len(prefix) :] in self._settled:
+                continue
+            raw = self.store.get_value(key)
+            if raw is not None:
+                game = StudyGame.model_validate_json(raw)
                 yield game, self.store.get_game(game.game_id)
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        after = ""
+        while True:
+            keys = self.store.list_keys(prefix, after=after, limit=KEYS_PER_PAGE)
+            yield from keys
+            if len(keys) < KEYS_PER_PAGE:
+                return
+            after = keys[-1]
 
     def _note_connections(
         self, definition: StudyDefinition, games: list[tuple[StudyGame, dict[str, Any] | None]]
@@ -354,7 +384,7 @@ class StudyMatcher:
                 elif status == "running":
                     assert meta is not None
                     self._watch_running(definition, game, meta, report)
-                elif status in ("finished", "aborted") and self._record_end(definition, game, status):
+                elif status in ("finished", "aborted") and self._record_end(definition, game, meta, report):
                     self._settled.add(game.game_id)
                     report.settled.append(game.game_id)
             except Exception:
@@ -381,8 +411,9 @@ class StudyMatcher:
                 if takeover != fill:
                     self._hand_over(definition, game.game_id, seat)
                 continue
-            if takeover is not None:
-                self._drop(definition, participant_id, "idle: a bot took over the seat", report)
+            if takeover is not None:  # the idle rule's bot, or the researcher's hand-over (they play on)
+                if self._went_idle(definition, game.game_id, seat):
+                    self._drop(definition, participant_id, "idle: a bot took over the seat", report)
                 continue
             if seat in online:
                 continue
@@ -393,15 +424,38 @@ class StudyMatcher:
             if at - last > definition.dropout.disconnect_grace_seconds:
                 self._drop(definition, participant_id, "disconnected from the game", report)
 
+    def _went_idle(self, definition: StudyDefinition, game_id: str, seat: int) -> bool:
+        """Whether the seat missed ``dropout.idle_timeouts`` deadlines in a row at some point of the game (the
+        table's idle rule handed it to a bot then); else the researcher handed it over, which is no dropout.
+        A seat found not idle is not looked at again."""
+        limit = definition.dropout.idle_timeouts
+        if limit is None or (game_id, seat) in self._handed_by_researcher:
+            return False
+        streak = longest = 0
+        for record in self.store.load_events(game_id):
+            payload = record.get("payload") or {}
+            if record.get("type") == "timeout" and seat in (payload.get("seats") or ()):
+                streak += 1
+                longest = max(longest, streak)
+            elif record.get("actor") == seat:
+                streak = 0
+        if longest < limit:
+            self._handed_by_researcher.add((game_id, seat))
+        return longest >= limit
+
     def _hand_over(self, definition: StudyDefinition, game_id: str, seat: int) -> None:
         try:
             hand_to_fill_in(self.services, definition, game_id, seat)
         except ServerError as err:  # the game ended, or was never started: nobody is left waiting for it
             log.info("study %s: game %s seat %s not handed over: %s", definition.id, game_id, seat, err.code)
 
-    def _record_end(self, definition: StudyDefinition, game: StudyGame, status: str) -> bool:
+    def _record_end(
+        self, definition: StudyDefinition, game: StudyGame, meta: dict[str, Any] | None, report: RoundReport
+    ) -> bool:
         """Record the game's end for each participant (flow.game_over is idempotent, so a second process or
-        round changes nothing); True once every participant's entry is closed."""
+        round changes nothing); one whose seat the idle rule gave to a bot before the end (which may come
+        within a round: bots play fast) is dropped instead. True once every participant's entry is closed."""
+        assert meta is not None
         people = {
             seat: load_participant(self.store, definition.id, participant_id)
             for seat, participant_id in game.participants.items()
@@ -409,13 +463,19 @@ class StudyMatcher:
         }
         if all((entry := _entry(p, game.game_id)) is None or entry.finished_at for p in people.values()):
             return True  # recorded already (by an earlier round, or another process): nothing to load
-        results = self._results(game.game_id) if status == "finished" else {}
+        finished = meta.get("status") == "finished"
+        results = self._results(game.game_id) if finished else {}
+        seats = {int(s["seat"]): s for s in meta.get("seats", [])}
         settled = True
-        for seat, participant_id in game.participants.items():
-            if participant_id is None:
+        for seat, participant in people.items():
+            entry = _entry(participant, game.game_id)
+            if participant is None or entry is None or entry.finished_at is not None:
+                continue
+            if seats.get(seat, {}).get("takeover") and self._went_idle(definition, game.game_id, seat):
+                self._drop(definition, participant.id, "idle: a bot took over the seat", report)
                 continue
             result, points = results.get(seat, ("aborted", None))
-            participant = flow.game_over(self.store, definition, participant_id, game.game_id, result, points)
+            participant = flow.game_over(self.store, definition, participant.id, game.game_id, result, points)
             entry = _entry(participant, game.game_id)
             settled = settled and (entry is None or entry.finished_at is not None)
         return settled
