@@ -26,7 +26,7 @@ from server.table.errors import ServerError
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition, parse_definition
-from server.web.study.matching import RoundReport, StudyMatcher, connected_key
+from server.web.study.matching import RoundReport, StudyMatcher, arrival_groups, connected_key
 from server.web.study.records import (
     Participant,
     StudyGame,
@@ -515,3 +515,33 @@ def test_a_seat_the_researcher_hands_to_a_bot_is_no_dropout(make_app: MakeApp, t
     assert reload(store, people[1]).step == "playing"
     assert reload(store, people[0]).step == "done"  # nobody at seat 0: disconnected past the grace
     assert store.get_game(game_id)["seats"][1]["takeover"] == "always_accept"  # type: ignore[index]
+
+
+def test_two_matchers_seeing_one_end_record_it_once(make_app: MakeApp, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'end.db'}"
+    apps = [make_app(database_uri=uri) for _ in range(2)]
+    matchers = [manual_matcher(app, leased=False) for app in apps]
+    store = apps[0].services.store
+    study(store, "end", games_per_participant=2)
+    people = [arrive_waiting(store, "end") for _ in range(2)]
+    game_id = matchers[0].round().games[0]
+    apps[0].services.table.abort(game_id, "ended by the researcher")
+    for _ in range(3):
+        in_parallel([m.round for m in matchers])
+    for person in people:
+        record = reload(store, person)
+        ends = [e.detail for e in record.events if e.event == "game_finished"]
+        assert ends == [{"game_id": game_id, "result": "aborted", "points": None}]
+        assert [g.result for g in record.games] == ["aborted"]
+
+
+def test_look_alike_names_are_never_grouped_together(tmp_path: Path) -> None:
+    """The lobby refuses two look-alike names at one table: such a pair would leave a game unseated."""
+    with open_store(f"sqlite:///{tmp_path / 'names.db'}") as store:
+        study(store, "names")
+        people = [arrive_waiting(store, "names") for _ in range(5)]
+    named = [p.model_copy(update={"name": name}) for p, name in zip(people, "AABCA", strict=True)]
+    groups, rest = arrival_groups(named, 2)
+    assert [[p.name for p in group] for group in groups] == [["A", "B"], ["A", "C"]]
+    assert [p.name for p in rest] == ["A"]
+    assert [p.id for p in groups[0]] == [people[0].id, people[2].id]  # the second A waits for the next

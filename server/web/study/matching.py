@@ -49,6 +49,7 @@ from server.store.base import StoreError
 from server.table.config import SeatSpec, Settings
 from server.table.errors import ServerError
 from server.table.master import Table
+from server.table.names import name_key
 from server.table.principal import Principal
 from server.web.auth import principal_for_user
 from server.web.lobby import Lobby, new_game_id
@@ -241,14 +242,17 @@ class StudyMatcher:
             elif flow.is_present(participant, at + PRESENCE_MARGIN_SECONDS):
                 queue.append(participant)
         queue.sort(key=lambda p: (p.waiting_since or p.updated_at, p.id))
-        size = definition.group_size
-        while len(queue) >= size:
-            group, queue = queue[:size], queue[size:]
+        groups, queue = arrival_groups(queue, definition.group_size)
+        for group in groups:
             self.form_game(definition, group, report)
         if not queue or at - (queue[0].waiting_since or at) < room.max_wait_seconds:
             return
         if room.on_timeout == "fill":
-            self.form_game(definition, queue, report)
+            group: list[Participant] = []
+            for participant in queue:  # the look-alike of one already in it waits for the next game
+                if name_key(participant.name) not in {name_key(member.name) for member in group}:
+                    group.append(participant)
+            self.form_game(definition, group, report)
             return
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
@@ -500,6 +504,28 @@ class StudyMatcher:
         }
 
 
+def arrival_groups(queue: list[Participant], size: int) -> tuple[list[list[Participant]], list[Participant]]:
+    """Full groups of ``size`` in arrival order, and those left over (in arrival order). Two participants
+    whose names could be mistaken for each other (the lobby refuses them at one table) go to different
+    groups: the later one waits for the next."""
+    groups: list[list[Participant]] = []
+    rest = queue
+    while len(rest) >= size:
+        group: list[Participant] = []
+        left: list[Participant] = []
+        for participant in rest:
+            names = {name_key(member.name) for member in group}
+            if len(group) < size and name_key(participant.name) not in names:
+                group.append(participant)
+            else:
+                left.append(participant)
+        if len(group) < size:
+            break
+        groups.append(group)
+        rest = left
+    return groups, rest
+
+
 # ---------------------------------------------------------------------------------------------- seating
 def seat_game(services: StudyServices, definition: StudyDefinition, plan: StudyGame) -> str | None:
     """Make the planned game real, idempotently (the round that planned it, or a later one after a crash).
@@ -551,8 +577,8 @@ def _create(
     human seats, the study's bots in theirs; its seats held for exactly the participants."""
     services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
-    taken = {p.name for p in playing.values()}
-    while fill.name in taken:  # two look-alike names at one table are refused (lobby.check_name_clash)
+    taken = {name_key(p.name) for p in playing.values()}
+    while name_key(fill.name or "") in taken:  # look-alike names at one table are refused (the lobby's rule)
         fill = fill_in_spec(definition, services.settings)
     specs = [
         SeatSpec(kind="human")
