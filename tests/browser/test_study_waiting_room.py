@@ -373,6 +373,7 @@ def test_the_waiting_room_survives_a_server_restart(
     assert "/games/" not in page.url
 
     second = make_server(first.config, port=first.port)  # the same settings file: the same SQLite file
+    page.wait_for_timeout(1100)  # the clock ticks each second, whatever the server does
     assert elapsed_seconds(page) > during
     confirm_until_matched(page, timeout=30)  # the next "I'm still here" reaches the new process
     game_id = page.url.rstrip("/").rsplit("/", 1)[1]
