@@ -249,3 +249,23 @@ def test_a_recruitment_id_cannot_forge_a_row_of_the_payments_csv(app: InProcessA
     rows = list(csv.reader(io.StringIO(batch.data.decode())))
     # the platform reads <participant id>,<amount>: one row, two fields, the id as it was recorded
     assert rows == [[forged, "0.50"]], rows
+
+
+# finding 8: anyone can keep a participant's name and lock them out of the study
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 8: keeping a participant's 'Participant NNNN' name locks them out of the study",
+)
+def test_keeping_a_participants_name_does_not_lock_them_out(app: InProcessApp) -> None:
+    study = new_study(app)
+    victim = arrive(app, study, pid(60))
+    name = me(victim, study)["name"]  # "Participant NNNN": 9000 names, shown to every game partner
+    griefer = app.client(name)  # a free name: a plain login takes it
+    status, kept = griefer.rest("POST", "/api/account/keep", {"password": "correct horse battery"})
+    assert status == 200, kept
+
+    reopened = victim.get(link(study, pid(60)))  # the recruitment link again does not help either
+    answer = victim.get(f"/api/study/{study.id}/me")
+
+    assert reopened.status_code == 302
+    assert answer.status_code == 200, answer.get_json()
