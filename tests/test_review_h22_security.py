@@ -269,3 +269,26 @@ def test_keeping_a_participants_name_does_not_lock_them_out(app: InProcessApp) -
 
     assert reopened.status_code == 302
     assert answer.status_code == 200, answer.get_json()
+
+
+# finding 9: reloading the link erases the participant's audit trail (consent included)
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 9: 400 reloads of the study link push the consent record out of the audit trail",
+)
+def test_reloading_the_link_does_not_erase_the_consent_record(app: InProcessApp) -> None:
+    study = new_study(app)
+    browser = arrive(app, study, pid(80))
+    assert browser.post(f"/api/study/{study.id}/consent", json={"agree": True}).status_code == 200
+    for _ in range(
+        400
+    ):  # each reopening of the link logs "resumed"; events are capped at 400, oldest dropped
+        assert browser.get(link(study, pid(80))).status_code == 302
+    admin = app.http()
+    assert admin.post("/api/admin/login", json={"password": ADMIN_PASSWORD}).status_code == 200
+
+    [record] = list(iter_participants(app.services.store, study.id))
+    funnel = admin.get("/api/admin/studies").get_json()
+
+    assert next(s for s in funnel["studies"] if s["id"] == study.id)["funnel"]["consented"] == 1
+    assert "consented" in [event.event for event in record.events]
