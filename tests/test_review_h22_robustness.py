@@ -8,14 +8,17 @@ matcher stopped) so each test decides when a round happens.
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 
 import pytest
-from in_process import MakeApp
+from in_process import InProcessApp, InProcessClient, MakeApp
 from test_study_matching import arrive_waiting, manual_matcher, reload, study
 
+from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
+from server.web.study.records import Participant
 
 
 @pytest.mark.xfail(
@@ -96,3 +99,44 @@ def test_an_aborted_first_game_of_two_sends_the_players_back_to_the_waiting_room
     after = [reload(store, p) for p in people]
     assert [g.result for g in after[0].games] == ["aborted"]
     assert [p.step for p in after] == ["waiting", "waiting"], [p.step for p in after]
+
+
+def participant_client(app: InProcessApp, participant: Participant) -> InProcessClient:
+    """A browser logged in as the participant (what the study link's page does: Sessions.log_in)."""
+    session_id = secrets.token_urlsafe(32)
+    at = time.time()
+    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
+    assert app.services.store.replace_value(session_key(session_id), None, record.dumps())
+    client = InProcessClient(app)
+    client.http.set_cookie("tradecraft_session", session_id)
+    return client
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 4: an open waiting page that never confirms presence waits forever, its place never freed",
+)
+def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    """The maximum-wait rule looks only at the present (StudyMatcher._match: ``queue``), and the silence rule
+    at last_seen_at, which the waiting page's /me poll keeps fresh. A participant who walked away from an
+    open waiting page is neither matched, nor sent home with no_partner, nor dropped: no code, ever, and their
+    place in the study's capacity is never given back."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'away.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    study(
+        store,
+        "away",
+        waiting_room={"max_wait_seconds": 10, "on_timeout": "exit"},
+        dropout={"waiting_grace_seconds": 10},
+    )
+    person = arrive_waiting(store, "away")
+    page = participant_client(app, person)
+    deadline = time.monotonic() + 22  # presence lapses at 8 s, the maximum wait at 10 s, the grace is 10 s
+    while time.monotonic() < deadline:
+        status, body = page.rest("GET", "/api/study/away/me")  # the waiting page's poll
+        assert status == 200, body
+        matcher.round()
+        time.sleep(1)
+    assert reload(store, person).step != "waiting", "still waiting, with no code, 12 s after the maximum wait"
