@@ -16,9 +16,11 @@ import pytest
 from in_process import InProcessApp, InProcessClient, MakeApp
 from test_study_matching import arrive_waiting, manual_matcher, reload, study
 
+from server.store import open_store
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
-from server.web.study.records import Participant
+from server.web.study.exports import participant_rows
+from server.web.study.records import MAX_EVENTS, Participant
 
 
 @pytest.mark.xfail(
@@ -140,3 +142,24 @@ def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
         matcher.round()
         time.sleep(1)
     assert reload(store, person).step != "waiting", "still waiting, with no code, 12 s after the maximum wait"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 5: MAX_EVENTS trims a participant's early steps (consent, check) out of the record and export",
+)
+def test_a_long_wait_keeps_the_participants_earlier_steps_in_the_export(tmp_path: Path) -> None:
+    """Participant.log keeps the newest MAX_EVENTS (400) events and the first; every presence confirmation
+    and every return by the link is one event. A participant who waits long (several games, a long
+    max_wait with a short presence check: 3600 s / 5 s = 720 confirmations in one wait) loses their
+    consent, practice, comprehension and earlier games' events from the store and from the export's events
+    table, which docs/studies.md says holds every step."""
+    with open_store(f"sqlite:///{tmp_path / 'trail.db'}") as store:
+        definition = study(
+            store, "trail", waiting_room={"max_wait_seconds": 3600, "presence_check_seconds": 5}
+        )
+        person = arrive_waiting(store, "trail")
+        for _ in range(MAX_EVENTS):  # 400 clicks of "I'm here" = 33 minutes of one wait
+            flow.confirm_presence(store, definition, person.id)
+        rows = participant_rows(definition, reload(store, person))["events"]
+        assert "consented" in [row["event"] for row in rows]
