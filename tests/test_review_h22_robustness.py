@@ -90,7 +90,8 @@ def test_an_aborted_first_game_of_two_sends_the_players_back_to_the_waiting_room
     """flow.game_over counts only games that did not end aborted (so an aborted one is not a game played),
     yet with ``result == "aborted"`` it skips to the questionnaire: a game the researcher ended (or the
     crash repair aborted) ends the participant's games, and they complete (base paid) having played none.
-    docs/studies.md: 'the participant then goes on to the next game's waiting room or to the questionnaire'."""
+    docs/studies.md: 'the participant then goes on to the next game's waiting room or to the
+    questionnaire'."""
     app = make_app(database_uri=f"sqlite:///{tmp_path / 'two.db'}")
     matcher, store = manual_matcher(app), app.services.store
     study(store, "two", games_per_participant=2)
@@ -116,7 +117,7 @@ def participant_client(app: InProcessApp, participant: Participant) -> InProcess
 
 @pytest.mark.xfail(
     strict=True,
-    reason="finding 4: an open waiting page that never confirms presence waits forever, its place never freed",
+    reason="finding 4: an open waiting page that never confirms presence waits forever (place never freed)",
 )
 def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
     make_app: MakeApp, tmp_path: Path
@@ -146,7 +147,7 @@ def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="finding 5: MAX_EVENTS trims a participant's early steps (consent, check) out of the record and export",
+    reason="finding 5: MAX_EVENTS trims a participant's early steps (consent, check) out of the export",
 )
 def test_a_long_wait_keeps_the_participants_earlier_steps_in_the_export(tmp_path: Path) -> None:
     """Participant.log keeps the newest MAX_EVENTS (400) events and the first; every presence confirmation
