@@ -20,6 +20,7 @@ from test_study_matching import arrive_waiting, manual_matcher, reload, study
 from server.store import open_store
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
+from server.web.study.definition import StudyDefinitionError, parse_definition
 from server.web.study.exports import export_jsonl, participant_rows
 from server.web.study.records import MAX_EVENTS, Participant
 
@@ -208,3 +209,55 @@ def test_a_disconnect_and_reconnect_mid_game_is_in_the_study_export(
     assert record.reconnects > 0 or any(word in json.dumps(traced) for word in words), (
         "no trace of the lost connection in the export"
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 7: tom_orders the definition accepts ([1], [2], [1, 2]) are refused by the game's hall",
+)
+def test_tom_orders_the_definition_accepts_are_accepted_by_the_game(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    """TomOrders allows any distinct values among 0, 1, 2; the game's HallSettings requires a reporting seat
+    to report order 0 too. ``tradecraft study create`` then dies with a pydantic traceback (it catches only
+    StudyDefinitionError), and a study stored otherwise is skipped by every matcher round ('cannot be
+    matched'): its waiting room never matches anyone."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'orders.db'}")
+    definition = parse_definition(
+        {
+            "id": "orders",
+            "title": "Orders",
+            "consent": "Test consent.",
+            "codes": {"completed": "A1", "screened_out": "B2", "no_partner": "C3", "dropped": "D4"},
+            "tom_orders": {"human": [1, 2]},  # valid by its own rule: distinct values among 0, 1, 2
+        }
+    )
+    try:
+        app.services.studies.check(definition)
+    except StudyDefinitionError:
+        return  # refused with the definition's own typed error: the fix that keeps the two rules apart
+    definition.hall_settings(app.services.settings)  # what the matcher's every round builds
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 8: the fill-in in a human seat gets the participants' ToM orders, not tom_orders.bot",
+)
+def test_the_fill_in_reports_the_tom_orders_of_its_kind(make_app: MakeApp, tmp_path: Path) -> None:
+    """hall_settings sets each seat's orders from the definition's seat kinds; a human seat the fill-in plays
+    (a lone participant's partner, a dropout's seat) keeps the human orders (default []: no reports), so a
+    study's bot-opponent value reports (tom_orders.bot, default [0, 1, 2]) are missing from exactly the
+    games where the partner was a bot."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'fillorders.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    study(store, "fillorders", waiting_room={"max_wait_seconds": 0.5})  # tom_orders: human [], bot [0, 1, 2]
+    arrive_waiting(store, "fillorders")
+    time.sleep(0.6)
+    game_id = matcher.round().games[0]
+    meta = store.get_game(game_id)
+    assert meta is not None and meta["seats"][1]["kind"] == "bot"  # the fill-in
+    live = app.services.table.get(game_id)
+    with live.lock:
+        assert live.game is not None
+        orders = live.game.settings.tom_orders
+    assert orders[1] == [0, 1, 2], orders
