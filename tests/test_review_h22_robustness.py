@@ -147,10 +147,6 @@ def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
     assert reload(store, person).step != "waiting", "still waiting, with no code, 12 s after the maximum wait"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 5: MAX_EVENTS trims a participant's early steps (consent, check) out of the export",
-)
 def test_a_long_wait_keeps_the_participants_earlier_steps_in_the_export(tmp_path: Path) -> None:
     """Participant.log keeps the newest MAX_EVENTS (400) events and the first; every presence confirmation
     and every return by the link is one event. A participant who waits long (several games, a long
