@@ -25,10 +25,6 @@ from server.web.study.exports import export_jsonl, participant_rows
 from server.web.study.records import MAX_EVENTS, Participant
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 1: a game longer than waiting_grace_seconds ends in a 'silent before the game' drop",
-)
 def test_a_game_longer_than_the_waiting_grace_does_not_drop_its_players(
     make_app: MakeApp, tmp_path: Path
 ) -> None:
@@ -117,10 +113,6 @@ def participant_client(app: InProcessApp, participant: Participant) -> InProcess
     return client
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 4: an open waiting page that never confirms presence waits forever (place never freed)",
-)
 def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
     make_app: MakeApp, tmp_path: Path
 ) -> None:
@@ -164,10 +156,6 @@ def test_a_long_wait_keeps_the_participants_earlier_steps_in_the_export(tmp_path
         assert "consented" in [row["event"] for row in rows]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 6: a participant's disconnects and reconnects during a game are in no record or export",
-)
 def test_a_disconnect_and_reconnect_mid_game_is_in_the_study_export(
     make_app: MakeApp, tmp_path: Path
 ) -> None:
@@ -235,10 +223,6 @@ def test_tom_orders_the_definition_accepts_are_accepted_by_the_game(
     definition.hall_settings(app.services.settings)  # what the matcher's every round builds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 8: the fill-in in a human seat gets the participants' ToM orders, not tom_orders.bot",
-)
 def test_the_fill_in_reports_the_tom_orders_of_its_kind(make_app: MakeApp, tmp_path: Path) -> None:
     """hall_settings sets each seat's orders from the definition's seat kinds; a human seat the fill-in plays
     (a lone participant's partner, a dropout's seat) keeps the human orders (default []: no reports), so a

@@ -299,6 +299,7 @@ class Lobby:
         hold: dict[str, Any] | None = None,
         seat_specs: list[SeatSpec] | None = None,
         game_id: str | None = None,
+        tom_orders: list[list[int]] | None = None,
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
 
@@ -310,7 +311,9 @@ class Lobby:
         per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies.
         ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's).
         ``seat_specs`` and ``game_id`` are for in-process callers only (the study matcher: its fill-in in a
-        participant's seat of a hall whose seats are fixed; the id its participants were matched to)."""
+        participant's seat of a hall whose seats are fixed; the id its participants were matched to).
+        ``tom_orders`` (in-process only): each seat's ToM orders instead of the hall's (the study's fill-in
+        reports as a bot or an LLM seat does, not as the participant whose seat it took)."""
         hall = self.hall(hall_name)
         specs = seat_specs if seat_specs is not None else self._seat_specs(hall, seats)
         if seed is not None and (
@@ -362,6 +365,7 @@ class Lobby:
                 difficulty,
                 open_slot,
                 hold,
+                tom_orders,
             )
         except BaseException:
             if open_slot is not None and self.store.get_game(game_id) is None:
@@ -381,6 +385,7 @@ class Lobby:
         difficulty: Any,
         open_slot: dict[str, str] | None,
         hold: dict[str, Any] | None = None,
+        tom_orders: list[list[int]] | None = None,
     ) -> dict[str, Any]:
         choice, instance, root = self._choose_instance(
             hall, hall_name, game_id, instance_id, creator, difficulty
@@ -397,6 +402,14 @@ class Lobby:
         if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
             game_settings = game_settings.model_copy(
                 update={"first_proposer": choice["repetition"] % hall.players}
+            )
+        if tom_orders is not None:  # validated as the hall's own orders are
+            if len(tom_orders) != hall.players:
+                raise ServerError(
+                    "invalid_request", f"tom_orders lists {len(tom_orders)} seats, not {hall.players}."
+                )
+            game_settings = type(game_settings).model_validate(
+                {**game_settings.model_dump(), "tom_orders": tom_orders}
             )
         meta = {
             "hall": hall_name,
