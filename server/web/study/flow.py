@@ -382,6 +382,7 @@ def matched(
         if not is_present(participant):
             raise ServerError("wrong_step", "The participant has not confirmed their presence.", status=409)
         participant.step = "playing"
+        participant.last_seen_at = now()
         participant.games.append(
             GameEntry(game_id=game_id, seat=seat, matched_at=now(), filled_seats=sorted(filled_seats))
         )
@@ -472,7 +473,8 @@ def game_over(
         entry.points = points
         participant.log("game_finished", game_id=game_id, result=result, points=points)
         finished = sum(g.finished_at is not None and g.result != "aborted" for g in participant.games)
-        if finished < definition.games_per_participant and result != "aborted":
+        participant.last_seen_at = now()  # the game kept them busy: they were there until its end
+        if finished < definition.games_per_participant:  # an aborted game does not count as played
             participant.step = "waiting"
             _enter_waiting(definition, participant)
             participant.log("step")
