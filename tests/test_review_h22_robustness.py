@@ -1,7 +1,7 @@
 """Review of issue 22 (studies): robustness of the matcher, the supervisor and the flow's accounting.
 
-Each test is a confirmed defect, marked ``xfail(strict=True)``: it passes today only because the defect is
-there, and turns red (XPASS) once it is fixed, so the marker is removed with the fix. Real in-process apps
+Each test reproduces a confirmed defect; each was marked ``xfail(strict=True)`` until its fix, and now
+stays as its regression test (findings 1-8 are fixed). Real in-process apps
 (tests/in_process.py) over real SQLite files; the matcher's rounds are run by hand (the app's own background
 matcher stopped) so each test decides when a round happens.
 """
@@ -13,7 +13,6 @@ import secrets
 import time
 from pathlib import Path
 
-import pytest
 from in_process import InProcessApp, InProcessClient, MakeApp
 from test_study_matching import arrive_waiting, manual_matcher, reload, study
 
