@@ -41,9 +41,12 @@ def test_a_game_longer_than_the_waiting_grace_does_not_drop_its_players(
     app.services.table.abort(game_id, "ended")  # the game ends (any end: a result or an abort)
     matcher.round()
     after = [reload(store, p) for p in people]
-    assert [p.step for p in after] == ["questionnaire", "questionnaire"], [
-        (p.step, p.outcome, [e.detail for e in p.events if e.event == "dropped"]) for p in after
-    ]
+    # the end is recorded, and nobody is dropped (an aborted game is no game played: they are matched again)
+    assert [p.games[0].result for p in after] == ["aborted", "aborted"]
+    assert [(p.outcome, [e.detail for e in p.events if e.event == "dropped"]) for p in after] == [
+        (None, []),
+        (None, []),
+    ], [p.step for p in after]
 
 
 def test_a_fill_in_bot_that_does_not_exist_is_refused_when_the_study_is_created(
