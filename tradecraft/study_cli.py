@@ -16,6 +16,7 @@ STUDY_COMMANDS: dict[str, tuple[str, str]] = {
     "pause": ("server.web.study.cli:pause_command", "Pause a study: nobody new is admitted."),
     "resume": ("server.web.study.cli:resume_command", "Reopen a paused study."),
     "close": ("server.web.study.cli:close_command", "Close a study for good."),
+    "simulate": ("agents.study_simulation:simulate_command", "Run a study with simulated participants."),
 }
 
 
