@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import re
 import secrets
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -145,20 +144,18 @@ def arrive(
         code = "study_closed" if study.status == "closed" else "study_paused"
         words = "closed" if study.status == "closed" else "paused for now; please try again later"
         raise ServerError(code, f"This study is {words}.", status=409 if code == "study_closed" else 503)
-    participant_id = new_participant_id()
-    if store.set_value_if_absent(key, participant_id) != participant_id:  # another tab or device was first
-        return _resume(store, definition, str(store.get_value(key)), ids)
     if not _take_place(store, definition):
-        store.replace_value(key, participant_id, None)
         raise ServerError(
             "study_full",
             "The study has all the participants it needs. Thank you for your interest.",
             status=409,
         )
+    # The record and the person's key are written before the recruitment id is claimed, so a claimed id
+    # always names a whole record (a crash in between leaves only an unclaimed record nobody reaches).
     user = store.create_user(f"Participant {secrets.randbelow(9000) + 1000}")
     at = now()
     participant = Participant(
-        id=participant_id,
+        id=new_participant_id(),
         study_id=definition.id,
         user_id=user["id"],
         name=user["name"],
@@ -169,8 +166,15 @@ def arrive(
         last_seen_at=at,
     )
     participant.log("arrived", anonymous=ids.anonymous)
-    store.replace_value(participant_key(definition.id, participant_id), None, participant.model_dump_json())
-    store.set_value_if_absent(user_key(definition.id, user["id"]), participant_id)
+    record_key = participant_key(definition.id, participant.id)
+    written = participant.model_dump_json()
+    store.replace_value(record_key, None, written)
+    store.replace_value(user_key(definition.id, user["id"]), None, participant.id)
+    if store.set_value_if_absent(key, participant.id) != participant.id:  # another tab or device was first
+        store.replace_value(record_key, written, None)
+        store.replace_value(user_key(definition.id, user["id"]), participant.id, None)
+        _give_place_back(store, definition)
+        return _resume(store, definition, str(store.get_value(key)), ids)
     return participant
 
 
@@ -179,31 +183,24 @@ def _resume(
 ) -> Participant:
     """The returning participant's record, counting the return; a link of another platform session of the same
     participant id is refused (it took part already)."""
-    for _ in range(40):  # the first request may be writing the record right now
-        try:
 
-            def returned(participant: Participant) -> Participant:
-                if (
-                    ids is not None
-                    and participant.recruitment.session_id is not None
-                    and ids.session_id != participant.recruitment.session_id
-                ):
-                    raise ServerError(
-                        "already_participated",
-                        "This participant id has taken part in the study already, in another session.",
-                        status=409,
-                    )
-                participant.reconnects += 1
-                participant.last_seen_at = now()
-                participant.log("resumed")
-                return participant
+    def returned(participant: Participant) -> Participant:
+        if (
+            ids is not None
+            and participant.recruitment.session_id is not None
+            and ids.session_id != participant.recruitment.session_id
+        ):
+            raise ServerError(
+                "already_participated",
+                "This participant id has taken part in the study already, in another session.",
+                status=409,
+            )
+        participant.reconnects += 1
+        participant.last_seen_at = now()
+        participant.log("resumed")
+        return participant
 
-            return update_participant(store, definition.id, participant_id, returned)
-        except ServerError as err:
-            if err.code != "unknown_participant":
-                raise
-        time.sleep(0.05)
-    raise ServerError("conflict", "Your first visit is still being recorded; reload the page.", status=409)
+    return update_participant(store, definition.id, participant_id, returned)
 
 
 def _take_place(store: Store, definition: StudyDefinition) -> bool:
