@@ -43,6 +43,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import signal
 import socket
 import statistics
@@ -74,6 +75,10 @@ REQUEST_TIMEOUT = 20.0
 PRACTICE_TRIES = 3
 #: Completed participants who open their link again at the end (they must be resumed, not admitted twice).
 REPLAYED_LINKS = 3
+#: How long a participant retries opening a game they were matched into that is not created or seated yet,
+#: and the refusals that mean so.
+GAME_READY_SECONDS = 15.0
+GAME_NOT_READY_CODES = frozenset({"unknown_game", "seat_taken", "not_your_seat", "game_full"})
 #: Server log lines that count as server errors.
 SERVER_ERROR_LINE = re.compile(r"\bERROR\b|^Traceback \(most recent call last\)")
 
@@ -152,6 +157,7 @@ class ParticipantRun:
     waited_source: str = "server"  # or "client" when their data held no matched event
     comprehension_tries: int = 0
     practice_games: int = 0
+    game_not_ready: int = 0  # tries to open a matched game before the server had created or seated it
     moves: int = 0
     errors: list[str] = field(default_factory=list)  # unexpected failures of their requests
     seconds: float = 0.0
@@ -524,9 +530,9 @@ class SimulatedParticipant:
         answer = self.session.open_link(self.link_query())
         location = answer.headers.get("Location", "")
         if answer.status_code != 302 or "?" in location:
-            raise ApiError(
-                answer.status_code, "link_refused", f"the study link answered {location or answer.text[:200]}"
-            )
+            title = re.search(r"<title>(.*?)</title>", answer.text, re.S)
+            said = title.group(1).strip() if title else answer.text[:120]
+            raise ApiError(answer.status_code, "link_refused", f"the study link answered: {said}")
 
     def _step(self, view: dict[str, Any]) -> dict[str, Any]:
         step = view["step"]
@@ -542,7 +548,7 @@ class SimulatedParticipant:
             if step == "waiting":
                 return self._wait(view)
             if step == "playing":
-                return self._play_game(str(view["current_game"]))
+                return self._play_game(view)
             if step == "questionnaire":
                 return self._post("questionnaire", {"answers": self._questionnaire_answers()})
         except ApiError as err:
@@ -615,24 +621,25 @@ class SimulatedParticipant:
             self.run.did = "no_partner"
         return view
 
-    def _play_game(self, game_id: str) -> dict[str, Any]:
+    def _play_game(self, view: dict[str, Any]) -> dict[str, Any]:
         from agents.bots.registry import make_policy
         from agents.driver import run_seat
-        from agents.remote import RemoteConnection
 
+        game_id = view.get("current_game")
+        if not game_id:  # matched a moment ago: the view names the game at the next read
+            time.sleep(POLL_SECONDS)
+            return self.session.me()
+        seat = next((g["seat"] for g in view.get("games", []) if g.get("game_id") == game_id), None)
         policy = make_policy("random", self.behaviour.seed)
         leave_after = self.behaviour.drops_after_moves
 
         def moved(outcome: Any) -> None:
             self.run.moves += 1
-            if leave_after is not None and len(outcome.actions) >= leave_after:
+            if leave_after is not None and outcome.actions >= leave_after:
                 raise _Leave
 
-        conn = RemoteConnection(
-            self.url, game_id, cookie=self.session.cookie_header(), timeout=REQUEST_TIMEOUT
-        )
+        conn = self._join_game(str(game_id), seat)
         try:
-            conn.connect()
             run_seat(policy, conn, on_move=moved, turn_timeout=self._left())
         except _Leave:
             if not conn.finished:  # gone mid-game: the socket closes and never comes back
@@ -641,6 +648,27 @@ class SimulatedParticipant:
         finally:
             conn.close()
         return self._until(lambda v: v["step"] != "playing" or v.get("current_game") != game_id, 60)
+
+    def _join_game(self, game_id: str, seat: int | None) -> Any:
+        """Open the game's socket on the participant's seat. A participant may see their match a moment
+        before the matcher has created or seated the game (the room page would say so and reload): that is
+        retried for GAME_READY_SECONDS and counted."""
+        from agents.connection import ConnectionFailed
+        from agents.remote import RemoteConnection
+
+        give_up = time.monotonic() + GAME_READY_SECONDS
+        while True:
+            conn = RemoteConnection(
+                self.url, game_id, cookie=self.session.cookie_header(), seat=seat, timeout=REQUEST_TIMEOUT
+            )
+            try:
+                return conn.connect()
+            except ConnectionFailed as err:
+                conn.close()
+                if err.code not in GAME_NOT_READY_CODES or time.monotonic() > give_up:
+                    raise
+                self.run.game_not_ready += 1
+                time.sleep(0.5)
 
     def _questionnaire_answers(self) -> dict[str, Any]:
         answers: dict[str, Any] = {}
@@ -683,7 +711,7 @@ class SimulatedParticipant:
         waits = matched_waits(self._data_or_none())
         if waits:
             run.waited_seconds = waits
-        else:
+        elif self._client_waits:
             run.waited_seconds, run.waited_source = list(self._client_waits), "client"
 
     def _data_or_none(self) -> dict[str, Any] | None:
@@ -983,6 +1011,7 @@ def run_simulation(
         check_replayed_links(replays),
         *check_errors(finished, server_errors),
     ]
+    ok = all(check.ok for check in checks)
     waits = [w for run in finished for w in run.waited_seconds]
     server_clock = all(run.waited_source == "server" for run in finished)
     p50, p95 = percentile(waits, 0.5), percentile(waits, 0.95)
@@ -998,6 +1027,7 @@ def run_simulation(
         "matches measured": f"{len(waits)} ({'server clock' if server_clock else 'some by the client'})",
         "games played": len(game_ids),
         "practice games": sum(run.practice_games for run in finished),
+        "game not ready at 1st open": sum(run.game_not_ready > 0 for run in finished),
         "moves by participants": sum(run.moves for run in finished),
         "server errors": "n/a (--url)" if server_errors is None else len(server_errors),
         "payments checked by": "admin API batch" if payments is not None else "participants' records",
@@ -1006,7 +1036,7 @@ def run_simulation(
         if finished
         else None,
     }
-    return SimulationReport(figures, checks, finished, str(server.log_path) if server else None)
+    return SimulationReport(figures, checks, finished, str(server.log_path) if server and not ok else None)
 
 
 def simulate(
@@ -1051,10 +1081,11 @@ def simulate(
     if speed_up:
         facts = StudyFacts(sped_up(facts.definition))
     server = LocalServer(settings_file or ROOT / "settings.yaml", participants, speed_up)
+    report: SimulationReport | None = None
     try:
         server.start()
         server.create_study(facts.definition)
-        return run_simulation(
+        report = run_simulation(
             facts,
             server.url,
             behaviours,
@@ -1065,6 +1096,9 @@ def simulate(
         )
     finally:
         server.stop()
+        if report is not None and report.ok:  # a failed run keeps its server log for reading
+            shutil.rmtree(server.folder, ignore_errors=True)
+    return report
 
 
 @click.command("simulate")
