@@ -757,11 +757,12 @@ class Check:
 
 @dataclass
 class Payments:
-    """What the admin API's payment batches paid: the first batch's rows and how many rows a second batch,
-    made at once after it, holds (it must pay nobody again)."""
+    """What the admin API's payment batches paid: the rows of the batches asked for at once (two requests
+    racing) and of one more batch asked for after them (it must pay nobody again)."""
 
     rows: list[tuple[str, float]]
     second_batch_rows: int
+    racing_batches: int = 1
 
 
 def check_codes(facts: StudyFacts, runs: list[ParticipantRun]) -> Check:
@@ -826,9 +827,10 @@ def check_paid_once(runs: list[ParticipantRun], payments: Payments | None) -> Ch
     ]
     problems += [f"{rid} earned a bonus but is in no batch" for rid in unpaid]
     if payments.second_batch_rows:
-        problems.append(f"a second batch paid {payments.second_batch_rows} participant(s) again")
-    detail = (
-        "; ".join(problems[:5]) or f"{len(payments.rows)} bonus(es) in one batch; a second batch pays no one"
+        problems.append(f"a later batch paid {payments.second_batch_rows} participant(s) again")
+    detail = "; ".join(problems[:5]) or (
+        f"{len(payments.rows)} bonus(es) in {payments.racing_batches} racing batch request(s), each id once; "
+        "a later batch pays no one"
     )
     return Check("paid once", not problems, detail)
 
@@ -862,26 +864,50 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------- the admin
-def make_payments(url: str, study_id: str, admin_password: str) -> Payments | None:
-    """Two payment batches through the admin REST API (docs/studies.md "Payments"); None when the server
-    has no such API (404 on the route, not on the study)."""
-    auth = ("admin", admin_password)
-    origin = {"Origin": url.rstrip("/")}
-    batches = []
-    for _ in range(2):
-        answer = requests.post(
-            f"{url.rstrip('/')}/api/admin/studies/{study_id}/payments",
-            json={},
-            auth=auth,
-            headers=origin,
-            timeout=60,
-        )
+def make_payments(url: str, study_id: str, admin_password: str, racing: int = 2) -> Payments | None:
+    """Payment batches through the admin REST API (docs/studies.md "Payments"): ``racing`` requests at once,
+    then one more; None when the server has no such API (404 on the route, not on the study)."""
+    answers: list[requests.Response | BaseException] = []
+
+    def ask() -> None:
+        try:
+            answers.append(_new_batch(url, study_id, admin_password))
+        except requests.RequestException as err:
+            answers.append(err)
+
+    threads = [threading.Thread(target=ask) for _ in range(racing)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ask()
+    rows: list[list[tuple[str, float]]] = []
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise ApiError(0, "payments_failed", str(answer))
         if answer.status_code == 404 and "unknown_study" not in answer.text:
             return None
-        if answer.status_code >= 400:
+        if answer.status_code == 409 and "nothing_to_pay" in answer.text:
+            rows.append([])
+        elif answer.status_code >= 400:
             raise ApiError(answer.status_code, "payments_failed", answer.text[:300])
-        batches.append(_payment_rows(answer))
-    return Payments(rows=batches[0], second_batch_rows=len(batches[1]))
+        else:
+            rows.append(_payment_rows(answer))
+    return Payments(
+        rows=[row for batch in rows[:-1] for row in batch],
+        second_batch_rows=len(rows[-1]),
+        racing_batches=racing,
+    )
+
+
+def _new_batch(url: str, study_id: str, admin_password: str) -> requests.Response:
+    return requests.post(
+        f"{url.rstrip('/')}/api/admin/studies/{study_id}/payments",
+        json={},
+        auth=("admin", admin_password),
+        headers={"Origin": url.rstrip("/")},
+        timeout=120,
+    )
 
 
 def _payment_rows(answer: requests.Response) -> list[tuple[str, float]]:
