@@ -1057,6 +1057,7 @@ def run_simulation(
         "moves by participants": sum(run.moves for run in finished),
         "server errors": "n/a (--url)" if server_errors is None else len(server_errors),
         "payments checked by": "admin API batch" if payments is not None else "participants' records",
+        "bonuses paid in batches": "n/a" if payments is None else len(payments.rows),
         "wall time s": round(time.monotonic() - started, 1),
         "mean participant time s": round(statistics.fmean(r.seconds for r in finished), 1)
         if finished

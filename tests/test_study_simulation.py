@@ -225,7 +225,8 @@ QUICK_STUDY: dict[str, Any] = {
     },
     "questionnaire": [{"id": "how", "prompt": "How did you play?", "kind": "text"}],
     "codes": {"completed": "QDONE", "screened_out": "QSCREEN", "no_partner": "QALONE", "dropped": "QLEFT"},
-    "payment": {"base": 1.0, "bonus_per_win": 0.5, "no_partner_pay": 0.2},
+    # the screened-out participant's pay is a bonus: at least one row in the payments batch
+    "payment": {"base": 1.0, "bonus_per_win": 0.5, "no_partner_pay": 0.2, "screened_out_pay": 0.25},
     "recruitment": {"id_pattern": "[0-9a-f]{24}"},
     "waiting_room": {
         "max_wait_seconds": 6,
@@ -289,3 +290,5 @@ def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -
     assert did.count("screened_out") == 1 and did.count("dropped") == 1, did
     assert report["figures"]["games played"] >= 2
     assert report["figures"]["time-to-match p50 s"] is not None
+    if report["figures"]["payments checked by"] == "admin API batch":  # the export's payments API is there
+        assert report["figures"]["bonuses paid in batches"] >= 1  # the screened-out participant's pay
