@@ -159,6 +159,8 @@ class ParticipantRun:
     practice_games: int = 0
     game_not_ready: int = 0  # tries to open a matched game before the server had created or seated it
     moves: int = 0
+    games_finished: int = 0  # games they played until the game ended
+    questionnaire_sent: bool = False
     errors: list[str] = field(default_factory=list)  # unexpected failures of their requests
     seconds: float = 0.0
 
@@ -493,8 +495,10 @@ class SimulatedParticipant:
         self.session = StudySession(url, facts.id)
         self.rng = random.Random(behaviour.seed)
         self.run = ParticipantRun(index=behaviour.index, recruitment_id=behaviour.recruitment_id)
-        self._waiting_entered: float | None = None
         self._client_waits: list[float] = []
+        self._waiting_entered: float | None = (
+            None  # when this wait began (a presence answer may interrupt it)
+        )
 
     def link_query(self, session_id: str | None = None) -> dict[str, str]:
         names = self.facts.recruitment
@@ -508,7 +512,7 @@ class SimulatedParticipant:
     def play(self) -> ParticipantRun:
         started = time.monotonic()
         try:
-            self._arrive()
+            self.arrive()
             view = self.session.me()
             while view["step"] != "done" and self.run.did != "dropped":
                 if time.monotonic() > self.deadline:
@@ -526,7 +530,8 @@ class SimulatedParticipant:
         return self.run
 
     # --------------------------------------------------------------------------------------- the steps
-    def _arrive(self) -> None:
+    def arrive(self) -> None:
+        """Open the study link; it must log the browser in and redirect to the link without its ids."""
         answer = self.session.open_link(self.link_query())
         location = answer.headers.get("Location", "")
         if answer.status_code != 302 or "?" in location:
@@ -550,7 +555,9 @@ class SimulatedParticipant:
             if step == "playing":
                 return self._play_game(view)
             if step == "questionnaire":
-                return self._post("questionnaire", {"answers": self._questionnaire_answers()})
+                view = self._post("questionnaire", {"answers": self._questionnaire_answers()})
+                self.run.questionnaire_sent = True
+                return view
         except ApiError as err:
             if err.code != "wrong_step":  # another request moved the step on: read where we are
                 raise
@@ -598,8 +605,10 @@ class SimulatedParticipant:
         """The waiting room: confirm presence whenever the page would ask (every presence_check_seconds),
         read the view until matched (or sent away)."""
         room = self.facts.waiting_room
-        entered = time.monotonic()
-        confirmed = entered
+        if self._waiting_entered is None:
+            self._waiting_entered = time.monotonic()
+        entered = self._waiting_entered
+        confirmed = time.monotonic()
         while view["step"] == "waiting":
             if time.monotonic() > self.deadline:
                 raise TimeoutError("still waiting when the simulation's time ran out")
@@ -610,6 +619,7 @@ class SimulatedParticipant:
             time.sleep(POLL_SECONDS)
             view = self.session.me()
         waited = time.monotonic() - entered
+        self._waiting_entered = None
         if view["step"] == "playing":
             self._client_waits.append(round(waited, 3))
         elif (
@@ -647,6 +657,7 @@ class SimulatedParticipant:
                 return {"step": "playing"}
         finally:
             conn.close()
+        self.run.games_finished += conn.finished  # not when the server took the seat away (outcome.seat_lost)
         return self._until(lambda v: v["step"] != "playing" or v.get("current_game") != game_id, 60)
 
     def _join_game(self, game_id: str, seat: int | None) -> Any:
@@ -704,10 +715,12 @@ class SimulatedParticipant:
         run = self.run
         run.step, run.outcome, run.code = view.get("step"), view.get("outcome"), view.get("code")
         run.earnings, run.games = view.get("earnings"), list(view.get("games") or [])
-        if run.did == "arrived" and run.step == "done" and run.outcome == "completed":
-            run.did = "completed"
-        elif run.did == "arrived" and run.step == "done":
-            run.did = "unexplained"  # the server ended their flow though they did nothing that ends it so
+        if run.did == "arrived" and run.step == "done":
+            # completed means every game played to its end and the questionnaire sent; a flow the server
+            # ended otherwise ended for nothing the participant did
+            played_all = run.games_finished >= self.facts.definition["games_per_participant"]
+            answered = run.questionnaire_sent or not self.facts.definition["questionnaire"]
+            run.did = "completed" if played_all and answered else "unexplained"
         waits = matched_waits(self._data_or_none())
         if waits:
             run.waited_seconds = waits
@@ -969,7 +982,7 @@ def replay_links(
     for behaviour, run in done:
         replay = SimulatedParticipant(url, facts, behaviour, time.monotonic() + 60)
         try:
-            replay._arrive()
+            replay.arrive()
             view = replay.session.me()
             same = view["step"] == "done" and view["code"] == run.code
             results.append(f"{'ok' if same else 'FAIL'} #{run.index} resumed at {view['step']}")
