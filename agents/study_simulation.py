@@ -1000,6 +1000,26 @@ def replay_links(
     return results
 
 
+def preflight(url: str, study_id: str) -> None:
+    """Before anyone arrives: the server answers the participant API and holds the study (a browser without
+    a participant session is told ``unknown_participant``; nothing is created)."""
+    try:
+        answer = requests.get(f"{url.rstrip('/')}/api/study/{study_id}/me", timeout=REQUEST_TIMEOUT)
+    except requests.RequestException as err:
+        raise SimulationError(f"cannot reach {url}: {err}") from None
+    try:
+        code = ((answer.json() or {}).get("error") or {}).get("code")
+    except (ValueError, AttributeError):
+        code = None
+    if code == "unknown_study":
+        raise SimulationError(f"{url} has no study {study_id!r}: create it first (tradecraft study create)")
+    if code != "unknown_participant":
+        raise SimulationError(
+            f"{url} has no participant API (GET /api/study/{study_id}/me answered {answer.status_code}"
+            f"{' ' + code if code else ''}): is it a TradeCraft server with studies?"
+        )
+
+
 def run_simulation(
     facts: StudyFacts,
     url: str,
@@ -1095,11 +1115,11 @@ def simulate(
     progress: bool = False,
 ) -> SimulationReport:
     """Run the simulation (see the module's docstring); the report holds the figures and the checks."""
-    facts = load_study_facts(study_file)
     if url is not None and speed_up:
         raise SimulationError(
             "--speed-up changes the study's waits: it needs the simulation's own server (no --url)"
         )
+    facts = load_study_facts(study_file)
     behaviours = plan_participants(participants, arrivals_over, drop_rate, fail_quiz_rate, seed)
     if not re.fullmatch(
         facts.recruitment["id_pattern"], behaviours[0].recruitment_id if behaviours else "0" * 24
@@ -1109,6 +1129,7 @@ def simulate(
             "simulation makes (Prolific's shape)"
         )
     if url is not None:
+        preflight(url, facts.id)
         return run_simulation(
             facts,
             url,
@@ -1125,6 +1146,7 @@ def simulate(
     try:
         server.start()
         server.create_study(facts.definition)
+        preflight(server.url, facts.id)
         report = run_simulation(
             facts,
             server.url,

@@ -271,11 +271,10 @@ def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -
         timeout=800,
         check=False,
     )
+    if "has no participant API" in done.stderr:
+        pytest.skip("the server has no participant API yet (branch h22-flow): GET /api/study/<id>/me is 404")
     assert done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    errors = [e for p in report["participants"] for e in p["errors"]]
-    if errors and all("404" in e for e in errors) and len(errors) == len(report["participants"]):
-        pytest.skip("the server has no participant API yet (branch h22-flow): every study link answered 404")
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"] and done.returncode == 0, json.dumps(report["checks"], indent=1)
     assert set(checks) == {
