@@ -239,32 +239,14 @@ QUICK_STUDY: dict[str, Any] = {
 }
 
 
-@pytest.mark.timeout(900)
-def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -> None:
-    study = tmp_path / "quick.yaml"
-    study.write_text(yaml.safe_dump(QUICK_STUDY), encoding="utf-8")
+def simulate_cli(tmp_path: Path, study: dict[str, Any], *options: str) -> tuple[int, dict[str, Any]]:
+    """``tradecraft study simulate`` on ``study`` (its own server) with ``--json``: exit code and report;
+    skipped on a server without the participant API (the branch that builds it not merged yet)."""
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study), encoding="utf-8")
+    command = ["study", "simulate", str(path), *options, "--timeout", "600", "--json"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tradecraft.cli",
-            "study",
-            "simulate",
-            str(study),
-            "--participants",
-            "6",
-            "--arrivals-over",
-            "3",
-            "--drop-rate",
-            "0.17",
-            "--fail-quiz-rate",
-            "0.17",
-            "--seed",
-            "3",
-            "--timeout",
-            "600",
-            "--json",
-        ],
+        [sys.executable, "-m", "tradecraft.cli", *command],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -274,9 +256,19 @@ def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -
     if "has no participant API" in done.stderr:
         pytest.skip("the server has no participant API yet (branch h22-flow): GET /api/study/<id>/me is 404")
     assert done.stdout, done.stderr[-3000:]
-    report = json.loads(done.stdout)
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.timeout(900)
+def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -> None:
+    returncode, report = simulate_cli(
+        tmp_path,
+        QUICK_STUDY,
+        *("--participants", "6", "--arrivals-over", "3", "--drop-rate", "0.17", "--fail-quiz-rate", "0.17"),
+        *("--seed", "3"),
+    )
     checks = {c["name"]: c for c in report["checks"]}
-    assert report["ok"] and done.returncode == 0, json.dumps(report["checks"], indent=1)
+    assert report["ok"] and returncode == 0, json.dumps(report["checks"], indent=1)
     assert set(checks) == {
         "right codes",
         "earnings",
@@ -291,3 +283,21 @@ def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -
     assert report["figures"]["time-to-match p50 s"] is not None
     if report["figures"]["payments checked by"] == "admin API batch":  # the export's payments API is there
         assert report["figures"]["bonuses paid in batches"] >= 1  # the screened-out participant's pay
+
+
+@pytest.mark.timeout(600)
+def test_a_lone_participant_under_the_exit_rule_holds_the_no_partner_code(tmp_path: Path) -> None:
+    study = {
+        **QUICK_STUDY,
+        "id": "sim-alone",
+        "practice": False,
+        "waiting_room": {**QUICK_STUDY["waiting_room"], "on_timeout": "exit"},
+    }
+    returncode, report = simulate_cli(
+        tmp_path, study, "--participants", "1", "--drop-rate", "0", "--fail-quiz-rate", "0"
+    )
+    assert report["ok"] and returncode == 0, json.dumps(report["checks"], indent=1)
+    (alone,) = report["participants"]
+    assert alone["did"] == "no_partner" and alone["code"] == "QALONE"
+    assert alone["earnings"]["bonus"] == 0.2  # the no-partner pay
+    assert report["figures"]["games played"] == 0
