@@ -160,6 +160,7 @@ class ParticipantRun:
     game_not_ready: int = 0  # tries to open a matched game before the server had created or seated it
     moves: int = 0
     games_finished: int = 0  # games they played until the game ended
+    refused_moves: int = 0  # their game moves the server refused (the driver then sent another)
     questionnaire_sent: bool = False
     errors: list[str] = field(default_factory=list)  # unexpected failures of their requests
     seconds: float = 0.0
@@ -650,7 +651,8 @@ class SimulatedParticipant:
 
         conn = self._join_game(str(game_id), seat)
         try:
-            run_seat(policy, conn, on_move=moved, turn_timeout=self._left())
+            outcome = run_seat(policy, conn, on_move=moved, turn_timeout=self._left())
+            self.run.refused_moves += len(outcome.refusals)
         except _Leave:
             if not conn.finished:  # gone mid-game: the socket closes and never comes back
                 self.run.did = "dropped"
@@ -1088,6 +1090,7 @@ def run_simulation(
         "practice games": sum(run.practice_games for run in finished),
         "game not ready at 1st open": sum(run.game_not_ready > 0 for run in finished),
         "moves by participants": sum(run.moves for run in finished),
+        "refused moves": sum(run.refused_moves for run in finished),
         "server errors": "n/a (--url)" if server_errors is None else len(server_errors),
         "payments checked by": "admin API batch" if payments is not None else "participants' records",
         "bonuses paid in batches": "n/a" if payments is None else len(payments.rows),
