@@ -822,7 +822,11 @@ def check_paid_once(runs: list[ParticipantRun], payments: Payments | None) -> Ch
         ids = Counter(run.recruitment_id for run in runs if run.outcome)
         twice = [rid for rid, n in ids.items() if n > 1]
         return Check(
-            "paid once", not twice, f"twice: {twice[:3]}" if twice else "one record per recruitment id"
+            "paid once",
+            not twice,
+            f"twice: {twice[:3]}"
+            if twice
+            else "no payments API: one record per id (replays: see replayed links)",
         )
     problems = []
     paid = Counter(rid for rid, _ in payments.rows)
