@@ -44,6 +44,7 @@ from analysis.report import (
     render_report,
     table1_comparison,
 )
+from analysis.tables import spreadsheet_safe
 from craft_rules.errors import TradeCraftError
 
 STAGES: tuple[str, ...] = (
@@ -280,7 +281,7 @@ def write_table(frame: pd.DataFrame, directory: Path, name: str, formats: Sequen
     for fmt in formats:
         path = directory / f"{name}.{fmt}"
         if fmt == "csv":
-            flat.to_csv(path, index=False)
+            flat.map(spreadsheet_safe).to_csv(path, index=False)
         else:
             flat.to_parquet(path, index=False)
         paths.append(path)

@@ -50,7 +50,7 @@ from typing import IO, Any
 import pandas as pd
 
 from analysis.outcomes import OUTCOME_COLUMNS, seat_outcomes
-from analysis.tables import COLUMNS, JSON_COLUMNS, game_rows
+from analysis.tables import COLUMNS, JSON_COLUMNS, game_rows, spreadsheet_safe
 from analysis.tom_scores import COLUMNS as TOM_VALUE_COLUMNS
 from analysis.tom_scores import tom_score_rows
 from craft_rules.errors import TradeCraftError
@@ -169,7 +169,7 @@ class Dataset:
             flat = _flatten(self.table(name))
             if "csv" in formats:
                 written.append(out / f"{name}.csv")
-                flat.to_csv(written[-1], index=False)
+                flat.map(spreadsheet_safe).to_csv(written[-1], index=False)
             if "parquet" in formats:
                 written.append(out / f"{name}.parquet")
                 flat.to_parquet(written[-1], index=False)

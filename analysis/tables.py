@@ -387,6 +387,20 @@ def trace_row(game_id: str, trace: TraceRecord) -> dict[str, Any]:
     }
 
 
+#: Text a spreadsheet reads as a formula when a cell starts with it (CSV injection: "=HYPERLINK(...)" in a
+#: chat message or a questionnaire answer would run in the researcher's Excel, LibreOffice or Sheets).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` as a CSV cell no spreadsheet runs: text starting like a formula gets a leading apostrophe
+    (OWASP's advice; spreadsheets hide it, pandas keeps it). Numbers and other values pass unchanged. Every
+    CSV the project writes goes through this; Parquet files and JSON lines hold the text as it was."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
@@ -422,8 +436,11 @@ def table_columns(name: str) -> tuple[str, ...]:
     return TOM_VALUE_COLUMNS if name == "tom_values" else COLUMNS[name]
 
 
-def csv_tables(logs: Iterable[GameLog], *, rules_of: RulesOf | None = None) -> dict[str, str]:
-    """CSV text per table name (see :data:`COLUMNS`), rows of every game in ``logs`` in that order.
+def csv_tables(
+    logs: Iterable[GameLog], *, rules_of: RulesOf | None = None, for_spreadsheets: bool = True
+) -> dict[str, str]:
+    """CSV text per table name (see :data:`COLUMNS`), rows of every game in ``logs`` in that order; text
+    cells made :func:`spreadsheet_safe` unless ``for_spreadsheets`` is false (a program reads it back).
 
     ``rules_of`` gives each game's rule set: with it there is a ``tom_values`` table too (reported ToM
     values beside their references), with rows for the games it finds a rule set for.
@@ -435,6 +452,7 @@ def csv_tables(logs: Iterable[GameLog], *, rules_of: RulesOf | None = None) -> d
         writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({column: _cell(row.get(column)) for column in columns})
+            cells = {column: _cell(row.get(column)) for column in columns}
+            writer.writerow({k: spreadsheet_safe(v) for k, v in cells.items()} if for_spreadsheets else cells)
         out[name] = buffer.getvalue()
     return out

@@ -462,3 +462,23 @@ def test_a_participant_export_holds_nothing_private_of_another_seat(llm_game: Pl
     assert own_reports and all(e["payload"]["seat"] == 1 for e in own_reports)
     # seat 0 did report (privately): its reports are in the researcher log only
     assert any(e.type == "tom_reported" and e.payload["seat"] == 0 for e in llm_game.log.events)
+
+
+FORMULAS = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "\tTAB"]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_text_that_starts_like_a_formula_is_never_a_formula_in_a_csv(store: Store, formula: str) -> None:
+    """CSV injection: a player's message (any text a user sets) must not run in the researcher's spreadsheet.
+    The CSV cell carries a leading apostrophe; the JSON lines keep the text as it was."""
+    rec = Recorder(store, "inject", TWO_PLAYER, max_turns=1)
+    rec.act(
+        0, {"type": "propose", "to": 1, "offer": {"coal": 1}, "request": {"stick": 1}, "message": formula}, 1
+    )
+    rec.act(1, {"type": "decide", "accept": False, "message": "ok"}, 1)
+    (proposal,) = read_tables(export_csv_tables(store, ["inject"]))["proposals"]
+    assert proposal["message"] == "'" + formula
+    assert proposal["reply"] == "ok" and proposal["offer_units"] == "1"  # numbers and plain text unchanged
+    raw = read_tables(export_csv_tables(store, ["inject"], for_spreadsheets=False))["proposals"][0]
+    assert raw["message"] == formula
+    assert json.dumps(formula)[1:-1] in "".join(export_game_jsonl(store, "inject"))

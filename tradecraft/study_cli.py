@@ -16,6 +16,11 @@ STUDY_COMMANDS: dict[str, tuple[str, str]] = {
     "pause": ("server.web.study.cli:pause_command", "Pause a study: nobody new is admitted."),
     "resume": ("server.web.study.cli:resume_command", "Reopen a paused study."),
     "close": ("server.web.study.cli:close_command", "Close a study for good."),
+    "export": (
+        "server.web.study.cli:export_command",
+        "Export a study's tables and games (JSONL, CSV, Parquet).",
+    ),
+    "payments": ("server.web.study.cli:payments_command", "Bonus payments CSV batches, never paying twice."),
     "simulate": ("agents.study_simulation:simulate_command", "Run a study with simulated participants."),
 }
 

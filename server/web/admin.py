@@ -89,7 +89,7 @@ def is_admin() -> bool:
 
 
 @admin.before_request
-def _guard() -> None:
+def require_admin() -> None:
     require_admin_configured(current_services().settings)
     if request.endpoint != "admin.login" and not is_admin():
         raise ServerError(

@@ -47,6 +47,7 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
+from server.web.study_admin_exports import study_exports
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -143,6 +144,7 @@ def create_app(
         app.register_blueprint(blueprint)
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
+    app.register_blueprint(study_exports)  # study exports and payments (docs/studies.md)
     route_socketio_paths(app)
     _register_health_check(app, services)
     _register_security_headers(app)

@@ -148,13 +148,15 @@ def export_csv_tables(
     *,
     rules: RuleSet | Callable[[str], RuleSet] | None = None,
     progress: Callable[[Iterable[str]], Iterable[str]] | None = None,
+    for_spreadsheets: bool = True,
 ) -> dict[str, str]:
     """CSV text per table of :mod:`analysis.tables`, rows of every game in ``game_ids`` in that order.
 
     Researchers' tables: besides the game's own, ``traces`` (one tidy row per trace record: token counts,
     latencies, errors, a prompt's size but never its text), ``tom_reports`` and ``tom_values`` (each
     reported value beside its reference value, for the games that replay with their rule set).
-    ``progress`` may wrap the game ids (e.g. ``tqdm``).
+    ``progress`` may wrap the game ids (e.g. ``tqdm``). ``for_spreadsheets``: text cells that start like a
+    formula get a leading apostrophe (analysis.tables.spreadsheet_safe); false when a program converts them.
     """
     ids = list(game_ids)
     rule_sets: dict[str, RuleSet] = {}
@@ -166,7 +168,9 @@ def export_csv_tables(
                 rule_sets[stored.game_id] = stored.game.rules
             yield stored.log
 
-    return csv_tables(logs(), rules_of=lambda log: rule_sets.get(log.game_id))
+    return csv_tables(
+        logs(), rules_of=lambda log: rule_sets.get(log.game_id), for_spreadsheets=for_spreadsheets
+    )
 
 
 # ------------------------------------------------------------------------------------------------- CLI

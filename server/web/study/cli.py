@@ -1,4 +1,5 @@
-"""``tradecraft study create|list|pause|resume|close``: studies straight on the store (no server needed).
+"""``tradecraft study create|list|pause|resume|close|export|payments``: studies straight on the store (no
+server needed).
 
 A running server sees every change at once: it reads a study's status from the store on each arrival.
 """
@@ -6,6 +7,9 @@ A running server sees every change at once: it reads a study's status from the s
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +17,14 @@ from server.store import Store, open_store
 from server.table.config import Settings, load_settings
 from server.table.errors import ServerError
 from server.web.study.definition import StudyDefinitionError, check_against_settings, load_definition
+from server.web.study.exports import (
+    EXPORT_FORMATS,
+    create_payment_batch,
+    export_study,
+    list_payment_batches,
+    load_payment_batch,
+    write_chunks,
+)
 from server.web.study.records import (
     StudyStatus,
     iter_participants,
@@ -94,3 +106,77 @@ resume_command = _status_command("resume", "open", "Reopen a paused study to new
 close_command = _status_command(
     "close", "closed", "Close a study for good: nobody new; those waiting leave with the no-partner code."
 )
+
+
+def _progress(items: Iterable[Any], unit: str) -> Iterable[Any]:
+    """A progress bar on the terminal (none when output is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(items, desc=f"{unit}s", unit=unit, disable=None)
+
+
+@click.command("export")
+@click.argument("study_id")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="file format",
+)
+@click.option(
+    "--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path), help="file"
+)
+@config_option
+def export_command(study_id: str, fmt: str, out_path: Path, config_path: str | None) -> None:
+    """Export a study: its tables (participants, events, comprehension, games, questionnaire, messages) and
+    its games' logs, as JSON lines or a zip of CSV or Parquet files (docs/studies.md, Exports)."""
+    settings = load_settings(config_path)
+    with open_settings_store(settings) as store:
+        try:
+            chunks, _, _ = export_study(store, study_id, fmt, _progress)
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            with out_path.open("wb") as out:
+                written = write_chunks(chunks, out)
+        except ServerError as err:
+            raise click.ClickException(err.message) from None
+    click.echo(f"study {study_id} exported to {out_path} ({written} bytes, {fmt})")
+
+
+@click.command("payments")
+@click.argument("study_id")
+@click.option("--batch", "batch_id", default=None, help="download this earlier batch again (same file)")
+@click.option("--list", "list_only", is_flag=True, help="list the study's batches; write nothing")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="CSV file to write")
+@config_option
+def payments_command(
+    study_id: str, batch_id: str | None, list_only: bool, out_path: Path | None, config_path: str | None
+) -> None:
+    """Bonus payments in the platform's bulk-bonus CSV (<participant id>,<amount> per line). Without --batch:
+    a new batch of every finished participant with a bonus whom no earlier batch pays (never twice)."""
+    settings = load_settings(config_path)
+    with open_settings_store(settings) as store:
+        try:
+            if list_only:
+                for listed in list_payment_batches(store, study_id):
+                    shown = listed.summary()
+                    click.echo(
+                        f"{shown['batch_id']}  {shown['status']:<8} {shown['participants']:>5} participants  "
+                        f"{shown['total']} {shown['currency']}"
+                    )
+                return
+            if out_path is None:
+                raise click.UsageError("--out PATH is needed (or --list)")
+            if batch_id is None:
+                batch = create_payment_batch(store, study_id, _progress)
+            else:
+                batch = load_payment_batch(store, study_id, batch_id)
+        except ServerError as err:
+            raise click.ClickException(err.message) from None
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(batch.csv(), encoding="utf-8")
+    click.echo(
+        f"payment batch {batch.batch_id}: {len(batch.rows)} participants, {batch.total} {batch.currency} "
+        f"-> {out_path}"
+    )

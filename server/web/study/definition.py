@@ -342,7 +342,7 @@ class StudyDefinition(_Part):
         codes = [self.codes.for_outcome(outcome) for outcome in OUTCOMES]
         if len(set(codes)) != len(codes):
             raise ValueError(
-                "each outcome needs its own completion code (the platform tells them apart by it)"
+                "codes: each outcome needs its own completion code (the platform tells them apart by it)"
             )
         return self
 
