@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,26 @@ def play_duel_game(p0: InProcessClient, p1: InProcessClient, hall: str = "duel")
     p1.connect().call("join", {"game_id": game_id})
     play_duel(game_id, p0, p1)  # type: ignore[arg-type]
     return game_id
+
+
+def view_when(
+    player: InProcessClient, game_id: str, ready: Callable[[dict[str, Any]], bool], timeout: float = 15
+) -> dict[str, Any]:
+    """The player's view (REST) once ``ready(view)`` holds (bots move on their own threads)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = player.rest("GET", f"/api/games/{game_id}/view")
+        assert status == 200, body
+        if ready(body["view"]):
+            return body["view"]
+        assert time.monotonic() < deadline, body["view"]
+        time.sleep(0.05)
+
+
+def rest_act(player: InProcessClient, game_id: str, action: str, **fields: Any) -> None:
+    """One action over REST, which must be accepted."""
+    status, body = player.rest("POST", f"/api/games/{game_id}/actions/{action}", fields)
+    assert status == 200 and body["ok"], body
 
 
 class _Inbox(list[dict[str, Any]]):

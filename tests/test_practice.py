@@ -5,13 +5,11 @@ refusals are typed and change nothing."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from e2e_helpers import write_config
-from in_process import InProcessApp, InProcessClient
+from in_process import InProcessApp, InProcessClient, rest_act, view_when
 
 from server.table.principal import Principal
 from server.web.practice import completed_key, practice_completed
@@ -23,25 +21,6 @@ def app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     made = InProcessApp(write_config(tmp_path_factory.mktemp("practice"), database_uri=uri))
     yield made
     made.close()
-
-
-def view_when(
-    player: InProcessClient, game_id: str, ready: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    """The player's view once ``ready(view)`` holds (the partner moves on its own thread)."""
-    deadline = time.monotonic() + 15
-    while True:
-        status, body = player.rest("GET", f"/api/games/{game_id}/view")
-        assert status == 200, body
-        if ready(body["view"]):
-            return body["view"]
-        assert time.monotonic() < deadline, body["view"]
-        time.sleep(0.05)
-
-
-def act(player: InProcessClient, game_id: str, action: str, **fields: Any) -> None:
-    status, body = player.rest("POST", f"/api/games/{game_id}/actions/{action}", fields)
-    assert status == 200 and body["ok"], body
 
 
 def test_a_practice_is_played_to_the_win_and_its_completion_stored(app: InProcessApp) -> None:
@@ -63,16 +42,16 @@ def test_a_practice_is_played_to_the_win_and_its_completion_stored(app: InProces
     # the worked example: ask for the coal, accept the stick, craft 4 torches
     view = view_when(player, game_id, lambda v: "propose" in v["legal_actions"])
     assert view["target"] == {"torch": 4}
-    act(player, game_id, "propose", to=1, offer={"cobblestone": 1}, request={"coal": 1})
+    rest_act(player, game_id, "propose", to=1, offer={"cobblestone": 1}, request={"coal": 1})
     view_when(player, game_id, lambda v: v["phase"] == "craft")
-    act(player, game_id, "finish_crafting")
+    rest_act(player, game_id, "finish_crafting")
     view = view_when(player, game_id, lambda v: "decide" in v["legal_actions"])
     assert view["pending_proposal"]["offer"] == {"stick": 1}
     assert view["pending_proposal"]["request"] == {"cobblestone": 1}
-    act(player, game_id, "decide", accept=True)
+    rest_act(player, game_id, "decide", accept=True)
     view_when(player, game_id, lambda v: "craft" in v["legal_actions"])
-    act(player, game_id, "craft", recipe="torch", runs=1)
-    act(player, game_id, "finish_crafting")
+    rest_act(player, game_id, "craft", recipe="torch", runs=1)
+    rest_act(player, game_id, "finish_crafting")
     view = view_when(player, game_id, lambda v: v["finished"])
     assert view["winners"] == [0]
 
@@ -141,7 +120,7 @@ def test_practice_again_is_the_one_practice_game_and_the_partner_is_sam(app: InP
     first = player.rest("POST", "/api/practice", {})[1]["game_id"]
     status, body = player.rest("POST", f"/api/games/{first}/rematch", {})
     assert status == 409 and body["error"]["code"] == "game_not_over"
-    act(player, first, "resign")
+    rest_act(player, first, "resign")
     status, body = player.rest("POST", f"/api/games/{first}/rematch", {})
     assert status == 200, body
     again = body["game"]["game_id"]

@@ -372,6 +372,52 @@ class BotSeats:
             live.meta["seats"] = records
             self._push_seats(live)
 
+    def hand_seat_to_bot(self, game_id: str, seat: int, spec: str) -> dict[str, Any]:
+        """An admin's intervention: the bot or listed LLM agent ``spec`` plays ``seat`` for the rest of the
+        running game (the idle takeover: ``takeover_key``, ``seat.takeover``), its next move scheduled now.
+        Refused, changing nothing: ``unknown_game``, ``unknown_seat``, ``not_started`` / ``game_over``, or the
+        spec's own refusal (:meth:`BotRegistry.require`: ``invalid_bot_spec``, ``bot_not_allowed``,
+        ``unknown_bot``, ``credentials_in_spec``, ``model_unavailable``). Answers the seat's public record."""
+        live = self.get(game_id)
+        with live.lock:
+            self.catch_up(live)
+            if not 0 <= seat < len(live.seats):
+                raise ServerError(
+                    "unknown_seat",
+                    f"Game {game_id} has seats 0 to {len(live.seats) - 1}; there is no seat {seat}.",
+                    {"seat": seat, "seats": len(live.seats)},
+                    status=404,
+                )
+            if self._aborted(live) or live.status == "finished":
+                raise ServerError("game_over", f"The game is already {live.status}.", status=409)
+            if live.game is None:
+                raise ServerError(
+                    "not_started",
+                    "The game waits for players: only a running game's seat is handed over.",
+                    status=409,
+                )
+            self.bots.require(spec, hall=live.meta.get("hall"))
+            key = takeover_key(game_id, seat)
+            for _ in race_attempts():
+                current = self.store.get_value(key)
+                if self.store.replace_value(key, current, spec):
+                    break
+            else:
+                raise ServerError(
+                    "conflict", "The seat changed under a concurrent request; retry.", status=409
+                )
+            holder = live.seats[seat]
+            holder.takeover = spec
+            live.bot_failures.pop(seat, None)
+            live.refusals.pop(seat, None)
+            log.info("game %s: an admin handed seat %s to %s", game_id, seat, spec)
+            records = [s.record() for s in live.seats]
+            self.store.update_game(game_id, seats=records)
+            live.meta["seats"] = records
+            self._push_seats(live)
+            self._schedule(live)
+            return holder.public(live.online.get(seat, 0) > 0)
+
     @staticmethod
     def _bot_counts(live: LiveGame) -> dict[str, dict[str, int]]:
         """Per bot seat: its moves refused by the engine or failed in the policy, and its moves abandoned past

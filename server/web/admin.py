@@ -3,7 +3,9 @@
 Access needs the admin password from the settings (``security.admin_password``; no password
 configured = the area is closed): ``POST /api/admin/login {"password": ...}`` once per browser
 session (until ``POST /api/admin/logout`` or another configured password), or HTTP Basic auth on
-each request (``curl -u admin:PASSWORD``), or an API token with the ``admin`` scope. Token plaintexts
+each request (``curl -u admin:PASSWORD``), or an API token with the ``admin`` scope (as a bearer token on
+each request, or once as ``POST /api/admin/login {"token": ...}``: the session is admin while the token
+stays unrevoked). Token plaintexts
 are shown exactly once, when created, and never logged.
 
 Also the ``tradecraft admin`` commands, which work on the store directly (no running server needed).
@@ -24,12 +26,15 @@ from server.table.errors import ServerError, parse_count
 from server.table.log_text import log_text
 from server.web.auth import (
     SCOPES,
+    TOKEN_PRINCIPAL_PREFIX,
     basic_password,
     check_admin_password,
     clean_display_name,
+    principal_for_token,
     require_admin_configured,
     resolve_principal,
 )
+from server.web.error_log import read_errors
 from server.web.errors import request_object, rest_error
 from server.web.services import current_services
 from server.web.sessions import current_sessions
@@ -109,12 +114,34 @@ def body() -> dict[str, Any]:
     return request_object(current_services().settings.server.max_action_bytes)
 
 
+def admin_token_accepted(plaintext: Any) -> str:
+    """The id of ``plaintext`` if it is a valid API token with the admin scope, throttled per address as
+    :func:`password_accepted` (a failure counts); else ``forbidden``."""
+    address = request.remote_addr or "unknown"
+    limiter = current_services().lobby.limiter
+    limiter.check("admin_failures_per_address", address)
+    try:
+        principal = principal_for_token(current_services().store, plaintext)
+    except ServerError:
+        principal = None
+    if principal is not None and principal.is_admin:
+        return principal.id.removeprefix(TOKEN_PRINCIPAL_PREFIX)
+    log.warning("refused admin token login from %s", log_text(address))
+    limiter.hit("admin_failures_per_address", address)
+    raise ServerError("forbidden", "That API token is unknown, revoked or lacks the admin scope.", status=403)
+
+
 @admin.post("/login")
 def login() -> tuple[Response, int]:
-    if not password_accepted(body().get("password")):
+    """``{"password": ...}`` or ``{"token": ...}`` (an API token with the admin scope)."""
+    data = body()
+    if data.get("token") is not None:
+        current_sessions().grant_admin(token_id=admin_token_accepted(data.get("token")))
+        return jsonify({"ok": True, "by": "token"}), 200
+    if not password_accepted(data.get("password")):
         raise ServerError("forbidden", "Wrong admin password.", status=403)
     current_sessions().grant_admin()
-    return jsonify({"ok": True}), 200
+    return jsonify({"ok": True, "by": "password"}), 200
 
 
 @admin.post("/logout")
@@ -189,6 +216,114 @@ def researcher(game_id: str) -> tuple[Response, int]:
 def abort(game_id: str) -> tuple[Response, int]:
     current_services().table.abort(game_id, str(body().get("reason") or "aborted by an admin"))
     return jsonify({"ok": True}), 200
+
+
+#: Live games (of each status, waiting and running) and recent finished ones the overview lists at most.
+LIVE_GAMES_LISTED = 100
+RECENT_GAMES_LISTED = 20
+#: What the overview says of each game (seats apart).
+OVERVIEW_FIELDS = ("game_id", "hall", "title", "status", "created_at", "started_at", "finished_at", "winners")
+
+
+@admin.get("/overview")
+def overview() -> tuple[Response, int]:
+    """The dashboard's home: waiting and running games (with each running game's turn and phase) and the
+    most recently created finished or aborted ones; seats with names, kinds and bots, no user id."""
+    store, table = current_services().store, current_services().table
+    live = [
+        _overview_row(meta, table)
+        for status in ("running", "waiting")
+        for meta in store.list_games(status=status, limit=LIVE_GAMES_LISTED)
+    ]
+    over = store.list_games(status="finished", limit=RECENT_GAMES_LISTED)
+    over += store.list_games(status="aborted", limit=RECENT_GAMES_LISTED)
+    over.sort(key=lambda meta: meta.get("created_at") or 0, reverse=True)
+    recent = [_overview_row(meta, None) for meta in over[:RECENT_GAMES_LISTED]]
+    return jsonify({"ok": True, "live": live, "recent": recent}), 200
+
+
+def _overview_row(meta: dict[str, Any], table: Any) -> dict[str, Any]:
+    row = {key: meta.get(key) for key in OVERVIEW_FIELDS}
+    row["abort_reason"] = str(meta["abort_reason"])[:200] if meta.get("abort_reason") else None
+    row["seats"] = [
+        {key: seat.get(key) for key in ("seat", "kind", "name", "bot", "takeover")}
+        for seat in meta.get("seats", [])
+    ]
+    row["turn"] = row["phase"] = None
+    if table is not None and meta.get("status") == "running":
+        try:
+            live = table.get(meta["game_id"])
+            with live.lock:
+                table.catch_up(live)
+                if live.game is not None:
+                    row["turn"], row["phase"] = live.game.turn, live.game.phase
+        except Exception:  # a game that cannot load is listed without its turn; its page says why
+            log.warning("game %s: cannot be loaded for the admin overview", meta["game_id"], exc_info=True)
+    return row
+
+
+def require_game(game_id: str) -> None:
+    if current_services().store.get_game(game_id) is None:
+        details = {"game_id": game_id[:64]}
+        raise ServerError("unknown_game", f"There is no game {game_id[:64]!r}.", details, status=404)
+
+
+#: Events one ``GET /api/admin/games/<id>/events`` answers at most (the page asks again from the last one).
+EVENTS_PER_PAGE = 500
+
+
+@admin.get("/games/<game_id>/events")
+def game_events(game_id: str) -> tuple[Response, int]:
+    """Every event of the game (all visibilities: the researcher's log) with ``seq > after``, at most
+    :data:`EVENTS_PER_PAGE`; ``more`` says whether later ones remain."""
+    after = parse_count(request.args.get("after", "-1"), "after", negative=True)
+    require_game(game_id)
+    events = current_services().store.load_events(game_id, after_seq=max(after, -1))
+    page = events[:EVENTS_PER_PAGE]
+    return jsonify({"ok": True, "game_id": game_id, "events": page, "more": len(events) > len(page)}), 200
+
+
+@admin.post("/games/<game_id>/seats/<seat>/bot")
+def hand_seat_to_bot(game_id: str, seat: str) -> tuple[Response, int]:
+    """``{"bot": spec}``: that bot (or listed LLM agent) plays the seat for the rest of the game."""
+    seat_number = _whole_number(seat, "seat")
+    spec = body().get("bot")
+    if not isinstance(spec, str) or not spec:
+        raise ServerError("invalid_bot_spec", 'Name the bot: {"bot": "random"} (see GET /api/bots).')
+    record = current_services().table.hand_seat_to_bot(game_id, seat_number, spec)
+    return jsonify({"ok": True, "seat": record}), 200
+
+
+@admin.get("/games/<game_id>/errors")
+def game_errors(game_id: str) -> tuple[Response, int]:
+    """What the server logged at WARNING or worse about this game (server/web/error_log.py), oldest first."""
+    store = current_services().store
+    require_game(game_id)
+    return jsonify({"ok": True, "game_id": game_id, "errors": read_errors(store, game_id)}), 200
+
+
+@admin.get("/games/<game_id>/tables.parquet.zip")
+def game_parquet(game_id: str) -> Response:
+    """The tidy tables of one game (those of ``/export.zip``) as one Parquet file per table, zipped."""
+    import pandas as pd  # loaded when an admin first asks for Parquet
+
+    from server.web import export
+
+    try:
+        tables = export.export_csv_tables(current_services().store, [game_id])
+    except export.ExportError as err:
+        raise ServerError(err.code, err.message, err.details, status=404) from None
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in tables.items():
+            parquet = io.BytesIO()
+            pd.read_csv(io.StringIO(text)).to_parquet(parquet, index=False)
+            archive.writestr(f"{name.removesuffix('.csv')}.parquet", parquet.getvalue())
+    return Response(
+        buffer.getvalue(),
+        mimetype="application/zip",
+        headers={"Content-Disposition": attachment(game_id, "-tables-parquet.zip")},
+    )
 
 
 @admin.get("/games/<game_id>/export")

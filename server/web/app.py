@@ -32,9 +32,10 @@ from server.table.log_text import install_log_escaping
 from server.table.master import Table
 from server.table.policies import BotRegistry, PolicyMaker
 from server.table.timers import DeadlineScheduler
-from server.web import csrf, sessions
+from server.web import csrf, error_log, sessions
 from server.web.accounts import accounts
 from server.web.admin import admin
+from server.web.admin_pages import admin_pages
 from server.web.auth import secret_key
 from server.web.beliefs import beliefs
 from server.web.deployment import DeploymentCaps, async_mode
@@ -47,7 +48,9 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
+from server.web.study.matching import start_matcher
 from server.web.study_admin_exports import study_exports
+from server.web.study_pages import study_pages
 from server.web.transport_guards import route_socketio_paths
 
 log = logging.getLogger("server")
@@ -138,13 +141,16 @@ def create_app(
     # server-side sessions (server/web/sessions.py); their socket sweep stops with the app
     services.on_close.append(sessions.install(app, settings, store, socketio).stop)
     csrf.install(app, settings)  # JSON bodies and same-origin pages only (server/web/csrf.py)
+    error_log.install(store, services.on_close)  # each game's logged problems, for its admin page
 
     SocketProtocol(socketio).register()
     for blueprint in (api, admin, replay, item_catalog, viewer_pages, beliefs, practice):
         app.register_blueprint(blueprint)
     for blueprint in (accounts, history):  # kept names, histories, the leaderboard (docs/ratings.md)
         app.register_blueprint(blueprint)
+    app.register_blueprint(admin_pages)  # the admin dashboard's pages (server/web/admin_pages.py)
     app.register_blueprint(study_exports)  # study exports and payments (docs/studies.md)
+    app.register_blueprint(study_pages)  # the participant's pages (server/web/study_pages.py)
     route_socketio_paths(app)
     _register_health_check(app, services)
     _register_security_headers(app)
@@ -155,6 +161,7 @@ def create_app(
         started = time.perf_counter()
         resumed = table.recover()
         log.info("resumed %d running games in %.2f s", resumed, time.perf_counter() - started)
+    services.on_close.append(start_matcher(services))  # waiting rooms, study games (study/matching.py)
     # Rule sets and indexes live as long as the process: move them out of the cyclic collector's reach,
     # or every full collection walks them (measured: 50-95 ms pauses under load without this).
     gc.freeze()

@@ -120,6 +120,10 @@ MAX_GAME_SEED = 2**63 - 1
 DEALT_PREFIX = "dealt-"
 
 
+def new_game_id() -> str:
+    return secrets.token_urlsafe(GAME_ID_BYTES)
+
+
 class Lobby:
     def __init__(self, settings: Settings, store: Store, table: Table, bots: BotRegistry) -> None:
         self.settings = settings
@@ -293,6 +297,8 @@ class Lobby:
         address: str | None = None,
         difficulty: Any = None,
         hold: dict[str, Any] | None = None,
+        seat_specs: list[SeatSpec] | None = None,
+        game_id: str | None = None,
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
 
@@ -302,9 +308,11 @@ class Lobby:
         ``address`` is the network address of a client's request: then, unless the creator is an admin, the
         abuse limits (server/web/limits.py) apply before any work: games per user and per address, open games
         per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies.
-        ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's)."""
+        ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's).
+        ``seat_specs`` and ``game_id`` are for in-process callers only (the study matcher: its fill-in in a
+        participant's seat of a hall whose seats are fixed; the id its participants were matched to)."""
         hall = self.hall(hall_name)
-        specs = self._seat_specs(hall, seats)
+        specs = seat_specs if seat_specs is not None else self._seat_specs(hall, seats)
         if seed is not None and (
             not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_GAME_SEED
         ):
@@ -334,7 +342,7 @@ class Lobby:
         if join:  # the creator's seat is checked before the game exists: a refused join leaves no game
             check_creator_can_sit(creator, seat_states)
         # every check that costs nothing is made: now the limits, then the instance (a deal costs CPU)
-        game_id = secrets.token_urlsafe(GAME_ID_BYTES)
+        game_id = game_id or new_game_id()
         open_slot = None
         if address is not None and not creator.is_admin:
             open_slot = self._claim_open_slot(creator, game_id)

@@ -8,7 +8,9 @@ and an admin's "end this user's sessions" act at once, over REST and on open Soc
 - Logout deletes the record. Login (display name or admin) starts a new id, so an id planted in a browser
   before a login never becomes a logged-in one.
 - Admin rights are the HMAC of the admin password under the secret key, recorded at admin login and compared
-  on every request: another ``security.admin_password`` voids every admin session.
+  on every request: another ``security.admin_password`` voids every admin session. A login with an admin API
+  token records ``token:<its id>`` instead, checked on every request too: the session is admin only while
+  that token is unrevoked and has the ``admin`` scope.
 - ``sessions_epoch:<user id>`` (absent = 0) is raised to end every session of a user: a session whose epoch
   differs is ended. The raise is a conditional write, so no concurrent login survives it unnoticed.
 - A session ends ``security.session_idle_hours`` after its last use and ``session_lifetime_hours`` after
@@ -46,6 +48,8 @@ from server.web.auth import USER_CHECKS
 log = logging.getLogger(__name__)
 
 SESSION_KEY_PREFIX = "session:"
+#: A session's ``admin`` when an admin API token (not the password) granted it: this prefix + the token id.
+TOKEN_ADMIN_PREFIX = "token:"
 EPOCH_KEY_PREFIX = "sessions_epoch:"
 #: Longest gap between two writes of a session's last use (shorter for short idle limits, see ``refresh``).
 SEEN_REFRESH_MAX_SECONDS = 60.0
@@ -205,11 +209,18 @@ class Sessions(SessionInterface):
         return int(raw) if raw is not None and raw.isdigit() else 0
 
     def is_admin(self, record: SessionRecord | None) -> bool:
-        return (
-            record is not None
-            and record.admin is not None
-            and self.fingerprint is not None
-            and hmac.compare_digest(record.admin, self.fingerprint)
+        if record is None or record.admin is None:
+            return False
+        if record.admin.startswith(TOKEN_ADMIN_PREFIX):
+            return self._token_grants_admin(record.admin.removeprefix(TOKEN_ADMIN_PREFIX))
+        return self.fingerprint is not None and hmac.compare_digest(record.admin, self.fingerprint)
+
+    def _token_grants_admin(self, token_id: str) -> bool:
+        """Whether the API token ``token_id`` is unrevoked and has the admin scope (one read of the tokens:
+        admins create them by hand, so the list stays short)."""
+        return any(
+            token["id"] == token_id and token["revoked_at"] is None and "admin" in token["scopes"]
+            for token in self.store.list_tokens()
         )
 
     def _create(self, user: str | None, admin: str | None) -> str:
@@ -243,13 +254,15 @@ class Sessions(SessionInterface):
         self._delete(current.session_id)
         current.cookie_change = ""
 
-    def grant_admin(self) -> None:
-        """Admin rights for this browser (the password was checked), under a new session id."""
+    def grant_admin(self, token_id: str | None = None) -> None:
+        """Admin rights for this browser, under a new session id: by the password (checked), or while the
+        admin API token ``token_id`` (verified, with the admin scope) stays valid."""
         current = _current_session()
         record = current.record
         user = record.user if record is not None else None
         self._delete(current.session_id)
-        current.cookie_change = self._create(user, self.fingerprint)
+        admin = self.fingerprint if token_id is None else TOKEN_ADMIN_PREFIX + token_id
+        current.cookie_change = self._create(user, admin)
 
     def revoke_admin(self) -> None:
         """This session's admin rights end; its display-name login, if any, stays."""

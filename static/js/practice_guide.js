@@ -193,6 +193,7 @@ export const PRACTICE_STEPS = [
     text: () =>
       "You traded, crafted and won: that is the whole game. In a real game the others' targets are secret and they may say no, so think about what they need. The Game over panel shows every target and score.",
     extra: () => {
+      if ($("room").dataset.study) return []; // a study's practice: the end panel leads back to the study
       const links = el("p", "guide-links");
       const lobby = el("a", null, "Play a real game in the lobby");
       lobby.href = "/";
@@ -210,6 +211,7 @@ export const PRACTICE_STEPS = [
     when: (state) => Boolean(state.view && state.view.finished),
     text: () => "The game ended before you held your target. Start the practice again to try once more.",
     extra: () => {
+      if ($("room").dataset.study) return []; // the study's page starts it again
       const again = el("a", null, "Start the practice again");
       again.href = "/practice";
       return [again];

@@ -158,6 +158,7 @@ function renderAll() {
   renderToM(view, mine);
   craftPanel.render(view, envelope, seats, ruleset, mine); // static/js/craft.js
   renderEnd(view, mine);
+  renderStudyEnd(view);
   renderTimeline();
   renderDeadline();
 }
@@ -471,6 +472,21 @@ function renderEnd(view, mine) {
     beliefs.dataset.loaded = "1";
     showBeliefs(beliefs, gameId, { seatName: (seat) => seatName(seats, seat), ruleset, mine });
   }
+}
+
+// A study's game (hall "study-<id>") or its practice (/games/<id>?study=<id>, server/web/study_pages.py) ends
+// with "Back to the study" instead of the lobby's ways on: a participant's next step is on /study/<id>.
+const STUDY_ID = /^[a-z0-9][a-z0-9_-]{0,47}$/;
+function renderStudyEnd(view) {
+  const hall = envelope && typeof envelope.hall === "string" ? envelope.hall : "";
+  const study = hall.startsWith("study-") ? hall.slice(6) : new URLSearchParams(window.location.search).get("study");
+  if (!study || !STUDY_ID.test(study)) return;
+  root.dataset.study = study; // the practice guide leaves out its links to the lobby (practice_guide.js)
+  $("room-study-link").href = `/study/${study}`;
+  $("room-study-back").hidden = !view.finished;
+  $("room-end-links").hidden = true;
+  $("room-rematch").hidden = true;
+  for (const header of document.querySelectorAll(".site-header")) header.hidden = true;
 }
 
 // Every seat's target (revealed at the end), whether it was reached, and the points it scored.

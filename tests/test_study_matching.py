@@ -1,0 +1,502 @@
+"""The study matcher and game supervisor (server/web/study/matching.py) in real server processes.
+
+Each server is ``run_server.py`` over a real SQLite file; the test process opens the same file to create
+studies and walk participants up to the waiting room through the study core's flow (the participant pages
+are another part's), and plays their games over real HTTP and Socket.IO as the participants' own logins.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import DUEL_TRADE, Client, ServerProcess, play_duel, write_config
+from in_process import InProcessApp, MakeApp
+from mongo_server import database_uri, drop_database
+from table_support import in_parallel
+
+from server.store import Store, open_store
+from server.table.errors import ServerError
+from server.web.sessions import SessionRecord, session_key
+from server.web.study import flow
+from server.web.study.definition import StudyDefinition, parse_definition
+from server.web.study.matching import RoundReport, StudyMatcher, connected_key
+from server.web.study.records import (
+    Participant,
+    StudyGame,
+    game_key,
+    iter_study_games,
+    load_participant,
+    load_study,
+    load_study_game,
+    save_study,
+    set_study_status,
+)
+
+MakeServer = Callable[..., ServerProcess]
+CODES = {"completed": "C-DONE", "screened_out": "C-SCREEN", "no_partner": "C-ALONE", "dropped": "C-LEFT"}
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def study(store: Store, study_id: str, **sections: Any) -> StudyDefinition:
+    """A two-person duel study straight to the waiting room (no instructions, practice or check), with one
+    questionnaire item; ``sections`` replace keys of the waiting_room / dropout sections or top-level keys."""
+    data: dict[str, Any] = {
+        "id": study_id,
+        "title": "Matching test",
+        "hall": "duel",
+        "consent": "Test consent.",
+        "practice": False,
+        "questionnaire": [{"id": "fun", "prompt": "Was it fun?", "kind": "text"}],
+        "codes": CODES,
+        "recruitment": {"session_param": None},
+        "deadlines": {},
+        "waiting_room": {
+            "max_wait_seconds": 60,
+            "presence_check_seconds": 5,
+            "presence_timeout_seconds": 3,
+            "on_timeout": "fill",
+            "fill_in": {"kind": "bot", "bot": "random"},
+        },
+        "dropout": {"disconnect_grace_seconds": 600, "idle_timeouts": None, "waiting_grace_seconds": 600},
+    }
+    for key, value in sections.items():
+        data[key] = {**data[key], **value} if isinstance(data.get(key), dict) else value
+    definition = parse_definition(data)
+    save_study(store, definition)
+    return definition
+
+
+def arrive_waiting(store: Store, study_id: str) -> Participant:
+    """A new participant from a recruitment link, consented: in the waiting room, present."""
+    record = load_study(store, study_id)
+    participant = flow.arrive(store, record, {"PROLIFIC_PID": "pid" + secrets.token_hex(8)})
+    return flow.give_consent(store, record.parsed(), participant.id, True)
+
+
+def reload(store: Store, participant: Participant) -> Participant:
+    found = load_participant(store, participant.study_id, participant.id)
+    assert found is not None
+    return found
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 15, what: str = "the condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def wait_step(store: Store, participant: Participant, step: str, timeout: float = 15) -> Participant:
+    return wait_until(
+        lambda: (p := reload(store, participant)).step == step and p,
+        timeout,
+        f"{participant.id} to reach {step}",
+    )
+
+
+def logged_in(server: ServerProcess, store: Store, participant: Participant) -> Client:
+    """A browser logged in as the participant's account (what the study link's page does: Sessions.log_in),
+    Socket.IO connected."""
+    session_id = secrets.token_urlsafe(32)
+    at = time.time()
+    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
+    assert store.replace_value(session_key(session_id), None, record.dumps())
+    client = Client(server.url)
+    client.http.cookies.set("tradecraft_session", session_id)
+    return client.connect()
+
+
+def moved(store: Store, game_id: str, seat: int) -> bool:
+    """Whether ``seat`` has made a move of its own in the game (an event it is the actor of)."""
+    return any(record.get("actor") == seat for record in store.load_events(game_id))
+
+
+@contextmanager
+def confirming(store: Store, definition: StudyDefinition, *people: Participant) -> Iterator[None]:
+    """The waiting page's presence check: each participant confirms every 2 s meanwhile."""
+    stop = threading.Event()
+
+    def confirm() -> None:
+        while not stop.wait(2):
+            for person in people:
+                with suppress(ServerError):  # matched meanwhile: the page has moved on
+                    flow.confirm_presence(store, definition, person.id)
+
+    thread = threading.Thread(target=confirm, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def study_games(store: Store, study_id: str) -> list[StudyGame]:
+    return list(iter_study_games(store, study_id))
+
+
+def seat_of(participant: Participant) -> tuple[str, int]:
+    entry = participant.games[-1]
+    return entry.game_id, entry.seat
+
+
+def last_event(participant: Participant, name: str) -> dict[str, Any]:
+    return next(e.detail for e in reversed(participant.events) if e.event == name)
+
+
+# ----------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("study")
+    return folder, f"sqlite:///{folder / 'study.db'}"
+
+
+@pytest.fixture(scope="module")
+def server(make_server: MakeServer, database: tuple[Path, str]) -> ServerProcess:
+    folder, uri = database
+    return make_server(write_config(folder / "one", database_uri=uri))
+
+
+@pytest.fixture(scope="module")
+def store(database: tuple[Path, str], server: ServerProcess) -> Iterator[Store]:
+    opened = open_store(database[1])
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def clients() -> Iterator[list[Client]]:
+    made: list[Client] = []
+    yield made
+    for client in made:
+        client.close()
+
+
+# ------------------------------------------------------------------------------------------------- tests
+def test_pairs_are_matched_in_arrival_order_and_seated(server: ServerProcess, store: Store) -> None:
+    study(store, "pairs")
+    people = [arrive_waiting(store, "pairs") for _ in range(4)]
+    matched = [wait_step(store, p, "playing") for p in people]
+    first, second = {seat_of(p)[0] for p in matched[:2]}, {seat_of(p)[0] for p in matched[2:]}
+    assert len(first) == 1 and len(second) == 1 and first != second, "pairs in arrival order"
+    assert [seat_of(p)[1] for p in matched] == [0, 1, 0, 1]
+    games = {g.game_id: g for g in study_games(store, "pairs")}
+    for pair in (matched[:2], matched[2:]):
+        game_id = seat_of(pair[0])[0]
+        assert games[game_id].participants == {0: pair[0].id, 1: pair[1].id}
+        assert pair[0].games[-1].filled_seats == []
+        meta = wait_until(lambda gid=game_id: (m := store.get_game(gid)) and m["status"] == "running" and m)
+        assert [s["user_id"] for s in meta["seats"]] == [pair[0].user_id, pair[1].user_id]
+        assert meta["hall"] == "study-pairs"
+        assert meta["held_for"]["user_ids"] == sorted([pair[0].user_id, pair[1].user_id])
+    assert all(p.waiting_since is None and p.current_game is not None for p in matched)
+
+
+def test_odd_one_out_plays_the_fill_in_after_the_maximum_wait(
+    server: ServerProcess, store: Store, clients: list[Client]
+) -> None:
+    study(store, "odd", waiting_room={"max_wait_seconds": 3})
+    people = [arrive_waiting(store, "odd") for _ in range(3)]
+    wait_step(store, people[0], "playing")
+    wait_step(store, people[1], "playing")
+    assert reload(store, people[2]).step == "waiting"
+    lone = wait_step(store, people[2], "playing", timeout=10)
+    waited = last_event(lone, "matched")["waited"]
+    assert 3 <= waited < 6, waited
+    game_id, seat = seat_of(lone)
+    assert seat == 0 and lone.games[-1].filled_seats == [1]
+    assert next(g for g in study_games(store, "odd") if g.game_id == game_id).participants == {
+        0: lone.id,
+        1: None,
+    }
+    meta = wait_until(lambda: (m := store.get_game(game_id)) and m["status"] == "running" and m)
+    fill = meta["seats"][1]
+    assert fill["kind"] == "bot" and fill["bot"] == "random" and fill["name"].startswith("Participant ")
+    # the fill-in really plays: it answers the participant's proposal
+    player = logged_in(server, store, lone)
+    clients.append(player)
+    player.call("join", {"game_id": game_id})
+    player.act(game_id, "propose", **DUEL_TRADE)  # refused if the fill-in proposes first: it moves anyway
+    wait_until(lambda: moved(store, game_id, 1), what="a move of the fill-in")
+
+
+def test_exit_rule_gives_the_no_partner_code(server: ServerProcess, store: Store) -> None:
+    study(store, "alone", waiting_room={"max_wait_seconds": 2, "on_timeout": "exit"})
+    person = arrive_waiting(store, "alone")
+    done = wait_step(store, person, "done", timeout=8)
+    assert done.outcome == "no_partner" and done.code == CODES["no_partner"] and done.games == []
+    assert study_games(store, "alone") == []
+
+
+def test_an_absent_participant_is_matched_only_after_confirming(server: ServerProcess, store: Store) -> None:
+    definition = study(store, "absent")
+    away = arrive_waiting(store, "absent")
+    wait_until(lambda: not flow.is_present(reload(store, away)), timeout=12, what="the presence to lapse")
+    here = arrive_waiting(store, "absent")
+    time.sleep(3)  # three rounds
+    assert reload(store, away).step == "waiting" and reload(store, here).step == "waiting"
+    flow.confirm_presence(store, definition, away.id)
+    matched = wait_step(store, away, "playing", timeout=5)
+    assert seat_of(matched)[0] == seat_of(reload(store, here))[0]
+
+
+def test_a_closed_study_sends_its_waiting_room_home(server: ServerProcess, store: Store) -> None:
+    study(store, "closing")
+    person = arrive_waiting(store, "closing")
+    set_study_status(store, "closing", "closed")
+    done = wait_step(store, person, "done", timeout=5)
+    assert done.outcome == "no_partner" and done.code == CODES["no_partner"]
+
+
+def test_a_paused_study_still_matches_those_in_it(server: ServerProcess, store: Store) -> None:
+    study(store, "paused")
+    people = [arrive_waiting(store, "paused") for _ in range(2)]
+    set_study_status(store, "paused", "paused")
+    assert all(wait_step(store, p, "playing") for p in people)
+
+
+def test_game_end_moves_both_to_the_questionnaire_with_result_and_points(
+    server: ServerProcess, store: Store, clients: list[Client]
+) -> None:
+    study(store, "ending")
+    people = [arrive_waiting(store, "ending") for _ in range(2)]
+    matched = [wait_step(store, p, "playing") for p in people]
+    game_id = seat_of(matched[0])[0]
+    players = [logged_in(server, store, p) for p in matched]
+    clients.extend(players)
+    for player in players:
+        player.call("join", {"game_id": game_id})
+    wait_until(lambda: store.get_game(game_id)["status"] == "running")  # type: ignore[index]
+    play_duel(game_id, players[0], players[1])  # both craft their targets in turn 1: a shared win
+    ended = [wait_step(store, p, "questionnaire", timeout=5) for p in matched]
+    for participant in ended:
+        entry = participant.games[-1]
+        assert (entry.result, entry.points) == ("won", 1)
+        assert entry.finished_at is not None
+    finished = [e for e in reload(store, matched[0]).events if e.event == "game_finished"]
+    time.sleep(1.5)  # later rounds see the same finished game: nothing is recorded twice
+    assert [e for e in reload(store, matched[0]).events if e.event == "game_finished"] == finished
+
+
+def test_a_disconnected_participant_is_dropped_and_the_fill_in_plays_on(
+    server: ServerProcess, store: Store, clients: list[Client]
+) -> None:
+    study(store, "leaver", dropout={"disconnect_grace_seconds": 5})
+    people = [arrive_waiting(store, "leaver") for _ in range(2)]
+    stayer, leaver = [wait_step(store, p, "playing") for p in people]
+    game_id = seat_of(stayer)[0]
+    players = [logged_in(server, store, p) for p in (stayer, leaver)]
+    clients.extend(players)
+    for player in players:
+        player.call("join", {"game_id": game_id})
+    time.sleep(4)  # connected past the match's grace: the connection, not the match time, counts
+    players[1].drop()
+    left_at = time.time()
+    dropped = wait_step(store, leaver, "done", timeout=12)
+    assert time.time() - left_at >= 4  # the grace, less one round
+    assert dropped.outcome == "dropped" and dropped.code == CODES["dropped"]
+    assert dropped.games[-1].result == "dropped"
+    assert last_event(dropped, "dropped")["reason"] == "disconnected from the game"
+    assert reload(store, stayer).step == "playing"
+    assert store.get_value(connected_key("leaver", game_id, 0)) is not None
+    meta = wait_until(lambda: (m := store.get_game(game_id)) and m["seats"][1]["takeover"] and m)
+    assert meta["seats"][1]["takeover"] == "random"
+    players[0].act(game_id, "propose", **DUEL_TRADE)  # refused if the fill-in proposes first
+    wait_until(lambda: moved(store, game_id, 1), what="a move of the fill-in")
+
+
+def test_an_idle_participant_whose_seat_a_bot_took_is_dropped(server: ServerProcess, store: Store) -> None:
+    study(
+        store,
+        "idler",
+        deadlines={"trade_propose": 1, "trade_decide": 1, "craft": 1},
+        dropout={"idle_timeouts": 1},
+    )
+    people = [arrive_waiting(store, "idler") for _ in range(2)]
+    matched = [wait_step(store, p, "playing") for p in people]
+    game_id = seat_of(matched[0])[0]
+    for participant in matched:  # nobody acts: the first deadline hands the seats to bots
+        dropped = wait_step(store, participant, "done", timeout=15)
+        assert dropped.outcome == "dropped"
+        assert last_event(dropped, "dropped")["reason"] == "idle: a bot took over the seat"
+    wait_until(
+        lambda: [s["takeover"] for s in store.get_game(game_id)["seats"]] == ["random", "random"],  # type: ignore[index]
+        what="the fill-in in both seats",
+    )
+
+
+def test_the_waiting_room_survives_a_restart(make_server: MakeServer, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'restart.db'}"
+    config = write_config(tmp_path / "cfg", database_uri=uri)
+    first = make_server(config)
+    with open_store(uri) as store:
+        definition = study(store, "restart")
+        early = arrive_waiting(store, "restart")
+        time.sleep(1.5)
+        assert reload(store, early).step == "waiting"
+        with confirming(store, definition, early):  # the waiting page goes on confirming meanwhile
+            first.stop()
+            late = arrive_waiting(store, "restart")
+            make_server(config)
+            a, b = wait_step(store, early, "playing"), wait_step(store, late, "playing")
+        assert seat_of(a)[0] == seat_of(b)[0]
+
+
+def test_two_servers_on_one_file_never_match_anyone_twice(make_server: MakeServer, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'race.db'}"
+    servers = [make_server(write_config(tmp_path / f"cfg{i}", database_uri=uri)) for i in range(2)]
+    assert servers
+    with open_store(uri) as store:
+        study(store, "race")
+        people = [arrive_waiting(store, "race") for _ in range(10)]
+        matched = [wait_step(store, p, "playing") for p in people]
+        assert all(len(p.games) == 1 for p in matched)
+        games = study_games(store, "race")
+        seated = [pid for g in games for pid in g.participants.values()]
+        assert sorted(seated) == sorted(p.id for p in people)  # each in exactly one game
+        assert len(games) == 5
+        for game in games:
+            wait_until(lambda gid=game.game_id: store.get_game(gid)["status"] == "running")  # type: ignore[index]
+
+
+# ------------------------------------------------------------------ rounds driven by hand, in-process apps
+def manual_matcher(app: InProcessApp, leased: bool = True) -> StudyMatcher:
+    """The app's own background matcher stopped, and one whose rounds the test runs (``leased=False``:
+    without the lease, as two processes would be if the lease failed, to test the conditional writes
+    alone)."""
+    for stop in app.services.on_close:
+        if isinstance(getattr(stop, "__self__", None), StudyMatcher):
+            stop()
+    matcher = StudyMatcher(app.services)
+    if not leased:
+        matcher._take_lease = lambda: True  # type: ignore[method-assign]
+    return matcher
+
+
+def test_a_group_member_gone_between_the_read_and_the_write_leaves_no_empty_seat(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'partial.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "partial")
+    read = [arrive_waiting(store, "partial") for _ in range(2)]  # what the round read
+    flow.drop(store, definition, read[1].id, "closed the tab")  # then the second one left
+    report = RoundReport()
+    matcher.form_game(definition, read, report)
+    assert report.matched == [read[0].id] and len(report.games) == 1
+    stayer, gone = reload(store, read[0]), reload(store, read[1])
+    game_id = seat_of(stayer)[0]
+    assert gone.games == [] and gone.outcome == "dropped"
+    assert load_study_game(store, "partial", game_id).participants == {0: stayer.id, 1: None}  # type: ignore[union-attr]
+    meta = store.get_game(game_id)
+    assert meta is not None and meta["status"] == "running"  # the fill-in took the seat nobody will fill
+    assert meta["seats"][0]["user_id"] == stayer.user_id and meta["seats"][1]["kind"] == "bot"
+    # nobody of the group matched: no game at all, the plan removed
+    lonely = [arrive_waiting(store, "partial") for _ in range(2)]
+    for person in lonely:
+        flow.drop(store, definition, person.id, "left")
+    before = len(study_games(store, "partial"))
+    matcher.form_game(definition, lonely, report := RoundReport())
+    assert report.games == [] and len(study_games(store, "partial")) == before
+
+
+def test_a_crash_between_the_plan_and_the_game_is_repaired_by_the_next_round(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'crash.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "crash")
+    people = [arrive_waiting(store, "crash") for _ in range(4)]
+
+    def plan(game_id: str, pair: list[Participant]) -> None:
+        record = StudyGame(
+            game_id=game_id,
+            study_id="crash",
+            participants={0: pair[0].id, 1: pair[1].id},
+            created_at=time.time(),
+        )
+        assert store.replace_value(game_key("crash", game_id), None, record.model_dump_json())
+
+    plan("never-matched", people[:2])  # crashed right after writing the plan
+    plan("never-created", people[2:])  # crashed after matching, before creating the game
+    for seat, person in enumerate(people[2:]):
+        flow.matched(store, definition, person.id, "never-created", seat, [])
+    report = matcher.round()
+    assert report.led
+    games = {g.game_id for g in study_games(store, "crash")}
+    assert "never-matched" not in games  # undone: its people were still waiting
+    assert "never-created" in games
+    meta = store.get_game("never-created")
+    assert meta is not None and meta["status"] == "running"
+    assert [s["user_id"] for s in meta["seats"]] == [p.user_id for p in people[2:]]
+    first = [reload(store, p) for p in people[:2]]  # matched afresh in the same round
+    assert {seat_of(p)[0] for p in first} == set(report.games) and len(report.games) == 1
+
+
+def test_two_matchers_without_the_lease_still_match_nobody_twice(make_app: MakeApp, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'nolease.db'}"
+    apps = [make_app(database_uri=uri) for _ in range(2)]
+    matchers = [manual_matcher(app, leased=False) for app in apps]
+    store = apps[0].services.store
+    study(store, "nolease")
+    people = [arrive_waiting(store, "nolease") for _ in range(12)]
+    for _ in range(3):
+        in_parallel([m.round for m in matchers])
+    matched = [reload(store, p) for p in people]
+    assert all(p.step == "playing" and len(p.games) == 1 for p in matched)
+    games = study_games(store, "nolease")
+    seated = [pid for game in games for pid in game.participants.values() if pid]
+    assert sorted(seated) == sorted(p.id for p in people)
+    for game in games:  # every human seat is its participant's or the fill-in's: no game is stuck
+        meta = store.get_game(game.game_id)
+        assert meta is not None and meta["status"] == "running", meta
+        for seat, participant_id in game.participants.items():
+            holder = meta["seats"][seat]
+            if participant_id is None:
+                assert holder["kind"] == "bot"
+            else:
+                assert holder["user_id"] == next(p.user_id for p in matched if p.id == participant_id)
+
+
+def test_only_the_lease_holder_matches(make_app: MakeApp, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'lease.db'}"
+    matchers = [manual_matcher(make_app(database_uri=uri)) for _ in range(2)]
+    for _ in range(3):
+        reports = in_parallel([m.round for m in matchers])
+        assert sum(r.led for r in reports) == 1
+    leader = next(m for m, r in zip(matchers, reports, strict=True) if r.led)
+    leader.stop()  # a closing app hands the lease on at once
+    assert next(m for m in matchers if m is not leader).round().led
+
+
+def test_matching_and_the_game_end_through_mongodb(
+    make_server: MakeServer, tmp_path: Path, mongo_uri: str, clients: list[Client]
+) -> None:
+    """The same rounds over the MongoDB store (its conditional writes are the matcher's guarantees)."""
+    uri = database_uri(mongo_uri, f"tc_matching_{secrets.token_hex(5)}")
+    server = make_server(write_config(tmp_path / "cfg", database_uri=uri))
+    with open_store(uri) as store:
+        study(store, "mongo")
+        people = [arrive_waiting(store, "mongo") for _ in range(3)]
+        matched = [wait_step(store, p, "playing") for p in people[:2]]
+        assert reload(store, people[2]).step == "waiting"
+        game_id = seat_of(matched[0])[0]
+        players = [logged_in(server, store, p) for p in matched]
+        clients.extend(players)
+        for player in players:
+            player.call("join", {"game_id": game_id})
+        play_duel(game_id, players[0], players[1])
+        ended = [wait_step(store, p, "questionnaire", timeout=5) for p in matched]
+        assert [(p.games[-1].result, p.games[-1].points) for p in ended] == [("won", 1), ("won", 1)]
+    server.stop()
+    drop_database(uri)
