@@ -376,6 +376,10 @@ class LocalServer:
             else ""
         )
 
+    def discard(self) -> None:
+        """Remove the temporary folder (store, settings, log); after :meth:`stop`."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -1171,7 +1175,7 @@ def simulate(
     finally:
         server.stop()
         if report is not None and report.ok:  # a failed run keeps its server log for reading
-            shutil.rmtree(server.folder, ignore_errors=True)
+            server.discard()
     return report
 
 

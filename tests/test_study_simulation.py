@@ -201,6 +201,29 @@ def test_the_guided_practice_player_follows_the_guide() -> None:
     assert player.act(after, ["craft", "finish_crafting"]) == {"type": "finish_crafting"}
 
 
+def test_speed_up_with_a_running_server_is_refused_before_anything_runs() -> None:
+    from click.testing import CliRunner
+
+    from agents.study_simulation import simulate_command
+
+    result = CliRunner().invoke(simulate_command, [str(PILOT), "--url", "http://127.0.0.1:9", "--speed-up"])
+    assert result.exit_code == 1 and "needs the simulation's own server" in result.output
+
+
+def test_the_preflight_names_a_study_the_server_does_not_hold() -> None:
+    from agents.study_simulation import LocalServer, SimulationError, preflight
+
+    server = LocalServer(ROOT / "settings.yaml", participants=1, speed_up=False)
+    try:
+        server.start()
+        with pytest.raises(SimulationError, match="has no study 'duel-pilot'"):
+            preflight(server.url, "duel-pilot")
+        assert not server.error_lines()
+    finally:
+        server.stop()
+        server.discard()
+
+
 # ------------------------------------------------------------------------------------------- end to end
 QUICK_STUDY: dict[str, Any] = {
     "id": "sim-quick",
