@@ -1174,7 +1174,7 @@ def simulate(
         )
     finally:
         server.stop()
-        if report is not None and report.ok:  # a failed run keeps its server log for reading
+        if report is None or report.ok:  # a run with failed checks keeps its server log for reading
             server.discard()
     return report
 
