@@ -79,6 +79,8 @@ REPLAYED_LINKS = 3
 #: and the refusals that mean so.
 GAME_READY_SECONDS = 15.0
 GAME_NOT_READY_CODES = frozenset({"unknown_game", "seat_taken", "not_your_seat", "game_full"})
+#: What a participant did when the study link refused them because the study was full (no record, no code).
+TURNED_AWAY = "turned_away"
 #: Server log lines that count as server errors.
 SERVER_ERROR_LINE = re.compile(r"\bERROR\b|^Traceback \(most recent call last\)")
 
@@ -517,7 +519,13 @@ class SimulatedParticipant:
     def play(self) -> ParticipantRun:
         started = time.monotonic()
         try:
-            self.arrive()
+            try:
+                self.arrive()
+            except ApiError as err:
+                if err.code != "study_full":
+                    raise
+                self.run.did = TURNED_AWAY  # the study admitted its participants + overbook already
+                return self.run
             view = self.session.me()
             while view["step"] != "done" and self.run.did != "dropped":
                 if time.monotonic() > self.deadline:
@@ -540,9 +548,11 @@ class SimulatedParticipant:
         answer = self.session.open_link(self.link_query())
         location = answer.headers.get("Location", "")
         if answer.status_code != 302 or "?" in location:
-            title = re.search(r"<title>(.*?)</title>", answer.text, re.S)
+            page = re.search(r'data-code="([a-z_]+)"', answer.text)  # the refusal page names its code
+            code = page.group(1) if page else "link_refused"
+            title = re.search(r"<h1[^>]*>(.*?)</h1>", answer.text, re.S)
             said = title.group(1).strip() if title else answer.text[:120]
-            raise ApiError(answer.status_code, "link_refused", f"the study link answered: {said}")
+            raise ApiError(answer.status_code, code, f"the study link answered: {said}")
 
     def _step(self, view: dict[str, Any]) -> dict[str, Any]:
         step = view["step"]
@@ -788,17 +798,36 @@ def check_codes(facts: StudyFacts, runs: list[ParticipantRun]) -> Check:
     """Every participant holds the code of what they did (and finished: nobody stuck at a step)."""
     wrong = []
     for run in runs:
-        if run.did not in OUTCOMES:
+        if run.did == TURNED_AWAY:
+            if run.code is not None:
+                wrong.append(f"#{run.index} was turned away but holds {run.code!r}")
+        elif run.did not in OUTCOMES:
             wrong.append(f"#{run.index} {run.did} (step {run.step}, outcome {run.outcome})")
         elif run.step != "done" or run.outcome != run.did or run.code != facts.codes[run.did]:
             wrong.append(
                 f"#{run.index} did {run.did} but holds {run.code!r} ({run.outcome}, step {run.step})"
             )
     counts = Counter(run.did for run in runs)
-    summary = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    summary = ", ".join(f"{counts[o]} {o}" for o in (*OUTCOMES, TURNED_AWAY) if counts[o])
     return Check(
         "right codes", not wrong, "; ".join(wrong[:5]) + (" ..." if len(wrong) > 5 else "") or summary
     )
+
+
+def check_capacity(facts: StudyFacts, runs: list[ParticipantRun]) -> Check:
+    """Admissions stop at participants + overbook: no more completions than that, and anyone turned away
+    arrived after at least that many had been admitted (the places taken then were all the limit)."""
+    limit = facts.definition["capacity"]["participants"] + facts.definition["capacity"]["overbook"]
+    admitted = sum(run.did != TURNED_AWAY for run in runs)
+    turned_away = len(runs) - admitted
+    completed = sum(run.outcome == "completed" for run in runs)
+    problems = []
+    if completed > limit:
+        problems.append(f"{completed} completed, above the limit of {limit}")
+    if turned_away and admitted < limit:
+        problems.append(f"{turned_away} turned away though only {admitted} of {limit} places were ever taken")
+    detail = "; ".join(problems) or f"{admitted} admitted, {turned_away} turned away (limit {limit} at once)"
+    return Check("capacity", not problems, detail)
 
 
 def check_earnings(facts: StudyFacts, runs: list[ParticipantRun]) -> Check:
@@ -1081,6 +1110,7 @@ def run_simulation(
     checks = [
         check_codes(facts, finished),
         check_earnings(facts, finished),
+        check_capacity(facts, finished),
         paid_once or check_paid_once(finished, payments),
         check_replayed_links(replays),
         *check_errors(finished, server_errors),
@@ -1090,12 +1120,15 @@ def run_simulation(
     server_clock = all(run.waited_source == "server" for run in finished)
     p50, p95 = percentile(waits, 0.5), percentile(waits, 0.95)
     game_ids = {g["game_id"] for run in finished for g in run.games}
-    outcomes = Counter(run.outcome or f"stuck at {run.step}" for run in finished)
+    outcomes = Counter(
+        run.outcome or (TURNED_AWAY if run.did == TURNED_AWAY else f"stuck at {run.step}") for run in finished
+    )
     figures = {
         "participants": len(finished),
         "outcomes": dict(sorted(outcomes.items())),
         "dropped mid-game": sum(run.did == "dropped" for run in finished),
         "failed the quiz": sum(run.did == "screened_out" for run in finished),
+        "turned away (study full)": sum(run.did == TURNED_AWAY for run in finished),
         "time-to-match p50 s": None if p50 is None else round(p50, 2),
         "time-to-match p95 s": None if p95 is None else round(p95, 2),
         "matches measured": f"{len(waits)} ({'server clock' if server_clock else 'some by the client'})",

@@ -18,6 +18,7 @@ from agents.study_simulation import (
     ParticipantRun,
     Payments,
     StudyFacts,
+    check_capacity,
     check_codes,
     check_earnings,
     check_errors,
@@ -119,6 +120,21 @@ def test_a_participant_stuck_at_a_step_or_ended_for_nothing_fails(pilot: StudyFa
     unexplained.did = "unexplained"  # screened out though they answered right
     check = check_codes(pilot, [unexplained])
     assert not check.ok and "unexplained" in check.detail
+
+
+def test_turned_away_only_once_the_study_is_full(pilot: StudyFacts) -> None:
+    limit = 60 + 6  # duel_pilot's participants + overbook
+    admitted = [finished(i, "completed", pilot) for i in range(limit)]
+    away = ParticipantRun(index=limit, recruitment_id="f" * 24, did="turned_away")
+    assert check_capacity(pilot, [*admitted, away]).ok and check_codes(pilot, [*admitted, away]).ok
+    # turned away while places were free
+    check = check_capacity(pilot, [*admitted[:10], away])
+    assert not check.ok and "only 10 of 66" in check.detail
+    # more completions than the study admits
+    assert not check_capacity(pilot, [*admitted, finished(limit, "completed", pilot)]).ok
+    # a participant turned away holds no code
+    away.code = pilot.codes["completed"]
+    assert not check_codes(pilot, [away]).ok
 
 
 def test_wrong_earnings_fail(pilot: StudyFacts) -> None:
@@ -295,6 +311,7 @@ def test_a_small_study_simulated_end_to_end_passes_every_check(tmp_path: Path) -
     assert set(checks) == {
         "right codes",
         "earnings",
+        "capacity",
         "paid once",
         "replayed links",
         "participant errors",
