@@ -4,8 +4,9 @@
 
 1. Time to match, over a live server (run_server.py, a SQLite file, the matcher's background rounds): for
    each pair, the first participant enters the waiting room, the second follows 0-1 s later; the time from
-   the second's arrival in the waiting room until both records say ``playing`` (their game created in the
-   study's hall and both seated). Pairs arrive over ``--pairs`` seconds. p50 / p95 / max in milliseconds.
+   the second's arrival in the waiting room until both records say ``playing`` (the matched write comes
+   last: their game is created in the study's hall, both are seated and it runs). Pairs arrive over
+   ``--pairs`` seconds. p50 / p95 / max in milliseconds.
 2. One matcher round (server/web/study/matching.py ``StudyMatcher.round``) in-process over a SQLite file
    holding ``--stored`` finished participants of one study plus a waiting pair: the round reads every
    participant of every study, so its cost grows with the study's size. p50 / max in milliseconds.

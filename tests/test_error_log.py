@@ -4,7 +4,9 @@ admin API; a real failing bot's warnings end up there."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +14,9 @@ import bot_policies
 import pytest
 from e2e_helpers import ADMIN_PASSWORD, DUEL_TRADE, write_config
 from flask import Flask
+from mongo_server import database_uri, drop_database
 
-from server.store import open_store
+from server.store import Store, open_store
 from server.table.config import load_settings
 from server.web.app import create_app
 from server.web.error_log import ERRORS_KEPT, MESSAGE_MAX_CHARS, GameErrorLog, read_errors
@@ -72,6 +75,7 @@ def test_records_are_bounded_secret_free_and_only_for_known_games(app: Flask) ->
     log.warning("game %s: %s", game_id, "x" * 5000)
     log.info("game %s: an info line is no problem", game_id)
     log.warning("game %s: not a game of this server", "no-such-game")
+    logging.getLogger("engineio.server").warning("game %s: a library's record is not kept", game_id)
     try:
         raise ValueError("broken sk-test-secret-value-123")
     except ValueError:
@@ -106,3 +110,36 @@ def test_two_processes_append_to_the_same_list(app: Flask, tmp_path: Path) -> No
     finally:
         first.close()
         second.close()
+
+
+def test_two_workers_on_mongodb_append_to_the_same_list(mongo_uri: str) -> None:
+    """The same on the MongoDB path (the project's wire-protocol test server): two stores, one database."""
+    url = database_uri(mongo_uri, f"tc_errors_{uuid.uuid4().hex[:12]}")
+    first, second = open_store(url), open_store(url)
+    try:
+        first.create_game("g-mongo-1", {"status": "running"})
+        threads = [
+            threading.Thread(target=_log_many, args=(store, "g-mongo-1", worker))
+            for worker, store in enumerate((first, second))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        messages = {e["message"] for e in read_errors(second, "g-mongo-1")}
+        assert messages == {f"game g-mongo-1: worker {w} problem {n}" for w in range(2) for n in range(20)}
+    finally:
+        first.close()
+        second.close()
+        drop_database(url)
+
+
+def _log_many(store: Store, game_id: str, worker: int) -> None:
+    handler = GameErrorLog(store)
+    for n in range(20):
+        args = (game_id, worker, n)
+        handler.handle(
+            logging.LogRecord(
+                "server", logging.WARNING, __file__, 1, "game %s: worker %s problem %s", args, None
+            )
+        )

@@ -275,3 +275,20 @@ def test_dead_session_records_are_swept_without_their_cookie_coming_back(
             assert time.monotonic() < deadline, "the sweep did not remove the dead sessions"
             time.sleep(0.1)
         assert store.get_value(keys["kept"]) is not None
+
+
+def test_a_late_answer_to_the_old_cookie_does_not_log_the_browser_out(
+    server: ServerProcess, clients: list[Client]
+) -> None:
+    """A login (or an admin login, or a study link) gives the browser a new session id while another request
+    of the same browser, sent with the old id, is still being answered. That answer must not clear the
+    cookie: it arrives after the login's and would erase the new session (an admin flag lost in CI)."""
+    player = person(server, clients)
+    old = player.http.cookies["tradecraft_session"]
+    player.login("Newer")
+    late = requests.get(server.url + "/api/me", cookies={"tradecraft_session": old}, timeout=15)
+    assert late.json()["user"] is None  # the old id is refused...
+    assert "tradecraft_session" not in late.headers.get("Set-Cookie", "")  # ...without erasing the cookie
+    assert me(player.http, server)["name"] == "Newer"
+    logout = player.http.post(server.url + "/api/logout", json={}, timeout=15)
+    assert logout.status_code == 200 and "tradecraft_session=;" in logout.headers.get("Set-Cookie", "")

@@ -205,6 +205,9 @@ def driven(
         options["database_uri"] = database_uri(base, f"tc_study_{uuid.uuid4().hex[:10]}")
     config = write_config(tmp_path_factory.mktemp(f"study-{request.param}"), **options)
     app = make_app(config)
+    # this test seats and ends its participants' games itself, each outcome on purpose: no matcher competes
+    assert app.services.study_matcher is not None
+    app.services.study_matcher.stop()
     clients: list[InProcessClient] = []
     yield drive(app, config, clients)
     for client in clients:

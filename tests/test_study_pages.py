@@ -385,6 +385,9 @@ def test_the_questionnaire_is_validated_then_the_code_and_earnings_shown(app: In
     data = browser.get(f"/api/study/{study.id}/me/data?download=1")
     assert "attachment" in data.headers["Content-Disposition"]
     assert data.get_json()["data"]["questionnaire"] == {"who": 1, "why": "fun", "hard": 5}
+    # their game, but not which seat the fill-in played (the study decides whether to reveal it)
+    [game] = data.get_json()["data"]["games"]
+    assert game["game_id"] == "g-study-test" and game["result"] == "won" and "filled_seats" not in game
 
 
 def test_a_participant_reads_only_their_own_record(app: InProcessApp) -> None:
@@ -472,6 +475,7 @@ def test_the_practice_step_starts_the_guided_game_and_needs_its_win(app: InProce
     assert post(browser, study, "practice")[1]["game_id"] == game_id  # a second tab resumes the same game
     status, answer = post(browser, study, "practice/done")
     assert status == 409 and answer["error"]["code"] == "game_not_over"
+    assert answer["error"]["details"] == {"game_id": game_id, "ended": False}
     assert me(browser, study)["step"] == "practice"
 
     player = app.client()  # this browser's login, through the REST actions of tests/test_practice.py
@@ -512,3 +516,30 @@ def test_the_playing_page_sends_to_the_running_game_and_waits_once_it_is_over(ap
     view = me(browser, study)
     assert view["step"] == "waiting" and view["current_game"] is None  # the second of two games next
     assert view["games"] == [{"game_id": finished_game, "seat": 0, "result": "lost", "points": 0}]
+
+
+def test_a_lost_practice_is_started_again_from_the_study(app: InProcessApp) -> None:
+    study = new_study(app, practice=True, instructions=[])
+    browser = arrive(app, study, pid(95))
+    post(browser, study, "consent", {"agree": True})
+    game_id = post(browser, study, "practice")[1]["game_id"]
+    player = app.client()
+    player.http = browser
+    # pass, reject and finish crafting until the practice's last turn is over: nobody wins
+    view = view_when(player, game_id, lambda v: v["finished"] or bool(v["legal_actions"]))
+    while not view["finished"]:
+        legal = view["legal_actions"]
+        if "pass" in legal:
+            rest_act(player, game_id, "pass")
+        elif "decide" in legal:
+            rest_act(player, game_id, "decide", accept=False)
+        elif "finish_crafting" in legal:
+            rest_act(player, game_id, "finish_crafting")
+        view = view_when(player, game_id, lambda v: v["finished"] or bool(v["legal_actions"]))
+    assert view["winners"] == []
+    status, answer = post(browser, study, "practice/done")
+    assert status == 409 and answer["error"]["details"] == {"game_id": game_id, "ended": True}
+    assert me(browser, study)["step"] == "practice"
+    status, answer = post(browser, study, "practice")
+    assert status == 200 and answer["game_id"] != game_id  # a new practice game
+    assert answer["participant"]["practice_game_id"] == answer["game_id"]

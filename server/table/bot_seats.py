@@ -397,6 +397,10 @@ class BotSeats:
                     status=409,
                 )
             self.bots.require(spec, hall=live.meta.get("hall"))
+            # a listed model is stored (and shown to the players) by its public id, never by its full spec,
+            # whose options may name the operator's servers; policies are built from the full spec
+            listed = self.bots.models.entry(spec) if self.bots.models is not None else None
+            spec = self.bots.models.public_id(listed) if listed is not None and self.bots.models else spec
             key = takeover_key(game_id, seat)
             for _ in race_attempts():
                 current = self.store.get_value(key)

@@ -140,5 +140,10 @@ SERVER_ERROR_CODES: dict[str, str] = {
     "already_participated": "that recruitment id took part in the study already (another session): it "
     "takes part once (HTTP 409)",
     "wrong_step": "the participant is at another step of the study: details.step says which (HTTP 409)",
+    "nothing_to_pay": "(study payments) every finished participant with a bonus is in an earlier batch "
+    "(HTTP 409)",
+    "unknown_batch": "(study payments) the study has no payment batch with that id (HTTP 404)",
+    "batch_in_progress": "(study payments) the batch is being made right now; ask again in a moment "
+    "(HTTP 409)",
     "internal_error": "the server failed; the error is logged (read the game's view before retrying)",
 }

@@ -38,6 +38,7 @@ from server.web.error_log import read_errors
 from server.web.errors import request_object, rest_error
 from server.web.services import current_services
 from server.web.sessions import current_sessions
+from server.web.study.admin_api import admin_seat, study_admin
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ def attachment(game_id: str, suffix: str) -> str:
 
 #: The admin area under ``/api/admin``; every route needs the admin password (see the module's docstring).
 admin = Blueprint("admin", __name__, url_prefix="/api/admin")
+admin.register_blueprint(
+    study_admin
+)  # /api/admin/studies: behind the same guard (server/web/study/admin_api.py)
 
 
 def password_accepted(password: Any) -> bool:
@@ -245,10 +249,7 @@ def overview() -> tuple[Response, int]:
 def _overview_row(meta: dict[str, Any], table: Any) -> dict[str, Any]:
     row = {key: meta.get(key) for key in OVERVIEW_FIELDS}
     row["abort_reason"] = str(meta["abort_reason"])[:200] if meta.get("abort_reason") else None
-    row["seats"] = [
-        {key: seat.get(key) for key in ("seat", "kind", "name", "bot", "takeover")}
-        for seat in meta.get("seats", [])
-    ]
+    row["seats"] = [admin_seat(seat) for seat in meta.get("seats", [])]
     row["turn"] = row["phase"] = None
     if table is not None and meta.get("status") == "running":
         try:

@@ -48,7 +48,7 @@ from server.web.replay import replay
 from server.web.rest import api
 from server.web.services import EXTENSION_KEY, Services
 from server.web.sockets import SocketIOTransport, SocketProtocol
-from server.web.study.matching import start_matcher
+from server.web.study.matching import StudyMatcher
 from server.web.study_admin_exports import study_exports
 from server.web.study_pages import study_pages
 from server.web.transport_guards import route_socketio_paths
@@ -161,7 +161,8 @@ def create_app(
         started = time.perf_counter()
         resumed = table.recover()
         log.info("resumed %d running games in %.2f s", resumed, time.perf_counter() - started)
-    services.on_close.append(start_matcher(services))  # waiting rooms, study games (study/matching.py)
+    services.study_matcher = StudyMatcher(services)  # waiting rooms, study games (study/matching.py)
+    services.on_close.append(services.study_matcher.start())
     # Rule sets and indexes live as long as the process: move them out of the cyclic collector's reach,
     # or every full collection walks them (measured: 50-95 ms pauses under load without this).
     gc.freeze()

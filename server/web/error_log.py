@@ -1,6 +1,8 @@
 """Every problem the server logged about a game, kept with the game for its admin page.
 
-:class:`GameErrorLog` is a :class:`logging.Handler` the app factory installs on the root logger: each
+:class:`GameErrorLog` is a :class:`logging.Handler` the app factory installs on the ``server`` logger (the
+table's, the web layer's and the study code's loggers are below it; library loggers such as the database
+driver's are not, so the handler never calls the store from inside the driver's own logging): each
 WARNING-or-worse record whose message names a game of this app's store ("game %s: ..." as the table and the
 bot seats log, or a game id among its string arguments) is appended to the store value
 ``game_errors:<game id>`` — in the store, not in memory, so every worker process adds to the same list and
@@ -15,11 +17,11 @@ import json
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from server.store import Store
+from server.table.actions import race_attempts
 from server.table.traces import environment_secrets
 
 #: Records kept per game (the oldest are dropped first) and the longest message kept.
@@ -27,10 +29,10 @@ ERRORS_KEPT = 200
 MESSAGE_MAX_CHARS = 1000
 #: Game ids a record may name that are looked up in the store (each a read): the first few only.
 CANDIDATES_CHECKED = 3
-#: Tries of the conditional append when other writers append to the same game at once.
-APPEND_ATTEMPTS = 5
 
 ERRORS_KEY_PREFIX = "game_errors:"
+#: The logger whose records (and its children's) are kept.
+LOGGER = "server"
 #: What a game id looks like (the lobby's ids are ``secrets.token_urlsafe``), and where a message names one.
 GAME_ID = re.compile(r"[A-Za-z0-9_-]{4,64}")
 NAMED_GAME = re.compile(r"\bgames? ([A-Za-z0-9_-]{4,64})\b")
@@ -63,6 +65,8 @@ class GameErrorLog(logging.Handler):
         self.store = store
         self.secrets = environment_secrets()
         self._busy = threading.local()  # a store write that logs a warning must not recurse
+        #: records not kept: every conditional write lost (for race_attempts' time), or the store failed
+        self.dropped = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._busy, "on", False):
@@ -76,8 +80,10 @@ class GameErrorLog(logging.Handler):
             entry = self._entry(record, message)
             for game_id in game_ids:
                 self._append(game_id, entry)
-        except Exception:  # a log handler never breaks the code that logged
-            self.handleError(record)
+        except (
+            Exception
+        ):  # a log handler never breaks the code that logged (nor logs: it would come back here)
+            self.dropped += 1
         finally:
             self._busy.on = False
 
@@ -110,20 +116,21 @@ class GameErrorLog(logging.Handler):
 
     def _append(self, game_id: str, entry: dict[str, Any]) -> None:
         key = errors_key(game_id)
-        for _ in range(APPEND_ATTEMPTS):
+        for _ in race_attempts():  # jittered, doubling waits: writers in other processes stop colliding
             raw = self.store.get_value(key)
-            kept = _parsed(raw)
-            updated = json.dumps([*kept, entry][-ERRORS_KEPT:], separators=(",", ":"), ensure_ascii=False)
+            updated = json.dumps(
+                [*_parsed(raw), entry][-ERRORS_KEPT:], separators=(",", ":"), ensure_ascii=False
+            )
             if self.store.replace_value(key, raw, updated):
                 return
-            time.sleep(0.001)
+        self.dropped += 1  # counted, never logged: a log line here would come back to this handler
 
 
 def install(store: Store, on_close: list[Callable[[], None]]) -> GameErrorLog:
-    """Attach a :class:`GameErrorLog` of ``store`` to the root logger, detached by ``on_close`` (the app's
-    ``Services.on_close``: tests build many apps in one process)."""
+    """Attach a :class:`GameErrorLog` of ``store`` to the ``server`` logger, detached by ``on_close`` (the
+    app's ``Services.on_close``: tests build many apps in one process)."""
     handler = GameErrorLog(store)
-    root = logging.getLogger()
+    root = logging.getLogger(LOGGER)
     root.addHandler(handler)
     on_close.append(lambda: root.removeHandler(handler))
     return handler

@@ -21,6 +21,7 @@ from server.table.policies import BotRegistry
 from server.table.replay import Replays
 from server.table.timers import DeadlineScheduler
 from server.web.lobby import Lobby
+from server.web.study.matching import StudyMatcher
 from server.web.study.service import Studies
 
 #: The key of the app's :class:`Services` in ``app.extensions``.
@@ -45,6 +46,8 @@ class Services:
     rulesets: frozenset[str] = field(init=False)
     #: The studies (server/web/study/): definitions from the store, their halls.
     studies: Studies = field(init=False)
+    #: The waiting rooms' matcher and the study games' supervisor (started by the app factory).
+    study_matcher: StudyMatcher | None = None
     #: What else stops when the app closes (background sweeps), before the table and the store.
     on_close: list[Callable[[], None]] = field(default_factory=list)
 

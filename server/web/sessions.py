@@ -409,8 +409,10 @@ class Sessions(SessionInterface):
                 secure=self.get_cookie_secure(app),
                 samesite=self.get_cookie_samesite(app),
             )
-        elif stored.cookie_change == "" or (stored.had_cookie and stored.record is None):
-            # logged out, or a cookie whose session ended: the browser forgets it
+        elif stored.cookie_change == "":
+            # logged out: the browser forgets it. A cookie whose session ended is NOT cleared: the answer may
+            # be a late one to a request sent before a login gave this browser a new id, and clearing "the"
+            # cookie would erase the new one (a dead id is refused on every request anyway)
             response.delete_cookie(
                 name,
                 domain=domain,

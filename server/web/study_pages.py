@@ -206,11 +206,14 @@ def me(sid: str) -> tuple[Response, int]:
 
 @study_pages.get("/api/study/<sid>/me/data")
 def my_data(sid: str) -> tuple[Response, int]:
-    """The participant's own record, without what identifies them on the platform (their recruitment ids)
-    or the user account behind the browser."""
+    """The participant's own record, without what identifies them on the platform (their recruitment ids),
+    the user account behind the browser, or which seats of their games the study's fill-in played."""
     _, definition = _study(sid)
     _, participant = _participant_of_caller(definition)
-    data = participant.model_dump(mode="json", exclude={"recruitment", "user_id"})
+    # which seats the fill-in took is the study design's to reveal (a fill-in may pass for a participant)
+    data = participant.model_dump(
+        mode="json", exclude={"recruitment": True, "user_id": True, "games": {"__all__": {"filled_seats"}}}
+    )
     response = jsonify({"ok": True, "data": data})
     if request.args.get("download") == "1":
         response.headers["Content-Disposition"] = f'attachment; filename="{sid}-my-data.json"'
@@ -257,10 +260,14 @@ def practice_done(
                 raise
     completed = practice_status(services.store, principal)
     if not completed["completed"]:
+        game = services.store.get_game(participant.practice_game_id) if participant.practice_game_id else None
+        ended = bool(game and game.get("status") in ("finished", "aborted"))  # lost: start another
         raise ServerError(
             "game_not_over",
-            "Finish the practice game first: craft your target in it.",
-            {"game_id": participant.practice_game_id},
+            "The practice game ended before you crafted your target: start it again."
+            if ended
+            else "Finish the practice game first: craft your target in it.",
+            {"game_id": participant.practice_game_id, "ended": ended},
             status=409,
         )
     game_id = str(completed["completed_game_id"])

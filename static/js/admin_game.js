@@ -19,6 +19,8 @@ let researcher = null; // GET /api/admin/games/<id>
 let ruleset = root.dataset.ruleset || null;
 let bots = []; // [{spec, name}] from GET /api/bots
 let over = false;
+let seatsDrawn = ""; // what the seat rows show now: redrawn only when it changes (a select keeps its choice)
+const chosenBot = new Map(); // seat -> the spec the admin picked in its select
 
 const PHASES = { tom_report: "value reports", trade_propose: "a proposal", trade_decide: "an answer to a proposal", craft: "crafting" };
 
@@ -63,8 +65,10 @@ function botChoice(seat) {
   for (const bot of bots) {
     const option = el("option", bot.name === bot.spec ? bot.spec : `${bot.name} (${bot.spec})`);
     option.value = bot.spec;
+    option.selected = bot.spec === (chosenBot.get(seat.seat) || root.dataset.defaultBot);
     select.append(option);
   }
+  select.addEventListener("change", () => chosenBot.set(seat.seat, select.value));
   const button = el("button", "Hand over");
   button.type = "button";
   button.dataset.seat = String(seat.seat);
@@ -75,6 +79,9 @@ function botChoice(seat) {
 
 function renderSeats() {
   const view = researcher.view || {};
+  const shown = JSON.stringify([researcher.status, storedSeats(), publicSeats(), view.hands, view.targets, view.crafting, view.winners, ruleset]);
+  if (shown === seatsDrawn) return;
+  seatsDrawn = shown;
   const online = new Map(publicSeats().map((s) => [s.seat, s.online]));
   const rows = storedSeats().map((seat) => {
     const row = el("tr");
@@ -127,7 +134,7 @@ function renderReports() {
   }
   const table = el("table", "", "games admin-table");
   const head = el("tr");
-  for (const title of ["Turn", "Seat", "Own values (V0)", "About the others (V1)", "What others think of it (V2)"]) head.append(el("th", title));
+  for (const title of ["Turn", "Seat", "V0: its own needs", "V1: its estimate of the others' needs", "V2: its estimate of what the others think it needs"]) head.append(el("th", title));
   table.append(head);
   for (const report of reports.slice(-30)) {
     const row = el("tr");

@@ -108,8 +108,14 @@ async function practiceStep() {
   $("practice-checking").hidden = true;
   start.disabled = false;
   if (answer && answer.ok) return reloadIfMoved(answer);
-  if (answer && answer.error && answer.error.code === "wrong_step") return window.location.reload();
-  if (!answer || !answer.error || answer.error.code !== "game_not_over") showError(answer && answer.error ? answer.error.message : "");
+  const error = answer && answer.error ? answer.error : { message: "The server did not answer; try again." };
+  if (error.code === "wrong_step") return window.location.reload();
+  if (error.code !== "game_not_over") return showError(error.message);
+  // not won yet: a game still running is resumed, a lost one started again
+  const note = $("practice-unfinished");
+  note.textContent = error.message;
+  note.hidden = false;
+  if (error.details && error.details.ended) start.textContent = "Start the practice game again";
 }
 
 function comprehensionStep() {

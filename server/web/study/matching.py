@@ -9,15 +9,15 @@ and two server processes never act twice on one participant:
   holding it loses it after :data:`LEASE_SECONDS`. Every process notes its own players' connections
   (:func:`connected_key`), so the lease holder sees a participant connected to any process.
 - **matching**: a study's waiting participants who are present (``flow.is_present`` with
-  :data:`PRESENCE_MARGIN_SECONDS` to spare) are grouped in arrival order into games of ``group_size``. For
-  each group: its :class:`~server.web.study.records.StudyGame` is written first (the plan), each participant
-  is ``flow.matched`` (a conditional write: never matched twice), then the game is created in the study's
-  hall with the fill-in in every human seat nobody was matched to, its seats held for the matched people
-  (``seat_holds``), and each matched participant is seated (``lobby.join``) — see :func:`seat_game`.
-  A participant who stopped being present between the read and the write is not matched; their seat goes
-  to the fill-in, and if nobody of the group was matched, no game is made. A crash anywhere in between is
-  repaired by the next round's :func:`seat_game` (it only ever seats participants whose record names the
-  game).
+  :data:`PRESENCE_MARGIN_SECONDS` to spare) are grouped in arrival order into games of ``group_size``
+  (:func:`arrival_groups`). For each group (:meth:`StudyMatcher.form_game`): its
+  :class:`~server.web.study.records.StudyGame` is written first (the plan); the game is created in the
+  study's hall with the fill-in in every human seat left over, its seats held for the group
+  (``seat_holds``), and every member is seated (``lobby.join``), which starts it; only then is each member
+  ``flow.matched`` (a conditional write: never matched twice), so a page never opens a game that is not
+  ready. A member no longer waiting and present by then is not matched: their seat goes to the fill-in at
+  once; if nobody was matched, the game is aborted and the plan removed. A crash part-way is repaired by a
+  later round (:meth:`StudyMatcher._repair`, after :data:`REPAIR_AFTER_SECONDS`).
 - **the maximum wait**: the oldest present participant waited ``max_wait_seconds`` and no group is full:
   ``on_timeout: fill`` seats the present ones with the fill-in; ``exit`` ends their wait with ``no_partner``.
 - **silence**: anyone silent (``last_seen_at``) longer than ``dropout.waiting_grace_seconds`` before the
@@ -45,10 +45,10 @@ from typing import Any, Protocol
 from flask_socketio import SocketIO
 
 from server.store import Store
-from server.store.base import StoreError
 from server.table.config import SeatSpec, Settings
 from server.table.errors import ServerError
 from server.table.master import Table
+from server.table.names import name_key
 from server.table.principal import Principal
 from server.web.auth import principal_for_user
 from server.web.lobby import Lobby, new_game_id
@@ -81,10 +81,9 @@ PRESENCE_MARGIN_SECONDS = 1.0
 #: A study game's seats are held for its participants this long (the matcher seats them at once; the hold
 #: covers a crash between the game's creation and their seating).
 HOLD_SECONDS = 600.0
-#: A study game still waiting for its participants this long after it was planned is closed (its seats could
-#: not be filled: a participant's account refused, the hall has no instance); its participants' game ends
-#: ``aborted``.
-SEATING_GIVE_UP_SECONDS = 120.0
+#: A plan whose game is not running this long after it was written was left by a crash while it was formed
+#: (forming takes well under a second): the next round undoes it.
+REPAIR_AFTER_SECONDS = 30.0
 #: Participant keys listed per store call.
 KEYS_PER_PAGE = 500
 #: Shortest gap between two notes of one seat's connection in the store (per process).
@@ -159,6 +158,7 @@ class StudyMatcher:
         self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
+        self._handed_by_researcher: set[tuple[str, int]] = set()  # (game, seat) taken over, not idle
         self._lock = threading.Lock()  # one round at a time in this process
 
     # ---------------------------------------------------------------------------------------- running
@@ -240,14 +240,17 @@ class StudyMatcher:
             elif flow.is_present(participant, at + PRESENCE_MARGIN_SECONDS):
                 queue.append(participant)
         queue.sort(key=lambda p: (p.waiting_since or p.updated_at, p.id))
-        size = definition.group_size
-        while len(queue) >= size:
-            group, queue = queue[:size], queue[size:]
+        groups, queue = arrival_groups(queue, definition.group_size)
+        for group in groups:
             self.form_game(definition, group, report)
         if not queue or at - (queue[0].waiting_since or at) < room.max_wait_seconds:
             return
         if room.on_timeout == "fill":
-            self.form_game(definition, queue, report)
+            group: list[Participant] = []
+            for participant in queue:  # the look-alike of one already in it waits for the next game
+                if name_key(participant.name) not in {name_key(member.name) for member in group}:
+                    group.append(participant)
+            self.form_game(definition, group, report)
             return
         for participant in queue:
             if at - (participant.waiting_since or at) >= room.max_wait_seconds:
@@ -276,32 +279,59 @@ class StudyMatcher:
         return meta is not None and at - float(meta.get("updated_at") or 0) <= grace
 
     def form_game(self, definition: StudyDefinition, group: list[Participant], report: RoundReport) -> None:
-        """Plan a game for ``group`` (in arrival order, one per human seat; the other human seats go to the
-        fill-in), match each participant with a conditional write, then create and seat it."""
+        """A game for ``group`` (in arrival order, one per human seat; the fill-in in the other human seats).
+
+        Order, so that no page ever sees a game that is not ready and nobody is matched twice: the plan (the
+        StudyGame record) is written; the game is created and every member seated in their seat, which
+        starts it; only then is each member ``flow.matched`` (a conditional write). A member no longer
+        waiting and present by then is not matched and their seat goes to the fill-in at once; if nobody
+        was matched, the game is aborted and the plan removed."""
         humans = [i for i, seat in enumerate(definition.seats) if seat.kind == "human"]
-        planned = dict(zip(humans, (p.id for p in group), strict=False))
+        planned = dict(zip(humans, group, strict=False))
         fill_seats = [seat for seat in humans if seat not in planned]
-        game_id = new_game_id()
         plan = StudyGame(
-            game_id=game_id,
+            game_id=new_game_id(),
             study_id=definition.id,
-            participants={seat: planned.get(seat) for seat in humans},
+            participants={seat: planned[seat].id if seat in planned else None for seat in humans},
             created_at=now(),
         )
-        # the plan first: whatever happens next, the next round finds the game and finishes or undoes it
-        if not self.store.replace_value(game_key(definition.id, game_id), None, plan.model_dump_json()):
+        # the plan first: whatever happens next, a later round finds the game and finishes or undoes it
+        if not self.store.replace_value(game_key(definition.id, plan.game_id), None, plan.model_dump_json()):
             return
-        for seat, participant_id in planned.items():
-            try:
-                flow.matched(self.store, definition, participant_id, game_id, seat, fill_seats)
-                report.matched.append(participant_id)
-            except ServerError as err:  # not present any more, dropped, booted: their seat is the fill-in's
-                log.info("study %s: %s not matched: %s", definition.id, participant_id, err.code)
         try:
-            if seat_game(self.services, definition, plan) is not None:
-                report.games.append(game_id)
-        except Exception as err:  # the next rounds' supervision retries it (seat_game is idempotent)
-            log.warning("study %s: game %s not seated yet: %r", definition.id, game_id, err)
+            create_game(self.services, definition, plan.game_id, planned)
+            for seat, participant in planned.items():
+                seat_participant(self.services, plan.game_id, participant, seat)
+        except UnseatableParticipant as err:  # their account cannot sit (e.g. its name was kept since)
+            log.error("study %s: %s cannot be seated: %s", definition.id, err.participant.id, err.reason)
+            undo_plan(self.services, plan)
+            self._no_partner(definition, err.participant.id, report)
+            return
+        except Exception:
+            log.exception("study %s: game %s could not be created or seated", definition.id, plan.game_id)
+            undo_plan(self.services, plan)  # the group waits on: the next round tries again
+            return
+        gone: list[int] = []
+        for seat, participant in planned.items():
+            try:
+                flow.matched(self.store, definition, participant.id, plan.game_id, seat, fill_seats)
+                report.matched.append(participant.id)
+            except ServerError as err:  # not present any more, dropped, booted: their seat is the fill-in's
+                log.info("study %s: %s not matched: %s", definition.id, participant.id, err.code)
+                gone.append(seat)
+        if len(gone) == len(planned):
+            undo_plan(self.services, plan)
+            return
+        if gone:
+            actual = plan.model_copy(
+                update={"participants": {s: None if s in gone else p for s, p in plan.participants.items()}}
+            )
+            self.store.replace_value(
+                game_key(definition.id, plan.game_id), plan.model_dump_json(), actual.model_dump_json()
+            )
+            for seat in gone:
+                self._hand_over(definition, plan.game_id, seat)
+        report.games.append(plan.game_id)
 
     def _no_partner(self, definition: StudyDefinition, participant_id: str, report: RoundReport) -> None:
         try:
@@ -378,40 +408,69 @@ class StudyMatcher:
             try:
                 status = None if meta is None else meta.get("status")
                 if status in (None, "waiting"):
-                    if seat_game(self.services, definition, game) is None:
-                        self._settled.add(game.game_id)  # undone: nobody was matched to it
+                    if self._repair(definition, game):
+                        self._settled.add(game.game_id)
                 elif status == "running":
                     assert meta is not None
-                    self._watch_running(definition, game, meta, report)
-                elif status in ("finished", "aborted") and self._record_end(definition, game, status):
+                    if self._watch_running(definition, game, meta, report):
+                        self._settled.add(game.game_id)
+                elif status in ("finished", "aborted") and self._record_end(definition, game, meta, report):
                     self._settled.add(game.game_id)
                     report.settled.append(game.game_id)
             except Exception:
                 log.exception("study %s: supervising game %s failed", definition.id, game.game_id)
 
+    def _repair(self, definition: StudyDefinition, game: StudyGame) -> bool:
+        """A plan whose game is missing or still waiting REPAIR_AFTER_SECONDS after it was written: its
+        forming stopped (a crash). Whoever was matched to it (nobody, normally: members are matched once the
+        game has started) has it end ``aborted``; the plan is undone. True when nothing is left to watch."""
+        if time.time() - game.created_at < REPAIR_AFTER_SECONDS:
+            return False  # still being formed, maybe by the process that held the lease before
+        for participant_id in game.participants.values():
+            participant = (
+                load_participant(self.store, definition.id, participant_id) if participant_id else None
+            )
+            entry = _entry(participant, game.game_id)
+            if participant is not None and entry is not None and entry.finished_at is None:
+                flow.game_over(self.store, definition, participant.id, game.game_id, "aborted", None)
+        log.warning("study %s: game %s was left unformed; undone", definition.id, game.game_id)
+        undo_plan(self.services, game)
+        return True
+
     def _watch_running(
         self, definition: StudyDefinition, game: StudyGame, meta: dict[str, Any], report: RoundReport
-    ) -> None:
+    ) -> bool:
         """Drop a participant who left the running game (disconnected past the grace, or idle until a bot
-        took over) and hand their seat to the fill-in; hand over a dropped one's seat not handed yet."""
+        took over) and hand their seat to the fill-in; hand over a seat nobody plays (its participant left,
+        or was never matched: a crash while the game was formed). True when the game was undone."""
         at = time.time()
         seats = {int(s["seat"]): s for s in meta.get("seats", [])}
-        fill = fill_in_spec(definition, self.services.settings).bot
         online = self._online_seats(game.game_id)
-        for seat, participant_id in game.participants.items():
-            if participant_id is None:
-                continue
-            participant = load_participant(self.store, definition.id, participant_id)
-            entry = _entry(participant, game.game_id)
-            if participant is None or entry is None:
-                continue
+        formed = at - game.created_at >= REPAIR_AFTER_SECONDS
+        people = {
+            seat: load_participant(self.store, definition.id, pid) if pid else None
+            for seat, pid in game.participants.items()
+        }
+        entries = {seat: _entry(p, game.game_id) for seat, p in people.items()}
+        if formed and not any(entries.values()):  # started, then nobody was matched (a crash)
+            undo_plan(self.services, game)
+            return True
+        for seat, participant in people.items():
+            entry = entries[seat]
             takeover = seats.get(seat, {}).get("takeover")
-            if entry.finished_at is not None:  # dropped, booted, or moved on by the researcher mid-game
-                if takeover != fill:
+            if participant is None or entry is None:  # the fill-in's, or nobody's after a crash
+                unplayed = seats.get(seat, {}).get("kind") != "bot" and takeover is None
+                if unplayed and (participant is None or formed):
                     self._hand_over(definition, game.game_id, seat)
                 continue
-            if takeover is not None:
-                self._drop(definition, participant_id, "idle: a bot took over the seat", report)
+            participant_id = participant.id
+            if entry.finished_at is not None:  # dropped, booted, or moved on by the researcher mid-game
+                if takeover is None:  # nobody plays the seat (a bot the researcher chose is left alone)
+                    self._hand_over(definition, game.game_id, seat)
+                continue
+            if takeover is not None:  # the idle rule's bot, or the researcher's hand-over (they play on)
+                if self._went_idle(definition, game.game_id, seat):
+                    self._drop(definition, participant_id, "idle: a bot took over the seat", report)
                 continue
             if seat in online:
                 continue
@@ -421,6 +480,26 @@ class StudyMatcher:
             last = max(entry.matched_at, started, float(noted) if noted else 0.0, seen_here)
             if at - last > definition.dropout.disconnect_grace_seconds:
                 self._drop(definition, participant_id, "disconnected from the game", report)
+        return False
+
+    def _went_idle(self, definition: StudyDefinition, game_id: str, seat: int) -> bool:
+        """Whether the seat missed ``dropout.idle_timeouts`` deadlines in a row at some point of the game (the
+        table's idle rule handed it to a bot then); else the researcher handed it over, which is no dropout.
+        A seat found not idle is not looked at again."""
+        limit = definition.dropout.idle_timeouts
+        if limit is None or (game_id, seat) in self._handed_by_researcher:
+            return False
+        streak = longest = 0
+        for record in self.store.load_events(game_id):
+            payload = record.get("payload") or {}
+            if record.get("type") == "timeout" and seat in (payload.get("seats") or ()):
+                streak += 1
+                longest = max(longest, streak)
+            elif record.get("actor") == seat:
+                streak = 0
+        if longest < limit:
+            self._handed_by_researcher.add((game_id, seat))
+        return longest >= limit
 
     def _hand_over(self, definition: StudyDefinition, game_id: str, seat: int) -> None:
         try:
@@ -428,9 +507,13 @@ class StudyMatcher:
         except ServerError as err:  # the game ended, or was never started: nobody is left waiting for it
             log.info("study %s: game %s seat %s not handed over: %s", definition.id, game_id, seat, err.code)
 
-    def _record_end(self, definition: StudyDefinition, game: StudyGame, status: str) -> bool:
+    def _record_end(
+        self, definition: StudyDefinition, game: StudyGame, meta: dict[str, Any] | None, report: RoundReport
+    ) -> bool:
         """Record the game's end for each participant (flow.game_over is idempotent, so a second process or
-        round changes nothing); True once every participant's entry is closed."""
+        round changes nothing); one whose seat the idle rule gave to a bot before the end (which may come
+        within a round: bots play fast) is dropped instead. True once every participant's entry is closed."""
+        assert meta is not None
         people = {
             seat: load_participant(self.store, definition.id, participant_id)
             for seat, participant_id in game.participants.items()
@@ -438,13 +521,19 @@ class StudyMatcher:
         }
         if all((entry := _entry(p, game.game_id)) is None or entry.finished_at for p in people.values()):
             return True  # recorded already (by an earlier round, or another process): nothing to load
-        results = self._results(game.game_id) if status == "finished" else {}
+        finished = meta.get("status") == "finished"
+        results = self._results(game.game_id) if finished else {}
+        seats = {int(s["seat"]): s for s in meta.get("seats", [])}
         settled = True
-        for seat, participant_id in game.participants.items():
-            if participant_id is None:
+        for seat, participant in people.items():
+            entry = _entry(participant, game.game_id)
+            if participant is None or entry is None or entry.finished_at is not None:
+                continue
+            if seats.get(seat, {}).get("takeover") and self._went_idle(definition, game.game_id, seat):
+                self._drop(definition, participant.id, "idle: a bot took over the seat", report)
                 continue
             result, points = results.get(seat, ("aborted", None))
-            participant = flow.game_over(self.store, definition, participant_id, game.game_id, result, points)
+            participant = flow.game_over(self.store, definition, participant.id, game.game_id, result, points)
             entry = _entry(participant, game.game_id)
             settled = settled and (entry is None or entry.finished_at is not None)
         return settled
@@ -469,98 +558,88 @@ class StudyMatcher:
         }
 
 
+def arrival_groups(queue: list[Participant], size: int) -> tuple[list[list[Participant]], list[Participant]]:
+    """Full groups of ``size`` in arrival order, and those left over (in arrival order). Two participants
+    whose names could be mistaken for each other (the lobby refuses them at one table) go to different
+    groups: the later one waits for the next."""
+    groups: list[list[Participant]] = []
+    rest = queue
+    while len(rest) >= size:
+        group: list[Participant] = []
+        left: list[Participant] = []
+        for participant in rest:
+            names = {name_key(member.name) for member in group}
+            if len(group) < size and name_key(participant.name) not in names:
+                group.append(participant)
+            else:
+                left.append(participant)
+        if len(group) < size:
+            break
+        groups.append(group)
+        rest = left
+    return groups, rest
+
+
 # ---------------------------------------------------------------------------------------------- seating
-def seat_game(services: StudyServices, definition: StudyDefinition, plan: StudyGame) -> str | None:
-    """Make the planned game real, idempotently (the round that planned it, or a later one after a crash).
+class UnseatableParticipant(Exception):
+    """A participant whose account cannot take a seat (unknown, or refused by the login checks)."""
 
-    Only participants whose own record names the game count (``flow.matched`` wrote it): the game is created
-    with a human seat for each of them still playing it and the fill-in in every other human seat; while it
-    waits, each of them is seated (one dropped meanwhile too: the game starts, then the supervisor hands
-    their seat to the fill-in). Returns the game id, or None when there is nothing to create (nobody was
-    matched: the plan is removed). A game that cannot be seated within SEATING_GIVE_UP_SECONDS is given up:
-    closed, its participants' game ended ``aborted``."""
-    store = services.store
-    entries: dict[int, tuple[Participant, GameEntry]] = {}
-    for seat, participant_id in plan.participants.items():
-        participant = load_participant(store, definition.id, participant_id) if participant_id else None
-        entry = _entry(participant, plan.game_id)
-        if participant is not None and entry is not None:
-            entries[seat] = (participant, entry)
-    key = game_key(definition.id, plan.game_id)
-    actual = plan.model_copy(
-        update={"participants": {s: entries[s][0].id if s in entries else None for s in plan.participants}}
-    )
-    if actual != plan:  # the record names only who really holds each seat
-        store.replace_value(key, plan.model_dump_json(), actual.model_dump_json() if entries else None)
-    playing = {seat: p for seat, (p, entry) in entries.items() if entry.finished_at is None}
-    meta = store.get_game(plan.game_id)
-    if meta is None and not playing:
-        return None
-    try:
-        if meta is None:
-            _create(services, definition, plan.game_id, playing)
-            meta = store.get_game(plan.game_id)
-        if meta is not None and meta.get("status") == "waiting":
-            for seat, (participant, _) in entries.items():
-                principal = principal_for_user(store, participant.user_id)
-                if principal is None:
-                    raise ServerError("unknown_user", f"participant {participant.id} has no account")
-                services.lobby.join(plan.game_id, principal, seat)
-    except Exception:
-        if time.time() - plan.created_at > SEATING_GIVE_UP_SECONDS:
-            _give_up(services, definition, plan.game_id, playing)
-        raise
-    return plan.game_id
+    def __init__(self, participant: Participant, reason: str) -> None:
+        super().__init__(reason)
+        self.participant = participant
+        self.reason = reason
 
 
-def _create(
-    services: StudyServices, definition: StudyDefinition, game_id: str, playing: dict[int, Participant]
+def create_game(
+    services: StudyServices, definition: StudyDefinition, game_id: str, people: dict[int, Participant]
 ) -> None:
-    """The study game in the study's hall: a person's seat for each participant, the fill-in in the other
-    human seats, the study's bots in theirs; its seats held for exactly the participants."""
+    """The study game in the study's hall: a person's seat for each of ``people`` (seat -> participant), the
+    fill-in in the other human seats, the study's bots in theirs; its seats held for exactly those people."""
     services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
-    taken = {p.name for p in playing.values()}
-    while fill.name in taken:  # two look-alike names at one table are refused (lobby.check_name_clash)
+    taken = {name_key(p.name) for p in people.values()}
+    while name_key(fill.name or "") in taken:  # look-alike names at one table are refused (the lobby's rule)
         fill = fill_in_spec(definition, services.settings)
     specs = [
         SeatSpec(kind="human")
-        if seat in playing
+        if seat in people
         else fill
         if study_seat.kind == "human"
         else definition.seat_spec(study_seat, services.settings)
         for seat, study_seat in enumerate(definition.seats)
     ]
-    try:
-        services.lobby.create_game(
-            definition.hall_name,
-            matcher_principal(definition),
-            hold=hold_record((p.user_id for p in playing.values()), HOLD_SECONDS),
-            seat_specs=specs,
-            game_id=game_id,
-        )
-    except StoreError as err:  # another process created it first: seating goes on
-        if err.code != "game_exists":
-            raise
-
-
-def _give_up(
-    services: StudyServices, definition: StudyDefinition, game_id: str, playing: dict[int, Participant]
-) -> None:
-    log.error(
-        "study %s: game %s could not be seated in %s s; given up",
-        definition.id,
-        game_id,
-        SEATING_GIVE_UP_SECONDS,
+    services.lobby.create_game(
+        definition.hall_name,
+        matcher_principal(definition),
+        hold=hold_record((p.user_id for p in people.values()), HOLD_SECONDS),
+        seat_specs=specs,
+        game_id=game_id,
     )
-    if services.store.get_game(game_id) is not None:
-        try:
-            services.table.close_waiting(game_id, "cancelled")  # the supervisor then records "aborted"
-        except ServerError as err:
-            log.info("study %s: game %s not closed: %s", definition.id, game_id, err.code)
-        return
-    for participant in playing.values():
-        flow.game_over(services.store, definition, participant.id, game_id, "aborted", None)
+
+
+def seat_participant(services: StudyServices, game_id: str, participant: Participant, seat: int) -> None:
+    """Seat the participant's account in ``seat`` (the game starts once every seat is taken)."""
+    try:
+        principal = principal_for_user(services.store, participant.user_id)
+    except ServerError as err:
+        raise UnseatableParticipant(participant, err.code) from None
+    if principal is None:
+        raise UnseatableParticipant(participant, "no account")
+    services.lobby.join(game_id, principal, seat)
+
+
+def undo_plan(services: StudyServices, plan: StudyGame) -> None:
+    """Remove a plan nobody was matched to, and close or end its game if it was created."""
+    meta = services.store.get_game(plan.game_id)
+    try:
+        if meta is not None and meta.get("status") == "waiting":
+            services.table.close_waiting(plan.game_id, "cancelled")
+        elif meta is not None and meta.get("status") == "running":
+            services.table.abort(plan.game_id, "study: nobody was matched to it")
+    except ServerError as err:  # it ended meanwhile
+        log.info("game %s not closed: %s", plan.game_id, err.code)
+    key = game_key(plan.study_id, plan.game_id)
+    services.store.replace_value(key, services.store.get_value(key), None)
 
 
 def _entry(participant: Participant | None, game_id: str) -> GameEntry | None:
@@ -595,8 +674,3 @@ def _run_until_stopped(matcher: weakref.ref[StudyMatcher], stopped: threading.Ev
         except Exception:  # a store that does not answer now may answer at the next round
             log.warning("the study matcher's round failed", exc_info=True)
         del alive
-
-
-def start_matcher(services: StudyServices) -> Callable[[], None]:
-    """Start the app's matcher; returns its stop function (for ``Services.on_close``)."""
-    return StudyMatcher(services).start()
