@@ -235,7 +235,7 @@ def test_odd_one_out_plays_the_fill_in_after_the_maximum_wait(
     }
     meta = wait_until(lambda: (m := store.get_game(game_id)) and m["status"] == "running" and m)
     fill = meta["seats"][1]
-    assert fill["kind"] == "bot" and fill["bot"] == "random" and fill["name"].startswith("Participant ")
+    assert fill["kind"] == "bot" and fill["bot"] == "random" and fill["name"] == "random bot"
     # the fill-in really plays: it answers the participant's proposal
     player = logged_in(server, store, lone)
     clients.append(player)

@@ -174,6 +174,10 @@ function waitingStep() {
     $("waiting-elapsed").textContent = clock(now - room.since);
     const asking = now >= room.presentUntil - room.timeout; // presence_check_seconds after the last "here"
     const missed = now >= room.presentUntil;
+    // past the maximum wait (matching takes a moment; a silent participant is not matched): no "of at most"
+    const over = now - room.since >= room.maxWait;
+    $("waiting-limit").hidden = over;
+    $("waiting-over").hidden = !over || missed;
     section.dataset.presence = missed ? "missed" : asking ? "asking" : "confirmed";
     $("presence").hidden = !asking;
     $("presence-missed").hidden = !missed;

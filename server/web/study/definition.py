@@ -200,7 +200,7 @@ class FillIn(_Part):
     kind: Literal["bot", "llm"] = Field("bot", description="bot (a built-in policy) or llm (a listed model)")
     bot: str | None = Field("tom1", description="for kind bot: its policy spec (bots list them)")
     model: str | None = Field(None, description="for kind llm: the name of an entry of bots.models")
-    name: str | None = Field(None, description="the seat's display name; null = a participant-like name")
+    name: str | None = Field(None, description="the seat's display name; null = the bot's own seat name")
 
     @model_validator(mode="after")
     def _one_source(self) -> FillIn:

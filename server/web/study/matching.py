@@ -112,12 +112,10 @@ def matcher_principal(definition: StudyDefinition) -> Principal:
 
 
 def fill_in_spec(definition: StudyDefinition, settings: Settings) -> SeatSpec:
-    """The seat of the study's fill-in; a fill-in without a name gets a participant-like one, so it does not
-    tell the other players it is not a person (the study's design decides that, through ``fill_in.name``)."""
-    spec = definition.seat_spec(definition.waiting_room.fill_in, settings)
-    if spec.name is None:
-        spec = spec.model_copy(update={"name": f"Participant {secrets.randbelow(9000) + 1000}"})
-    return spec
+    """The seat of the study's fill-in. Without a ``fill_in.name`` it is named like every bot seat (the
+    lobby's one naming rule): the game room marks bot seats as bots, so a person-like name would only
+    contradict its badge."""
+    return definition.seat_spec(definition.waiting_room.fill_in, settings)
 
 
 def hand_to_fill_in(services: StudyServices, definition: StudyDefinition, game_id: str, seat: int) -> None:
@@ -597,9 +595,6 @@ def create_game(
     fill-in in the other human seats, the study's bots in theirs; its seats held for exactly those people."""
     services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
-    taken = {name_key(p.name) for p in people.values()}
-    while name_key(fill.name or "") in taken:  # look-alike names at one table are refused (the lobby's rule)
-        fill = fill_in_spec(definition, services.settings)
     specs = [
         SeatSpec(kind="human")
         if seat in people
