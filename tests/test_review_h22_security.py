@@ -20,6 +20,7 @@ from flask.testing import FlaskClient
 from in_process import InProcessApp, InProcessClient, MakeApp
 
 from server.web.accounts import account_key
+from server.web.auth import account_halls_key
 from server.web.study.definition import StudyDefinition, parse_definition
 from server.web.study.records import iter_participants, save_study
 
@@ -202,6 +203,22 @@ def test_the_fill_in_is_named_and_marked_as_a_bot_alike(app: InProcessApp) -> No
     fill_in = next(s for s in summary["seats"] if s["seat"] != me(alone, study)["games"][0]["seat"])
     assert fill_in["kind"] == "bot" and not fill_in["name"].startswith("Participant "), fill_in
     assert "bot" in fill_in["name"]
+
+
+def test_a_participant_admitted_before_accounts_were_marked_is_marked_on_return(app: InProcessApp) -> None:
+    study = new_study(app)
+    participant = arrive(app, study, pid(22))
+    [record] = list(iter_participants(app.services.store, study.id))
+    marker = account_halls_key(record.user_id)
+    halls = app.services.store.get_value(marker)
+    assert halls is not None and json.loads(halls) == [study.hall_name, "practice"]
+    assert app.services.store.replace_value(marker, halls, None)  # as before the fix
+
+    assert participant.get(link(study, pid(22))).status_code == 302
+    response = participant.post("/api/games", json={"hall": "duel", "join": True})
+
+    assert app.services.store.get_value(marker) == halls
+    assert response.status_code == 403, response.get_json()
 
 
 # finding 5: the study link creates accounts past the login limit

@@ -138,21 +138,24 @@ def arrive(
     without a participant id in a study that does not require one resumes that person's flow).
 
     A new participant's account is marked (server/web/auth.py ``account_halls_key``) before anything else is
-    written: it plays in the study's hall and ``other_halls`` (the practice hall) only, and its name is
-    nobody else's. ``count_new`` runs before a new participant's place, user or record is made (a return
-    never runs it): the page's per-address limit, which raises ``rate_limited`` to refuse.
+    written (a returning one's too, if it is not yet): it plays in the study's hall and ``other_halls`` (the
+    practice hall) only, and its name is nobody else's. ``count_new`` runs before a new participant's place,
+    user or record is made (a return never runs it): the page's per-address limit, which raises
+    ``rate_limited`` to refuse.
 
     One recruitment id gets one participant, in every process: the first writer of its key wins."""
     definition = study.parsed()
     if user_id is not None:
         participant_id = store.get_value(user_key(definition.id, user_id))
         if participant_id is not None and not query.get(definition.recruitment.participant_param):
-            return _resume(store, definition, participant_id, None)
+            return _mark_account(
+                store, definition, _resume(store, definition, participant_id, None), other_halls
+            )
     ids = recruitment_ids(definition, query)
     key = recruitment_key(definition.id, ids.participant_id)
     held = store.get_value(key)
     if held is not None:
-        return _resume(store, definition, held, ids)
+        return _mark_account(store, definition, _resume(store, definition, held, ids), other_halls)
     if study.status != "open":
         code = "study_closed" if study.status == "closed" else "study_paused"
         words = "closed" if study.status == "closed" else "paused for now; please try again later"
@@ -168,7 +171,7 @@ def arrive(
     # The record and the person's key are written before the recruitment id is claimed, so a claimed id
     # always names a whole record (a crash in between leaves only an unclaimed record nobody reaches).
     user = store.create_user(f"Participant {secrets.randbelow(9000) + 1000}")
-    store.replace_value(account_halls_key(user["id"]), None, json.dumps([definition.hall_name, *other_halls]))
+    store.replace_value(account_halls_key(user["id"]), None, _halls(definition, other_halls))
     at = now()
     participant = Participant(
         id=new_participant_id(),
@@ -191,6 +194,18 @@ def arrive(
         store.replace_value(user_key(definition.id, user["id"]), participant.id, None)
         _give_place_back(store, definition)
         return _resume(store, definition, str(store.get_value(key)), ids)
+    return participant
+
+
+def _halls(definition: StudyDefinition, other_halls: Sequence[str]) -> str:
+    return json.dumps([definition.hall_name, *other_halls])
+
+
+def _mark_account(
+    store: Store, definition: StudyDefinition, participant: Participant, other_halls: Sequence[str]
+) -> Participant:
+    """A returning participant's account marked too (one admitted before accounts were marked)."""
+    store.set_value_if_absent(account_halls_key(participant.user_id), _halls(definition, other_halls))
     return participant
 
 
