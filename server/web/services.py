@@ -53,7 +53,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.replays = Replays(self.table)
-        self.studies = Studies(self.settings, self.store)
+        self.studies = Studies(self.settings, self.store, self.bots.require)
         self.rulesets = frozenset(str(hall.ruleset) for hall in self.settings.halls.values())
 
     def close(self) -> None:

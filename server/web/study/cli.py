@@ -16,6 +16,7 @@ import click
 from server.store import Store, open_store
 from server.table.config import Settings, load_settings
 from server.table.errors import ServerError
+from server.table.policies import BotRegistry
 from server.web.study.definition import StudyDefinitionError, check_against_settings, load_definition
 from server.web.study.exports import (
     EXPORT_FORMATS,
@@ -54,7 +55,7 @@ def create_command(definition_file: str, check: bool, config_path: str | None) -
     settings = load_settings(config_path)
     try:
         definition = load_definition(definition_file)
-        check_against_settings(definition, settings)
+        check_against_settings(definition, settings, BotRegistry(settings=settings).require)
     except StudyDefinitionError as err:
         raise click.ClickException(str(err)) from None
     if check:

@@ -16,6 +16,7 @@ blank lines as paragraph breaks, never as markup.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from server.game.settings import PhaseDeadlines
 from server.table.config import HallSettings, InstanceSection, SeatSpec, Settings
+from server.table.errors import ServerError
 
 #: What a study id may hold: it appears in links (``/study/<id>``), store keys and file names.
 STUDY_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
@@ -275,6 +277,8 @@ class TomOrders(_Part):
     def _orders(cls, orders: list[int]) -> list[int]:
         if any(order not in (0, 1, 2) for order in orders) or len(set(orders)) != len(orders):
             raise ValueError("ToM orders are distinct values among 0, 1, 2")
+        if orders and 0 not in orders:  # the game's rule: a seat that reports always reports V0
+            raise ValueError("a seat that reports always reports order 0 (V0): write [0, ...] or []")
         return sorted(orders)
 
     def for_kind(self, kind: str) -> list[int]:
@@ -358,7 +362,8 @@ class StudyDefinition(_Part):
 
     def hall_settings(self, settings: Settings) -> HallSettings:
         """The study's own hall: ``hall`` with the study's seats, ToM orders, deadlines and instances;
-        unlisted, unrated, seats fixed (participants are seated by the matcher, bots by the lobby)."""
+        unlisted, unrated, not creatable by players, seats fixed (participants are seated by the matcher, bots
+        by the lobby)."""
         if isinstance(self.hall, HallSettings):
             base = self.hall
         else:
@@ -378,6 +383,13 @@ class StudyDefinition(_Part):
         game["deadlines"] = self.deadlines.model_dump()
         if self.dropout.idle_timeouts is not None:
             game["idle_timeouts_before_bot"] = self.dropout.idle_timeouts
+        try:
+            return self._hall(base, settings, game)
+        except ValidationError as err:
+            problems = "; ".join(str(error["msg"]) for error in err.errors())
+            raise StudyDefinitionError(f"the study's games cannot be set up: {problems}") from None
+
+    def _hall(self, base: HallSettings, settings: Settings, game: dict[str, Any]) -> HallSettings:
         return HallSettings(
             title=self.title,
             description=base.description,
@@ -389,6 +401,7 @@ class StudyDefinition(_Part):
             allow_custom_seats=False,
             rated=False,
             listed=False,
+            creatable=False,  # its games are the matcher's: one made through the lobby no study record knows
             game=game,
         )
 
@@ -438,10 +451,31 @@ def load_definition(path: str | Path) -> StudyDefinition:
     return parse_definition(data, str(file))
 
 
-def check_against_settings(definition: StudyDefinition, settings: Settings) -> None:
-    """Everything the definition names exists in these settings (its hall, its models): checked when a study
-    is created, so a typo is found before the first participant arrives."""
-    definition.hall_settings(settings)
+def check_against_settings(
+    definition: StudyDefinition, settings: Settings, require_bot: Callable[[str, str], object] | None = None
+) -> None:
+    """Everything the definition names exists in these settings (its hall, its models) and, with
+    ``require_bot(spec, hall name)`` (server.table.policies.BotRegistry.require), every bot it seats or
+    fills in with can be built: checked when a study is created, so a typo is found before the first
+    participant arrives (a fill-in nobody can build would leave its waiting room hanging)."""
+    hall = definition.hall_settings(settings)
     fill = definition.waiting_room.fill_in
     if fill.kind == "llm":
         model_spec(settings, fill.model or "")
+    if require_bot is None:
+        return
+    specs = [seat.bot for seat in hall.seats if seat.bot] + [str(definition.seat_spec(fill, settings).bot)]
+    installed = definition.hall_name not in settings.halls
+    if installed:  # the hall's own seats may allow a restricted spec: check against the study's hall
+        settings.halls[definition.hall_name] = hall
+    try:
+        for spec in dict.fromkeys(specs):
+            try:
+                require_bot(spec, definition.hall_name)
+            except ServerError as err:
+                raise StudyDefinitionError(
+                    f"the bot {spec.split('?')[0]!r} cannot be seated: {err.message}"
+                ) from None
+    finally:
+        if installed:
+            del settings.halls[definition.hall_name]

@@ -459,8 +459,13 @@ class PaymentBatch(_PaymentRecord):
         }
 
     def csv(self) -> str:
-        """The platform's bulk-bonus CSV: ``<participant recruitment id>,<amount>`` per line, no header."""
-        return "".join(f"{row.recruitment_id},{row.amount}\n" for row in self.rows)
+        """The platform's bulk-bonus CSV: ``<participant recruitment id>,<amount>`` per line, no header;
+        written by the csv module (an id holding a comma or a quote stays one field) and spreadsheet-safe."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        for row in self.rows:
+            writer.writerow([spreadsheet_safe(row.recruitment_id), row.amount])
+        return buffer.getvalue()
 
 
 def payment_key(study_id: str, batch_id: str) -> str:

@@ -50,6 +50,8 @@ STEPS: tuple[Step, ...] = (
 MAX_EVENTS = 400
 MAX_MESSAGES = 50
 MAX_CONFLICT_RETRIES = 50
+#: Events that may happen any number of times; the audit trail counts repeats instead of listing each.
+REPEATED = frozenset({"resumed", "presence_confirmed"})
 
 
 class _Record(BaseModel):
@@ -150,10 +152,17 @@ class Participant(_Record):
         return self.games[-1] if self.games and self.games[-1].finished_at is None else None
 
     def log(self, event: str, **detail: Any) -> None:
-        """Append to the audit trail (oldest entries beyond MAX_EVENTS are dropped, the first one kept)."""
+        """Append to the audit trail. A repeat of the last event of a REPEATED kind (a reload, a presence
+        confirmation) is counted on it rather than appended; past MAX_EVENTS the oldest repeated-kind entry is
+        dropped, so milestones (consent, attempts, matches, codes) are never pushed out."""
+        last = self.events[-1] if self.events else None
+        if event in REPEATED and last is not None and last.event == event and last.step == self.step:
+            last.detail = {**detail, "times": int(last.detail.get("times", 1)) + 1, "last_at": now()}
+            return
         self.events.append(StepEvent(at=now(), event=event, step=self.step, detail=detail))
         if len(self.events) > MAX_EVENTS:
-            del self.events[1 : len(self.events) - MAX_EVENTS + 1]
+            oldest = next((i for i, e in enumerate(self.events) if e.event in REPEATED), None)
+            del self.events[oldest if oldest is not None else 1]
 
 
 class StudyGame(_Record):

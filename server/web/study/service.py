@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from server.store import Store
 from server.table.config import Settings
@@ -18,9 +19,13 @@ log = logging.getLogger(__name__)
 class Studies:
     """Definitions parsed once per stored version; halls installed on first use."""
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, require_bot: Callable[[str, str], object] | None = None
+    ) -> None:
         self.settings = settings
         self.store = store
+        #: BotRegistry.require of the app: a study's bots are checked against what can really be seated
+        self.require_bot = require_bot
         self._parsed: dict[str, tuple[str, StudyDefinition]] = {}
         self._lock = threading.Lock()
 
@@ -48,7 +53,8 @@ class Studies:
             self.settings.halls[definition.hall_name] = definition.hall_settings(self.settings)
 
     def check(self, definition: StudyDefinition) -> None:
-        check_against_settings(definition, self.settings)
+        """``definition`` fits these settings and every bot it names can be seated (StudyDefinitionError)."""
+        check_against_settings(definition, self.settings, self.require_bot)
 
     def all(self) -> list[StudyRecord]:
         return list_studies(self.store)
