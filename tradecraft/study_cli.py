@@ -21,6 +21,7 @@ STUDY_COMMANDS: dict[str, tuple[str, str]] = {
         "Export a study's tables and games (JSONL, CSV, Parquet).",
     ),
     "payments": ("server.web.study.cli:payments_command", "Bonus payments CSV batches, never paying twice."),
+    "simulate": ("agents.study_simulation:simulate_command", "Run a study with simulated participants."),
 }
 
 

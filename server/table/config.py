@@ -521,6 +521,9 @@ class HallSettings(_Section):
     listed: bool = Field(
         True, description="shown in the lobby (its form and game lists); false: a page's own hall (practice)"
     )
+    creatable: bool = Field(
+        True, description="players may create games here; false: only the server itself (a study's matcher)"
+    )
     game: dict[str, Any] = Field(
         default_factory=dict, description="GameSettings fields (server/game/settings.py) except ruleset"
     )

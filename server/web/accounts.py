@@ -9,7 +9,8 @@ rating stay theirs across browsers and sessions (docs/ratings.md "Accounts").
   (:func:`server.table.names.name_key`: "ADA", "Ada" and a Cyrillic "Аda" are one name), is refused
   ``name_kept``; a wrong password ``wrong_password``, counted by ``limits.password_failures_per_address``
   and ``limits.password_failures_per_name`` and refused ``rate_limited`` once either is used up (checked
-  before the slow key derivation runs, so a flood costs nothing).
+  before the slow key derivation runs, so a flood costs nothing). A study participant's name ("Participant
+  1234" and its look-alikes) is the study link's only: logging in with one or keeping one is ``name_kept``.
 - ``GET /api/account``: whether the logged-in user's name is kept, and how.
 
 The store keeps one value per kept name (key: a hash of the name's look-alike key): the user id, the name
@@ -32,7 +33,14 @@ from server.store import Store, UserRecord
 from server.table.errors import ServerError
 from server.table.names import name_key
 from server.table.principal import Principal
-from server.web.auth import USER_CHECKS, clean_display_name, require_principal, resolve_principal
+from server.web.auth import (
+    USER_CHECKS,
+    account_halls,
+    clean_display_name,
+    is_participant_name,
+    require_principal,
+    resolve_principal,
+)
 from server.web.errors import request_object, rest_error
 from server.web.limits import RateLimiter
 from server.web.services import current_services
@@ -113,9 +121,12 @@ def check_name_still_theirs(store: Store, user: UserRecord) -> None:
     login made a new user each time, so people who typed a name before it was kept still hold sessions under
     it. Every request and socket event of such a session is refused this way (registered in
     ``auth.USER_CHECKS``), so whatever carries the kept name from then on (games, seats, ratings) is the
-    keeper's."""
+    keeper's. A study participant's account is never refused: its name is the study's to give, and nobody
+    else can keep it (:func:`participant_name_reserved`)."""
     _, account = read_account(store, user["name"])
     if account is None or account.get("user_id") == user["id"]:
+        return
+    if account_halls(store, user["id"]) is not None:  # a participant's (read only for a name someone keeps)
         return
     raise ServerError(
         "name_kept",
@@ -128,6 +139,15 @@ def check_name_still_theirs(store: Store, user: UserRecord) -> None:
 USER_CHECKS.append(check_name_still_theirs)
 
 
+def participant_name_reserved(name: str) -> ServerError:
+    return ServerError(
+        "name_kept",
+        f"Names like “{name}” belong to study participants; choose another name.",
+        {"reserved": "participant"},
+        status=409,
+    )
+
+
 def keep_name(store: Store, principal: Principal, data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Keep the principal's name with a new password (``data["password"]``) or a new login token
     (``data["token"] is True``); the account's public facts and the token's plaintext (None: a password)."""
@@ -136,6 +156,10 @@ def keep_name(store: Store, principal: Principal, data: dict[str, Any]) -> tuple
     user = store.get_user(principal.id)
     if user is None:
         raise ServerError("not_logged_in", "Log in with a display name first.", status=401)
+    if account_halls(store, user["id"]) is not None or is_participant_name(user["name"]):
+        # a participant's account lives for its study (the link logs it in); a "Participant NNNN" name kept
+        # by anyone would look like, and could be mistaken for, a participant in their games
+        raise participant_name_reserved(user["name"])
     wants_token = data.get("token") is True
     if "password" not in data and not wants_token:
         raise ServerError(
@@ -178,6 +202,8 @@ def log_in_by_name(
     if secret is not None and not isinstance(secret, str):
         raise ServerError("invalid_request", 'The "password" is a string (or left out to play a free name).')
     name = clean_display_name(raw_name)
+    if is_participant_name(name):  # only the study link logs in as a participant
+        raise participant_name_reserved(name)
     raw, account = read_account(store, name)
     given = isinstance(secret, str) and secret != ""
     if account is None:

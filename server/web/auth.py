@@ -20,7 +20,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import json
 import logging
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,7 +30,7 @@ from typing import Any
 from server.store import Store, UserRecord
 from server.table.config import Settings
 from server.table.errors import ServerError
-from server.table.names import InvalidName, NameKind, normalise_name
+from server.table.names import InvalidName, NameKind, name_key, normalise_name
 from server.table.principal import Principal
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,36 @@ def secret_key(settings: Settings, store: Store) -> str:
 #: ServerError). Registered by the module that owns the rule, which imports this one: server/web/accounts.py
 #: refuses a session whose name another player has kept since.
 USER_CHECKS: list[Callable[[Store, UserRecord], None]] = []
+
+#: The look-alike key (server/table/names.py ``name_key``: "1" reads as "i", "0" as "o") of the names the
+#: study link gives participants' accounts (server/web/study/flow.py ``arrive``): "Participant 1234".
+#: Nobody else may log in with or keep such a name (server/web/accounts.py refuses it ``name_kept``).
+PARTICIPANT_NAME = re.compile(r"participant[oi2-9]{4}")
+
+
+def account_halls_key(user_id: str) -> str:
+    """Store key marking a study participant's account: a JSON list of the halls it may play in (its study's
+    hall and the practice hall), written by the study link before the account can act. The lobby refuses
+    such an account a game or a seat of any other hall; kept-name checks never lock it out. Here (not in the
+    study package) because the lobby and the accounts read it and neither may import the study package."""
+    return f"account_halls:{user_id}"
+
+
+def account_halls(store: Store, user_id: str) -> list[str] | None:
+    """The halls a participant's account may play in; None for every other account (no limit)."""
+    raw = store.get_value(account_halls_key(user_id))
+    if raw is None:
+        return None
+    try:
+        halls = json.loads(raw)
+    except ValueError:
+        return []  # an unreadable marker still marks a participant: it plays nowhere rather than anywhere
+    return [hall for hall in halls if isinstance(hall, str)] if isinstance(halls, list) else []
+
+
+def is_participant_name(name: str) -> bool:
+    """Whether ``name`` reads as a study participant's name ("Participant 1234", look-alikes included)."""
+    return PARTICIPANT_NAME.fullmatch(name_key(name)) is not None
 
 
 def principal_for_user(store: Store, user_id: Any) -> Principal | None:

@@ -91,7 +91,7 @@ from server.table.master import Table
 from server.table.names import NameKind, name_clash, name_key
 from server.table.policies import BotRegistry
 from server.table.principal import Principal
-from server.web.auth import clean_display_name
+from server.web.auth import account_halls, clean_display_name
 from server.web.limits import RateLimiter, open_games_limited
 from server.web.seat_holds import check_hold, held_for
 
@@ -142,7 +142,8 @@ class Lobby:
     def hall(self, name: Any) -> HallSettings:
         hall = self.settings.halls.get(name) if isinstance(name, str) else None
         if hall is None:
-            known = ", ".join(sorted(self.settings.halls))
+            # the listed ones: an unlisted hall's name (a study's: its id) is not everyone's to read
+            known = ", ".join(sorted(n for n, h in self.settings.halls.items() if h.listed))
             raise ServerError(
                 "unknown_hall",
                 f"There is no hall {name!r}; choose one of: {known}.",
@@ -306,15 +307,26 @@ class Lobby:
         ``instance_id`` (admins only) names the exact instance; ``difficulty`` (anyone, ``random`` and
         ``generated`` halls) asks for a band, drawn or dealt secretly; neither = the hall's own choice.
 
-        ``address`` is the network address of a client's request: then, unless the creator is an admin, the
-        abuse limits (server/web/limits.py) apply before any work: games per user and per address, open games
-        per user. ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies.
+        ``address`` is the network address of a client's request: then a hall that is not ``creatable`` (a
+        study's) is ``forbidden``, and, unless the creator is an admin, the abuse limits
+        (server/web/limits.py) apply before any work: games per user and per address, open games per user.
+        ``None`` is an in-process call (the operator's scripts, tests): no abuse limit applies.
         ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's).
         ``seat_specs`` and ``game_id`` are for in-process callers only (the study matcher: its fill-in in a
-        participant's seat of a hall whose seats are fixed; the id its participants were matched to).
+        participant's seat of a hall whose seats are fixed; the id its participants were matched to). A study
+        participant's account creates games in its own halls only (:meth:`check_plays_in`).
         ``tom_orders`` (in-process only): each seat's ToM orders instead of the hall's (the study's fill-in
         reports as a bot or an LLM seat does, not as the participant whose seat it took)."""
         hall = self.hall(hall_name)
+        if address is not None and not hall.creatable:
+            raise ServerError(
+                "forbidden",
+                f"Games of hall {hall_name!r} are made by the server only (a study's matcher); choose "
+                "another hall.",
+                {"hall": hall_name},
+                status=403,
+            )
+        self.check_plays_in(creator, hall_name)
         specs = seat_specs if seat_specs is not None else self._seat_specs(hall, seats)
         if seed is not None and (
             not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_GAME_SEED
@@ -760,6 +772,22 @@ class Lobby:
             return summarize(live.meta, live.seats)
 
     # ------------------------------------------------------------------------------------------ joining
+    def check_plays_in(self, principal: Principal, hall_name: Any) -> None:
+        """``forbidden`` for a study participant's account (server/web/auth.py ``account_halls``) in any hall
+        but its study's and the practice hall: a participant holds no seat outside the study, which would
+        keep them from the game the matcher seats them in (and let them play as "Participant NNNN")."""
+        if principal.kind != "human":
+            return
+        halls = account_halls(self.store, principal.id)
+        if halls is not None and hall_name not in halls:
+            raise ServerError(
+                "forbidden",
+                "This account is a study participant's: it plays the study's games only. Go back to the "
+                "study's page.",
+                {"hall": hall_name},
+                status=403,
+            )
+
     def join(
         self,
         game_id: Any,
@@ -773,6 +801,7 @@ class Lobby:
         enter its seat's room in time for the first pushes.
         """
         live = self.table.get(game_id)
+        self.check_plays_in(principal, live.meta.get("hall"))
         with live.lock:
             own = live.seats_of(principal)
         if seat is None and own:

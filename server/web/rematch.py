@@ -15,7 +15,8 @@ later); nobody else is. Its seats are kept for the finished game's people for
 join is refused ``seat_held``; after that it opens to anyone like any waiting game.
 
 A practice game's rematch is the person's practice game ("Practice again": :func:`practice_game`), so
-/practice and the end screen always lead to the same one game.
+/practice and the end screen always lead to the same one game. A game of a hall players may not create games
+in (``creatable: false``: a study's, whose games its matcher makes) has no rematch: ``forbidden``.
 """
 
 from __future__ import annotations
@@ -52,12 +53,21 @@ def rematch_of(lobby: Lobby, game_id: Any, principal: Principal) -> str | None:
 def request_rematch(lobby: Lobby, game_id: Any, principal: Principal, address: str | None) -> dict[str, Any]:
     """The rematch of finished game ``game_id`` with ``principal`` seated in it: created by the first
     request, joined by the next ones. ``game_not_over`` before the end, ``not_your_seat`` for anyone who did
-    not play it; the rematch's creation refusals (limits, a hall gone from the settings) as they are."""
+    not play it, ``forbidden`` in a hall that is not ``creatable``; the rematch's creation refusals (limits,
+    a hall gone from the settings) as they are."""
     meta, seats, _ = _players_seats(lobby, game_id, principal)
     old_id = str(meta["game_id"])
     if meta.get("hall") == PRACTICE_HALL_NAME:  # "Practice again": the one practice game /practice knows
         practice_id = practice_game(lobby, principal, address)
         return _join(lobby, practice_id, principal)
+    hall = lobby.hall(meta.get("hall"))
+    if not hall.creatable:  # a study's game: its next game is the matcher's to make (or none)
+        raise ServerError(
+            "forbidden",
+            "This game's hall makes its games itself (a study's): there is no rematch.",
+            {"hall": meta.get("hall")},
+            status=403,
+        )
     key = rematch_key(old_id)
     waited_until = time.monotonic() + REMATCH_WAIT_SECONDS
     found: dict[str, str] = {}

@@ -2,7 +2,11 @@
 
 - ``GET /study/<sid>?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..``: the study link. :func:`flow.arrive` records
   (or resumes) the participant, the browser is logged in as the participant's user and redirected to
-  ``/study/<sid>`` without the query, so the ids stay neither in the address bar nor in a Referer.
+  ``/study/<sid>`` without the query, so the ids stay neither in the address bar nor in a Referer. A NEW
+  participant counts against ``limits.logins_per_address`` (``rate_limited``, 429). A browser logged in as
+  someone else (an admin, another user, another participant) is not switched by this GET, which any site
+  can make it send: it gets a confirmation page whose button POSTs the link's query to
+  ``/api/study/<sid>/arrive`` (same-origin JSON, server/web/csrf.py), which then does the same.
 - ``GET /study/<sid>``: the page of the participant's CURRENT step (one URL: no step is reachable by typing
   another). A browser that is nobody's participant is asked to open the recruitment link (a study whose
   link needs no recruitment id admits it anonymously instead).
@@ -24,6 +28,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException
@@ -32,7 +37,13 @@ from server.table.errors import ServerError
 from server.table.principal import Principal
 from server.web.auth import resolve_principal
 from server.web.errors import request_object, rest_error
-from server.web.practice import practice_completed, practice_status, record_practice_completed, start_practice
+from server.web.practice import (
+    PRACTICE_HALL_NAME,
+    practice_completed,
+    practice_status,
+    record_practice_completed,
+    start_practice,
+)
 from server.web.services import current_services
 from server.web.sessions import current_sessions
 from server.web.study import flow
@@ -145,12 +156,19 @@ def study_page(sid: str) -> Any:
     participant = participant_of_user(store, sid, principal.id) if principal else None
     if request.args or (participant is None and not definition.recruitment.required):
         query = {name: value for name, value in request.args.items()}
+        if _replaces_session(definition, principal, participant, query):
+            # any site can send a browser here with a plain GET: who is logged in changes on a POST only
+            return render_template(
+                "study/switch.html",
+                title=definition.title,
+                study_id=sid,
+                query=query,
+                name=principal.name if principal is not None else None,
+            )
         try:
-            arrived = flow.arrive(store, record, query, user_id=principal.id if principal else None)
-        except ServerError as err:  # full, paused, a forged id, ...: said under the study's title
+            _arrive(record, principal, query)
+        except ServerError as err:  # full, paused, a forged id, too many arrivals, ...: under the title
             return render_template("study/error.html", error=err, title=definition.title), err.status
-        if principal is None or principal.id != arrived.user_id:
-            current_sessions().log_in(arrived.user_id)
         return redirect(f"/study/{sid}", code=302)
     if participant is None:
         error = ServerError(
@@ -161,6 +179,40 @@ def study_page(sid: str) -> Any:
         return render_template("study/error.html", error=error, title=definition.title), 404
     participant = flow.seen(store, definition, participant)
     return _render_step(definition, participant)
+
+
+def _replaces_session(
+    definition: StudyDefinition,
+    principal: Principal | None,
+    participant: Participant | None,
+    query: dict[str, str],
+) -> bool:
+    """Whether following the link would log this browser out of someone else: an admin session, another
+    user, or this study's participant opening another participant's link. Nobody logged in, or the
+    participant's own link again, is not."""
+    if participant is not None:
+        named = query.get(definition.recruitment.participant_param)
+        return named is not None and named != participant.recruitment.participant_id
+    return principal is not None or session.get("admin") is True
+
+
+def _arrive(record: StudyRecord, principal: Principal | None, query: dict[str, str]) -> Participant:
+    """:func:`flow.arrive` for this browser, which is then logged in as the participant. A NEW participant
+    (a user and a record) counts against ``limits.logins_per_address`` like a display-name login; a return
+    with the same link does not."""
+    services = current_services()
+    address = request.remote_addr or "unknown"
+    arrived = flow.arrive(
+        services.store,
+        record,
+        query,
+        user_id=principal.id if principal else None,
+        other_halls=(PRACTICE_HALL_NAME,),
+        count_new=lambda: services.lobby.limiter.hit("logins_per_address", address),
+    )
+    if principal is None or principal.id != arrived.user_id:
+        current_sessions().log_in(arrived.user_id)
+    return arrived
 
 
 def _render_step(definition: StudyDefinition, participant: Participant) -> str:
@@ -197,6 +249,25 @@ def _render_step(definition: StudyDefinition, participant: Participant) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- API
+@study_pages.post("/api/study/<sid>/arrive")
+def arrive(sid: str) -> tuple[Response, int]:
+    """The confirmation page's "Continue as the participant" (``study/switch.html``): the link's query, sent
+    as ``{"query": {name: value}}`` by a same-origin POST (server/web/csrf.py), followed like the link."""
+    body = request_object(current_services().settings.server.max_action_bytes)
+    query = body.get("query")
+    if (
+        not isinstance(query, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in query.items())
+        or len(urlencode(query)) > LINK_QUERY_MAX_BYTES
+    ):
+        raise ServerError(
+            "invalid_recruitment", 'Send {"query": {...}}: the study link\'s query, its names and values.'
+        )
+    record, _ = _study(sid)
+    _arrive(record, _caller(), query)
+    return jsonify({"ok": True, "url": f"/study/{sid}"}), 200
+
+
 @study_pages.get("/api/study/<sid>/me")
 def me(sid: str) -> tuple[Response, int]:
     _, definition = _study(sid)

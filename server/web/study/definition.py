@@ -362,7 +362,8 @@ class StudyDefinition(_Part):
 
     def hall_settings(self, settings: Settings) -> HallSettings:
         """The study's own hall: ``hall`` with the study's seats, ToM orders, deadlines and instances;
-        unlisted, unrated, seats fixed (participants are seated by the matcher, bots by the lobby)."""
+        unlisted, unrated, not creatable by players, seats fixed (participants are seated by the matcher, bots
+        by the lobby)."""
         if isinstance(self.hall, HallSettings):
             base = self.hall
         else:
@@ -400,6 +401,7 @@ class StudyDefinition(_Part):
             allow_custom_seats=False,
             rated=False,
             listed=False,
+            creatable=False,  # its games are the matcher's: one made through the lobby no study record knows
             game=game,
         )
 

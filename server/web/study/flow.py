@@ -13,14 +13,16 @@ code (``declined``: the platform asks them to return the study). Earnings: :func
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from server.store import Store
 from server.table.errors import ServerError
+from server.web.auth import account_halls_key
 from server.web.study.definition import Outcome, StudyDefinition
 from server.web.study.records import (
     MAX_MESSAGES,
@@ -123,27 +125,43 @@ def recruitment_ids(definition: StudyDefinition, query: Mapping[str, str]) -> Re
 
 
 def arrive(
-    store: Store, study: StudyRecord, query: Mapping[str, str], user_id: str | None = None
+    store: Store,
+    study: StudyRecord,
+    query: Mapping[str, str],
+    user_id: str | None = None,
+    *,
+    other_halls: Sequence[str] = (),
+    count_new: Callable[[], None] | None = None,
 ) -> Participant:
     """A participant opening the study link: their record (a returning link or the same person resumes it), or
     a new one admitted under the cap. ``user_id``: the person the browser is logged in as, if any (a link
     without a participant id in a study that does not require one resumes that person's flow).
+
+    A new participant's account is marked (server/web/auth.py ``account_halls_key``) before anything else is
+    written (a returning one's too, if it is not yet): it plays in the study's hall and ``other_halls`` (the
+    practice hall) only, and its name is nobody else's. ``count_new`` runs before a new participant's place,
+    user or record is made (a return never runs it): the page's per-address limit, which raises
+    ``rate_limited`` to refuse.
 
     One recruitment id gets one participant, in every process: the first writer of its key wins."""
     definition = study.parsed()
     if user_id is not None:
         participant_id = store.get_value(user_key(definition.id, user_id))
         if participant_id is not None and not query.get(definition.recruitment.participant_param):
-            return _resume(store, definition, participant_id, None)
+            return _mark_account(
+                store, definition, _resume(store, definition, participant_id, None), other_halls
+            )
     ids = recruitment_ids(definition, query)
     key = recruitment_key(definition.id, ids.participant_id)
     held = store.get_value(key)
     if held is not None:
-        return _resume(store, definition, held, ids)
+        return _mark_account(store, definition, _resume(store, definition, held, ids), other_halls)
     if study.status != "open":
         code = "study_closed" if study.status == "closed" else "study_paused"
         words = "closed" if study.status == "closed" else "paused for now; please try again later"
         raise ServerError(code, f"This study is {words}.", status=409 if code == "study_closed" else 503)
+    if count_new is not None:
+        count_new()
     if not _take_place(store, definition):
         raise ServerError(
             "study_full",
@@ -153,6 +171,7 @@ def arrive(
     # The record and the person's key are written before the recruitment id is claimed, so a claimed id
     # always names a whole record (a crash in between leaves only an unclaimed record nobody reaches).
     user = store.create_user(f"Participant {secrets.randbelow(9000) + 1000}")
+    store.replace_value(account_halls_key(user["id"]), None, _halls(definition, other_halls))
     at = now()
     participant = Participant(
         id=new_participant_id(),
@@ -175,6 +194,18 @@ def arrive(
         store.replace_value(user_key(definition.id, user["id"]), participant.id, None)
         _give_place_back(store, definition)
         return _resume(store, definition, str(store.get_value(key)), ids)
+    return participant
+
+
+def _halls(definition: StudyDefinition, other_halls: Sequence[str]) -> str:
+    return json.dumps([definition.hall_name, *other_halls])
+
+
+def _mark_account(
+    store: Store, definition: StudyDefinition, participant: Participant, other_halls: Sequence[str]
+) -> Participant:
+    """A returning participant's account marked too (one admitted before accounts were marked)."""
+    store.set_value_if_absent(account_halls_key(participant.user_id), _halls(definition, other_halls))
     return participant
 
 
