@@ -647,8 +647,8 @@ def test_silence_allows_for_the_throttled_seen_write(make_app: MakeApp, tmp_path
 def test_an_absent_participant_leaves_with_no_partner_after_the_maximum_wait_and_one_check(
     make_app: MakeApp, tmp_path: Path, rule: str
 ) -> None:
-    """Absent for max_wait + one presence check: no_partner (and its pay), under both rules, and the place
-    is given back; before that they still wait (never seated with the fill-in)."""
+    """Absent after waiting max_wait + one presence check: no_partner (and its pay), under both rules, and
+    the place is given back; before that they still wait (never seated with the fill-in)."""
     app = make_app(database_uri=f"sqlite:///{tmp_path / f'absent-{rule}.db'}")
     matcher, store = manual_matcher(app), app.services.store
     definition = study(
@@ -661,10 +661,10 @@ def test_an_absent_participant_leaves_with_no_partner_after_the_maximum_wait_and
     assert limit == 30 + 5 + 3
     away = arrive_waiting(store, definition.id)
     at = time.time()
-    backdate(store, away, waiting_since=at - limit - 20, present_until=at - limit + 2)  # 2 s to go
+    backdate(store, away, waiting_since=at - limit + 2, present_until=at - 1)  # lapsed; 2 s to go
     report = matcher.round()
     assert report.no_partner == [] and reload(store, away).step == "waiting"
-    backdate(store, away, present_until=at - limit - 1)
+    backdate(store, away, waiting_since=at - limit - 1)
     report = matcher.round()
     assert report.no_partner == [away.id] and not report.games  # never seated with the fill-in
     record = reload(store, away)

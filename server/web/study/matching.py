@@ -20,8 +20,8 @@ and two server processes never act twice on one participant:
   later round (:meth:`StudyMatcher._repair`, after :data:`REPAIR_AFTER_SECONDS`).
 - **the maximum wait**: the oldest present participant waited ``max_wait_seconds`` and no group is full:
   ``on_timeout: fill`` seats the present ones with the fill-in; ``exit`` ends their wait with ``no_partner``.
-  One who is not present leaves with ``no_partner`` (whatever the rule) once absent for the maximum wait and
-  one more presence check (:func:`absent_wait_limit`), so an open page nobody answers frees its place.
+  One who is not present leaves with ``no_partner`` (whatever the rule) once they waited the maximum wait
+  and one more presence check (:func:`absent_wait_limit`), so an open page nobody answers frees its place.
 - **silence**: anyone silent longer than ``dropout.waiting_grace_seconds`` before the game (or between two
   games, or after the last) is dropped; silent since :func:`last_heard`: their ``last_seen_at`` or the
   moment they entered their current step; a closed study's waiting participants leave with
@@ -243,7 +243,7 @@ class StudyMatcher:
                 self._no_partner(definition, participant.id, report)
             elif flow.is_present(participant, at + PRESENCE_MARGIN_SECONDS):
                 queue.append(participant)
-            elif at - absent_since(participant, at) >= absent_wait_limit(definition):
+            elif at - (participant.waiting_since or at) >= absent_wait_limit(definition):
                 self._no_partner(definition, participant.id, report)  # the page is open, nobody confirms
         queue.sort(key=lambda p: (p.waiting_since or p.updated_at, p.id))
         groups, queue = arrival_groups(queue, definition.group_size)
@@ -607,15 +607,10 @@ def last_heard(participant: Participant) -> float:
     return max(participant.last_seen_at, participant.waiting_since or 0.0, entered)
 
 
-def absent_since(participant: Participant, at: float) -> float:
-    """Since when a waiting participant has not been present: their last confirmation lapsed then."""
-    return max(participant.present_until or 0.0, participant.waiting_since or 0.0) or at
-
-
 def absent_wait_limit(definition: StudyDefinition) -> float:
-    """How long a waiting participant may be absent (since :func:`absent_since`) before leaving with
-    ``no_partner``: the maximum wait (as long as a present one waits for a partner), plus one whole presence
-    check (the ask and the time to answer it), so someone who stepped away can still come back."""
+    """How long a participant who is not present may wait before leaving with ``no_partner``: the maximum
+    wait, plus one whole presence check (the ask and the time to answer it), so that someone who stepped
+    away just before the maximum wait can still come back and be matched or filled in."""
     room = definition.waiting_room
     return room.max_wait_seconds + room.presence_check_seconds + room.presence_timeout_seconds
 
