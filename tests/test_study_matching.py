@@ -7,6 +7,7 @@ are another part's), and plays their games over real HTTP and Socket.IO as the p
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
@@ -17,15 +18,17 @@ from typing import Any
 
 import pytest
 from e2e_helpers import DUEL_TRADE, Client, ServerProcess, play_duel, write_config
-from in_process import InProcessApp, MakeApp
+from in_process import InProcessApp, InProcessClient, MakeApp
 from mongo_server import database_uri, drop_database
 from table_support import in_parallel
 
 from server.store import Store, open_store
+from server.table.config import SeatSpec
 from server.table.errors import ServerError
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow, matching
 from server.web.study.definition import StudyDefinition, parse_definition
+from server.web.study.exports import export_jsonl
 from server.web.study.matching import (
     RoundReport,
     StudyMatcher,
@@ -44,6 +47,7 @@ from server.web.study.records import (
     load_study_game,
     save_study,
     set_study_status,
+    update_participant,
 )
 
 MakeServer = Callable[..., ServerProcess]
@@ -573,3 +577,210 @@ def test_look_alike_names_are_never_grouped_together(tmp_path: Path) -> None:
     assert [[p.name for p in group] for group in groups] == [["A", "B"], ["A", "C"]]
     assert [p.name for p in rest] == ["A"]
     assert [p.id for p in groups[0]] == [people[0].id, people[2].id]  # the second A waits for the next
+
+
+# ------------------------------------------------------- review h22 robustness: findings 1, 4, 6 and 8
+def backdate(store: Store, participant: Participant, **fields: float | None) -> Participant:
+    """Set the participant's clocks (last_seen_at, waiting_since, present_until) as if time had passed."""
+
+    def change(record: Participant) -> Participant:
+        for name, value in fields.items():
+            setattr(record, name, value)
+        return record
+
+    return update_participant(store, participant.study_id, participant.id, change)
+
+
+def in_process_login(app: InProcessApp, participant: Participant) -> InProcessClient:
+    """A browser of the in-process app logged in as the participant (what the study link does)."""
+    session_id = secrets.token_urlsafe(32)
+    at = time.time()
+    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
+    assert app.services.store.replace_value(session_key(session_id), None, record.dumps())
+    client = InProcessClient(app)
+    client.http.set_cookie("tradecraft_session", session_id)
+    return client
+
+
+def test_silence_is_counted_from_the_step_the_participant_entered(make_app: MakeApp, tmp_path: Path) -> None:
+    """A participant the researcher moved on from a long game (advance: no game_over, no page seen) is at the
+    questionnaire since that moment, not silent since before the game; one silent past the grace since the
+    step began is dropped."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'clock.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "clock", dropout={"waiting_grace_seconds": 10})
+    people = [arrive_waiting(store, "clock") for _ in range(2)]
+    assert matcher.round().games
+    long_ago = time.time() - 3600
+    for person in people:  # an hour-long game: nothing wrote last_seen_at since the match
+        backdate(store, person, last_seen_at=long_ago)
+        flow.advance(store, definition, person.id)
+    matcher.round()
+    after = [reload(store, p) for p in people]
+    assert [p.step for p in after] == ["questionnaire", "questionnaire"]
+    assert not [e for p in after for e in p.events if e.event == "dropped"]
+
+    def game_ended_long_ago(record: Participant) -> Participant:
+        record.games[-1].finished_at = long_ago
+        return record
+
+    update_participant(store, "clock", people[0].id, game_ended_long_ago)  # then silent for an hour
+    assert matcher.round().dropped == [people[0].id]
+    assert last_event(reload(store, people[0]), "dropped") == {"reason": "silent before the game"}
+    assert reload(store, people[1]).step == "questionnaire"
+
+
+def test_silence_allows_for_the_throttled_seen_write(make_app: MakeApp, tmp_path: Path) -> None:
+    """last_seen_at is written at most every SEEN_REFRESH_SECONDS, so a page that polls is up to that much
+    behind: silence is the grace plus that, not the grace alone."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'seen.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    study(store, "seen", dropout={"waiting_grace_seconds": 10})
+    reader = flow.arrive(store, load_study(store, "seen"), {"PROLIFIC_PID": "reader"})  # on the consent page
+    backdate(store, reader, last_seen_at=time.time() - 10 - flow.SEEN_REFRESH_SECONDS + 2)
+    assert matcher.round().dropped == []
+    backdate(store, reader, last_seen_at=time.time() - 10 - flow.SEEN_REFRESH_SECONDS - 1)
+    assert matcher.round().dropped == [reader.id]
+
+
+@pytest.mark.parametrize("rule", ["fill", "exit"])
+def test_an_absent_participant_leaves_with_no_partner_after_the_maximum_wait_and_one_check(
+    make_app: MakeApp, tmp_path: Path, rule: str
+) -> None:
+    """Absent after waiting max_wait + one presence check: no_partner (and its pay), under both rules, and
+    the place is given back; before that they still wait (never seated with the fill-in)."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / f'absent-{rule}.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(
+        store,
+        f"absent-{rule}",
+        waiting_room={"max_wait_seconds": 30, "on_timeout": rule},
+        payment={"no_partner_pay": 0.5},
+    )
+    limit = matching.absent_wait_limit(definition)
+    assert limit == 30 + 5 + 3
+    away = arrive_waiting(store, definition.id)
+    at = time.time()
+    backdate(store, away, waiting_since=at - limit + 2, present_until=at - 1)  # lapsed; 2 s to go
+    report = matcher.round()
+    assert report.no_partner == [] and reload(store, away).step == "waiting"
+    backdate(store, away, waiting_since=at - limit - 1)
+    report = matcher.round()
+    assert report.no_partner == [away.id] and not report.games  # never seated with the fill-in
+    record = reload(store, away)
+    assert (record.outcome, record.code, record.earnings and record.earnings.bonus) == (
+        "no_partner",
+        CODES["no_partner"],
+        0.5,
+    )
+    assert store.get_value(f"study:{definition.id}:admitted") == "0"  # the place is given back
+
+
+def test_an_absent_participant_who_confirms_within_the_grace_is_filled_in(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'back.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(store, "back", waiting_room={"max_wait_seconds": 30})
+    person = arrive_waiting(store, "back")
+    at = time.time()
+    backdate(store, person, waiting_since=at - 32, present_until=at - 1)
+    assert not matcher.round().any()  # past the maximum wait, absent, within the grace: waits
+    flow.confirm_presence(store, definition, person.id)
+    report = matcher.round()
+    assert report.matched == [person.id] and len(report.games) == 1
+
+
+def test_disconnects_and_reconnects_mid_game_are_logged_once(make_app: MakeApp, tmp_path: Path) -> None:
+    """The first connection is no event; a lost connection is game_disconnected (when last connected), its
+    return game_reconnected (how long away); each once, however many rounds or matchers see it (a second
+    matcher, as a second process holding the lease next, knows nothing of the first's memory)."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'trace.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    study(store, "trace")
+    people = [arrive_waiting(store, "trace") for _ in range(2)]
+    game_id = matcher.round().games[0]
+    player = in_process_login(app, people[0]).connect()
+    assert player.call("join", {"game_id": game_id}).get("ok") is not False
+
+    def traced() -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (e.event, e.detail)
+            for e in reload(store, people[0]).events
+            if e.event in ("game_disconnected", "game_reconnected")
+        ]
+
+    matcher.round()
+    matcher.round()
+    assert traced() == []  # connected for the first time: nothing to report
+    player.drop()
+    dropped_at = time.time()
+    for _ in range(3):
+        matcher.round()
+    [(event, detail)] = traced()
+    assert event == "game_disconnected" and detail["game_id"] == game_id
+    assert dropped_at - 3 <= detail["last_connected_at"] <= dropped_at
+    successor = manual_matcher(app)  # a fresh process's matcher: no memory of what was logged
+    successor.round()
+    assert len(traced()) == 1
+    time.sleep(1.2)
+    player.reconnect().call("join", {"game_id": game_id})
+    for _ in range(2):
+        successor.round()
+        matcher.round()
+    events = traced()
+    assert [e for e, _ in events] == ["game_disconnected", "game_reconnected"]
+    assert events[1][1]["game_id"] == game_id and events[1][1]["offline_seconds"] >= 1.0
+    assert [e for e in reload(store, people[1]).events if e.event.startswith("game_")] == []  # never came
+    player.close()
+    rows = [json.loads(line) for line in export_jsonl(store, "trace")]
+    exported = [r["event"] for r in rows if r["table"] == "events" and r["participant_id"] == people[0].id]
+    assert exported.count("game_disconnected") == 1 and exported.count("game_reconnected") == 1
+
+
+def game_orders(app: InProcessApp, game_id: str) -> list[list[int]]:
+    live = app.services.table.get(game_id)
+    with live.lock:
+        assert live.game is not None
+        return [list(orders) for orders in live.game.settings.tom_orders]
+
+
+def test_each_seat_reports_the_tom_orders_of_who_plays_it(make_app: MakeApp, tmp_path: Path) -> None:
+    """A pair: both human orders. A lone participant: the fill-in's seat reports tom_orders.bot. A dropout's
+    seat handed to the fill-in keeps the orders it had (the game's settings are fixed), as documented."""
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'orders.db'}")
+    matcher, store = manual_matcher(app), app.services.store
+    definition = study(
+        store,
+        "orders",
+        tom_orders={"human": [0], "bot": [0, 1]},
+        waiting_room={"max_wait_seconds": 0.5},
+    )
+    pair = [arrive_waiting(store, "orders") for _ in range(2)]
+    paired = matcher.round().games[0]
+    assert game_orders(app, paired) == [[0], [0]]
+    lone = arrive_waiting(store, "orders")
+    time.sleep(0.6)
+    filled = matcher.round().games[0]
+    assert store.get_game(filled)["seats"][1]["kind"] == "bot"  # type: ignore[index]
+    assert game_orders(app, filled) == [[0], [0, 1]]
+    assert store.get_game(filled)["settings"]["tom_orders"] == [[0], [0, 1]]  # type: ignore[index]
+    matching.hand_to_fill_in(app.services, definition, paired, 1)  # pair[1] booted: the fill-in plays on
+    assert game_orders(app, paired) == [[0], [0]]
+    assert reload(store, lone).step == "playing" and reload(store, pair[0]).step == "playing"
+
+
+def test_create_game_refuses_tom_orders_for_another_number_of_seats(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    app = make_app(database_uri=f"sqlite:///{tmp_path / 'seats.db'}")
+    definition = study(app.services.store, "seats")
+    app.services.studies.install_hall(definition)
+    with pytest.raises(ServerError) as refused:
+        app.services.lobby.create_game(
+            definition.hall_name,
+            matching.matcher_principal(definition),
+            seat_specs=[SeatSpec(kind="human")] * 2,
+            tom_orders=[[0, 1, 2]],
+        )
+    assert refused.value.code == "invalid_request"

@@ -300,6 +300,7 @@ class Lobby:
         hold: dict[str, Any] | None = None,
         seat_specs: list[SeatSpec] | None = None,
         game_id: str | None = None,
+        tom_orders: list[list[int]] | None = None,
     ) -> dict[str, Any]:
         """Create a waiting game in ``hall_name``; with ``join`` the creator takes the first seat it may.
 
@@ -313,7 +314,9 @@ class Lobby:
         ``hold`` keeps the seats for named people for a while (server/web/seat_holds.py: a rematch's).
         ``seat_specs`` and ``game_id`` are for in-process callers only (the study matcher: its fill-in in a
         participant's seat of a hall whose seats are fixed; the id its participants were matched to). A study
-        participant's account creates games in its own halls only (:meth:`check_plays_in`)."""
+        participant's account creates games in its own halls only (:meth:`check_plays_in`).
+        ``tom_orders`` (in-process only): each seat's ToM orders instead of the hall's (the study's fill-in
+        reports as a bot or an LLM seat does, not as the participant whose seat it took)."""
         hall = self.hall(hall_name)
         if address is not None and not hall.creatable:
             raise ServerError(
@@ -374,6 +377,7 @@ class Lobby:
                 difficulty,
                 open_slot,
                 hold,
+                tom_orders,
             )
         except BaseException:
             if open_slot is not None and self.store.get_game(game_id) is None:
@@ -393,6 +397,7 @@ class Lobby:
         difficulty: Any,
         open_slot: dict[str, str] | None,
         hold: dict[str, Any] | None = None,
+        tom_orders: list[list[int]] | None = None,
     ) -> dict[str, Any]:
         choice, instance, root = self._choose_instance(
             hall, hall_name, game_id, instance_id, creator, difficulty
@@ -409,6 +414,14 @@ class Lobby:
         if "repetition" in choice:  # repetitions of a sequential pool alternate the first proposer
             game_settings = game_settings.model_copy(
                 update={"first_proposer": choice["repetition"] % hall.players}
+            )
+        if tom_orders is not None:  # validated as the hall's own orders are
+            if len(tom_orders) != hall.players:
+                raise ServerError(
+                    "invalid_request", f"tom_orders lists {len(tom_orders)} seats, not {hall.players}."
+                )
+            game_settings = type(game_settings).model_validate(
+                {**game_settings.model_dump(), "tom_orders": tom_orders}
             )
         meta = {
             "hall": hall_name,

@@ -279,3 +279,12 @@ if (root) {
   if (step) step();
   root.dataset.ready = "true";
 }
+
+// Presence on every page before the game (the waiting and playing pages poll /me already): GET /me notes the
+// participant as seen, so a long read of the consent, the instructions, the check or the questionnaire is no
+// silence (dropout.waiting_grace_seconds, 10 s at the least; the matcher allows for the server writing "seen"
+// at most every 10 s).
+const SEEN_EVERY_MS = 5000;
+if (root && ["consent", "instructions", "practice", "comprehension", "questionnaire"].includes(root.dataset.step)) {
+  window.setInterval(() => getJson(api("me")), SEEN_EVERY_MS);
+}

@@ -429,6 +429,47 @@ def matched(
     return update_participant(store, definition.id, participant_id, change)
 
 
+def note_connection(
+    store: Store,
+    definition: StudyDefinition,
+    participant_id: str,
+    game_id: str,
+    connected: bool,
+    last_connected_at: float | None = None,
+) -> Participant:
+    """The matcher saw the connection to the participant's running game ``game_id`` change: logs
+    ``game_disconnected`` (``last_connected_at``: when a connection was last seen) or, after a logged
+    disconnect only, ``game_reconnected`` (the first connection is no reconnect). A change the trail holds
+    already is not logged again, so rounds and processes that see the same change log it once."""
+
+    def change(participant: Participant) -> Participant | None:
+        entry = participant.current_game
+        if participant.step != "playing" or entry is None or entry.game_id != game_id:
+            return None
+        last = next(
+            (
+                event
+                for event in reversed(participant.events)
+                if event.event in ("game_disconnected", "game_reconnected")
+                and event.detail.get("game_id") == game_id
+            ),
+            None,
+        )
+        offline = last is not None and last.event == "game_disconnected"
+        if connected != offline:  # nothing changed since the trail's last word on it
+            return None
+        if connected:
+            assert last is not None
+            went = float(last.detail.get("last_connected_at") or last.at)
+            participant.log("game_reconnected", game_id=game_id, offline_seconds=round(now() - went, 1))
+        else:
+            at = round(last_connected_at, 3) if last_connected_at else None
+            participant.log("game_disconnected", game_id=game_id, last_connected_at=at)
+        return participant
+
+    return update_participant(store, definition.id, participant_id, change)
+
+
 def leave_waiting_room(store: Store, definition: StudyDefinition, participant_id: str) -> Participant:
     """The maximum wait passed, nobody came and the study's rule is ``exit``: no_partner code and pay."""
 

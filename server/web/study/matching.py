@@ -20,9 +20,12 @@ and two server processes never act twice on one participant:
   later round (:meth:`StudyMatcher._repair`, after :data:`REPAIR_AFTER_SECONDS`).
 - **the maximum wait**: the oldest present participant waited ``max_wait_seconds`` and no group is full:
   ``on_timeout: fill`` seats the present ones with the fill-in; ``exit`` ends their wait with ``no_partner``.
-- **silence**: anyone silent (``last_seen_at``) longer than ``dropout.waiting_grace_seconds`` before the
-  game is dropped; a closed study's waiting participants leave with ``no_partner``; a paused one still
-  matches those already in it.
+  One who is not present leaves with ``no_partner`` (whatever the rule) once they waited the maximum wait
+  and one more presence check (:func:`absent_wait_limit`), so an open page nobody answers frees its place.
+- **silence**: anyone silent longer than ``dropout.waiting_grace_seconds`` before the game (or between two
+  games, or after the last) is dropped; silent since :func:`last_heard`: their ``last_seen_at`` or the
+  moment they entered their current step; a closed study's waiting participants leave with
+  ``no_partner``; a paused one still matches those already in it.
 - **supervision** of every study game not yet settled: the end of a finished game is recorded for each
   participant (``flow.game_over``: won / lost / no_winner and the points; aborted: ``aborted``), which is
   idempotent; a participant disconnected from their running game for ``dropout.disconnect_grace_seconds``,
@@ -156,6 +159,7 @@ class StudyMatcher:
         self._finished: set[str] = set()  # store keys of participants who finished (step done)
         self._connected_noted: dict[tuple[str, int], float] = {}  # last note written to the store
         self._connected_seen: dict[tuple[str, int], float] = {}  # last round that saw a connection here
+        self._connection_traced: dict[tuple[str, int], bool] = {}  # last state logged on the participant
         self._handed_by_researcher: set[tuple[str, int]] = set()  # (game, seat) taken over, not idle
         self._lock = threading.Lock()  # one round at a time in this process
 
@@ -228,7 +232,9 @@ class StudyMatcher:
         for participant in self._unfinished(definition):
             if participant.step == "playing":
                 continue
-            if at - participant.last_seen_at > grace and not self._practising(participant, at, grace):
+            if at - last_heard(participant) > grace + flow.SEEN_REFRESH_SECONDS and not self._practising(
+                participant, at, grace
+            ):
                 self._drop(definition, participant.id, "silent before the game", report)
                 continue
             if participant.step != "waiting":
@@ -237,6 +243,8 @@ class StudyMatcher:
                 self._no_partner(definition, participant.id, report)
             elif flow.is_present(participant, at + PRESENCE_MARGIN_SECONDS):
                 queue.append(participant)
+            elif at - (participant.waiting_since or at) >= absent_wait_limit(definition):
+                self._no_partner(definition, participant.id, report)  # the page is open, nobody confirms
         queue.sort(key=lambda p: (p.waiting_since or p.updated_at, p.id))
         groups, queue = arrival_groups(queue, definition.group_size)
         for group in groups:
@@ -466,19 +474,53 @@ class StudyMatcher:
                 if takeover is None:  # nobody plays the seat (a bot the researcher chose is left alone)
                     self._hand_over(definition, game.game_id, seat)
                 continue
+            noted = self.store.get_value(connected_key(definition.id, game.game_id, seat))
+            connected = seat in online or self._connected_elsewhere(game.game_id, seat, noted, at)
+            self._trace_connection(definition, participant_id, game.game_id, seat, connected, noted)
             if takeover is not None:  # the idle rule's bot, or the researcher's hand-over (they play on)
                 if self._went_idle(definition, game.game_id, seat):
                     self._drop(definition, participant_id, "idle: a bot took over the seat", report)
                 continue
-            if seat in online:
+            if connected:
                 continue
-            noted = self.store.get_value(connected_key(definition.id, game.game_id, seat))
             started = float(meta.get("started_at") or entry.matched_at)
             seen_here = self._connected_seen.get((game.game_id, seat), 0.0)
             last = max(entry.matched_at, started, float(noted) if noted else 0.0, seen_here)
             if at - last > definition.dropout.disconnect_grace_seconds:
                 self._drop(definition, participant_id, "disconnected from the game", report)
         return False
+
+    def _connected_elsewhere(self, game_id: str, seat: int, noted: str | None, at: float) -> bool:
+        """Whether another process noted the seat's holder connected lately (its rounds renew the note every
+        CONNECTED_REFRESH_SECONDS while they are); a note this process wrote says nothing more than
+        ``online`` here does."""
+        if noted is None:
+            return False
+        ours = self._connected_noted.get((game_id, seat))
+        if ours is not None and noted == str(round(ours, 3)):
+            return False
+        return at - float(noted) <= CONNECTED_REFRESH_SECONDS + 3 * self.interval
+
+    def _trace_connection(
+        self,
+        definition: StudyDefinition,
+        participant_id: str,
+        game_id: str,
+        seat: int,
+        connected: bool,
+        noted: str | None,
+    ) -> None:
+        """Log a change of the seat's connection on its participant (flow.note_connection: a disconnect once
+        they had been connected, a reconnect after it), so the study's export holds them. The record is
+        written only when this process sees a change (or first looks at the seat)."""
+        key = (game_id, seat)
+        if self._connection_traced.get(key) == connected:
+            return
+        seen_here = self._connected_seen.get(key, 0.0)
+        if connected or noted is not None or seen_here:  # a seat never connected has nothing to lose
+            last = max(float(noted) if noted else 0.0, seen_here) or None
+            flow.note_connection(self.store, definition, participant_id, game_id, connected, last)
+        self._connection_traced[key] = connected
 
     def _went_idle(self, definition: StudyDefinition, game_id: str, seat: int) -> bool:
         """Whether the seat missed ``dropout.idle_timeouts`` deadlines in a row at some point of the game (the
@@ -556,6 +598,23 @@ class StudyMatcher:
         }
 
 
+def last_heard(participant: Participant) -> float:
+    """When the participant was last known to be there, for the silence rule: their ``last_seen_at`` (the
+    pages and presence confirmations write it), or the moment they entered their current step if that is
+    later (the waiting room, or the step after a game: a game is watched by the disconnect rule, and its
+    room never writes ``last_seen_at``, so a long game must not count as silence)."""
+    entered = max((game.finished_at or 0.0 for game in participant.games), default=0.0)
+    return max(participant.last_seen_at, participant.waiting_since or 0.0, entered)
+
+
+def absent_wait_limit(definition: StudyDefinition) -> float:
+    """How long a participant who is not present may wait before leaving with ``no_partner``: the maximum
+    wait, plus one whole presence check (the ask and the time to answer it), so that someone who stepped
+    away just before the maximum wait can still come back and be matched or filled in."""
+    room = definition.waiting_room
+    return room.max_wait_seconds + room.presence_check_seconds + room.presence_timeout_seconds
+
+
 def arrival_groups(queue: list[Participant], size: int) -> tuple[list[list[Participant]], list[Participant]]:
     """Full groups of ``size`` in arrival order, and those left over (in arrival order). Two participants
     whose names could be mistaken for each other (the lobby refuses them at one table) go to different
@@ -592,7 +651,9 @@ def create_game(
     services: StudyServices, definition: StudyDefinition, game_id: str, people: dict[int, Participant]
 ) -> None:
     """The study game in the study's hall: a person's seat for each of ``people`` (seat -> participant), the
-    fill-in in the other human seats, the study's bots in theirs; its seats held for exactly those people."""
+    fill-in in the other human seats, the study's bots in theirs; its seats held for exactly those people.
+    Each seat reports the ToM orders of who plays it (``tom_orders.bot`` or ``.llm`` for the fill-in); a
+    seat handed to the fill-in later keeps the orders it started with (the game's settings are fixed)."""
     services.studies.install_hall(definition)  # installed at the first read; a caller may bring its own
     fill = fill_in_spec(definition, services.settings)
     specs = [
@@ -603,12 +664,18 @@ def create_game(
         else definition.seat_spec(study_seat, services.settings)
         for seat, study_seat in enumerate(definition.seats)
     ]
+    fill_kind = definition.waiting_room.fill_in.kind
+    kinds = [
+        fill_kind if study_seat.kind == "human" and seat not in people else study_seat.kind
+        for seat, study_seat in enumerate(definition.seats)
+    ]
     services.lobby.create_game(
         definition.hall_name,
         matcher_principal(definition),
         hold=hold_record((p.user_id for p in people.values()), HOLD_SECONDS),
         seat_specs=specs,
         game_id=game_id,
+        tom_orders=[definition.tom_orders.for_kind(kind) for kind in kinds],  # the fill-in's: its kind's
     )
 
 

@@ -51,7 +51,7 @@ MAX_EVENTS = 400
 MAX_MESSAGES = 50
 MAX_CONFLICT_RETRIES = 50
 #: Events that may happen any number of times; the audit trail counts repeats instead of listing each.
-REPEATED = frozenset({"resumed", "presence_confirmed"})
+REPEATED = frozenset({"resumed", "presence_confirmed", "game_disconnected", "game_reconnected"})
 
 
 class _Record(BaseModel):
