@@ -112,12 +112,16 @@ class InProcessClient(Participant):
         self.drop()
 
 
-def play_duel_game(p0: InProcessClient, p1: InProcessClient, hall: str = "duel") -> str:
+def play_duel_game(
+    p0: InProcessClient, p1: InProcessClient, hall: str = "duel", game_id: str | None = None
+) -> str:
     """``p0`` creates a game of ``hall`` and sits, ``p1`` joins, both play the scripted duel to its end
-    (e2e_helpers.play_duel); the game's id."""
-    status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
-    assert status == 201, created
-    game_id: str = created["game"]["game_id"]
+    (e2e_helpers.play_duel); the game's id. ``game_id``: a game made in-process instead (a hall players
+    may not create games in, like a study's), in which ``p0`` sits already."""
+    if game_id is None:
+        status, created = p0.rest("POST", "/api/games", {"hall": hall, "join": True})
+        assert status == 201, created
+        game_id = str(created["game"]["game_id"])
     assert p1.rest("POST", f"/api/games/{game_id}/join", {})[0] == 200
     p0.connect().call("join", {"game_id": game_id})
     p1.connect().call("join", {"game_id": game_id})

@@ -36,6 +36,7 @@ from mongo_server import database_uri
 from analysis.tables import FORMULA_PREFIXES
 from server.store import Store
 from server.table.errors import ServerError
+from server.web.auth import principal_for_user
 from server.web.sessions import current_sessions
 from server.web.study import exports, flow
 from server.web.study.definition import parse_definition
@@ -131,7 +132,11 @@ def drive(app: InProcessApp, config: Path, clients: list[InProcessClient]) -> Dr
     names["ada"], names["bob"] = to_waiting(store, study_id), to_waiting(store, study_id)
     players = [logged_in_as(app, names[n].user_id) for n in ("ada", "bob")]
     clients.extend(players)
-    game_id = play_duel_game(players[0], players[1], definition.hall_name)
+    # a study's hall takes no game from players: the server makes it (as the matcher does), Ada sits
+    made = app.services.lobby.create_game(
+        definition.hall_name, principal_for_user(store, names["ada"].user_id), join=True
+    )
+    game_id = play_duel_game(players[0], players[1], game_id=str(made["game_id"]))
     driven.game_id = game_id
     save_study_game(
         store,
@@ -169,9 +174,11 @@ def drive(app: InProcessApp, config: Path, clients: list[InProcessClient]) -> Dr
     names["eve"] = to_waiting(store, study_id)
     eve = logged_in_as(app, names["eve"].user_id)
     clients.append(eve)
-    status, created = eve.rest("POST", "/api/games", {"hall": definition.hall_name, "join": True})
-    assert status == 201, created
-    left_game = created["game"]["game_id"]
+    left_game = str(
+        app.services.lobby.create_game(
+            definition.hall_name, principal_for_user(store, names["eve"].user_id), join=True
+        )["game_id"]
+    )
     save_study_game(
         store,
         StudyGame(
