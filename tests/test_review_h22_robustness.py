@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from in_process import InProcessApp, InProcessClient, MakeApp
-from test_study_matching import arrive_waiting, manual_matcher, reload, study
+from study_support import arrive_waiting, manual_matcher, reload, study
 
 from server.store import open_store
 from server.web.sessions import SessionRecord, session_key

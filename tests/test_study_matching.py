@@ -20,6 +20,7 @@ import pytest
 from e2e_helpers import DUEL_TRADE, Client, ServerProcess, play_duel, write_config
 from in_process import InProcessApp, InProcessClient, MakeApp
 from mongo_server import database_uri, drop_database
+from study_support import CODES, arrive_waiting, manual_matcher, reload, study
 from table_support import in_parallel
 
 from server.store import Store, open_store
@@ -27,11 +28,10 @@ from server.table.config import SeatSpec
 from server.table.errors import ServerError
 from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow, matching
-from server.web.study.definition import StudyDefinition, parse_definition
+from server.web.study.definition import StudyDefinition
 from server.web.study.exports import export_jsonl
 from server.web.study.matching import (
     RoundReport,
-    StudyMatcher,
     arrival_groups,
     connected_key,
     create_game,
@@ -42,61 +42,16 @@ from server.web.study.records import (
     StudyGame,
     game_key,
     iter_study_games,
-    load_participant,
     load_study,
     load_study_game,
-    save_study,
     set_study_status,
     update_participant,
 )
 
 MakeServer = Callable[..., ServerProcess]
-CODES = {"completed": "C-DONE", "screened_out": "C-SCREEN", "no_partner": "C-ALONE", "dropped": "C-LEFT"}
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def study(store: Store, study_id: str, **sections: Any) -> StudyDefinition:
-    """A two-person duel study straight to the waiting room (no instructions, practice or check), with one
-    questionnaire item; ``sections`` replace keys of the waiting_room / dropout sections or top-level keys."""
-    data: dict[str, Any] = {
-        "id": study_id,
-        "title": "Matching test",
-        "hall": "duel",
-        "consent": "Test consent.",
-        "practice": False,
-        "questionnaire": [{"id": "fun", "prompt": "Was it fun?", "kind": "text"}],
-        "codes": CODES,
-        "recruitment": {"session_param": None},
-        "deadlines": {},
-        "waiting_room": {
-            "max_wait_seconds": 60,
-            "presence_check_seconds": 5,
-            "presence_timeout_seconds": 3,
-            "on_timeout": "fill",
-            "fill_in": {"kind": "bot", "bot": "random"},
-        },
-        "dropout": {"disconnect_grace_seconds": 600, "idle_timeouts": None, "waiting_grace_seconds": 600},
-    }
-    for key, value in sections.items():
-        data[key] = {**data[key], **value} if isinstance(data.get(key), dict) else value
-    definition = parse_definition(data)
-    save_study(store, definition)
-    return definition
-
-
-def arrive_waiting(store: Store, study_id: str) -> Participant:
-    """A new participant from a recruitment link, consented: in the waiting room, present."""
-    record = load_study(store, study_id)
-    participant = flow.arrive(store, record, {"PROLIFIC_PID": "pid" + secrets.token_hex(8)})
-    return flow.give_consent(store, record.parsed(), participant.id, True)
-
-
-def reload(store: Store, participant: Participant) -> Participant:
-    found = load_participant(store, participant.study_id, participant.id)
-    assert found is not None
-    return found
-
-
 def wait_until(check: Callable[[], Any], timeout: float = 15, what: str = "the condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -389,19 +344,6 @@ def test_two_servers_on_one_file_never_match_anyone_twice(make_server: MakeServe
 
 
 # ------------------------------------------------------------------ rounds driven by hand, in-process apps
-def manual_matcher(app: InProcessApp, leased: bool = True) -> StudyMatcher:
-    """The app's own background matcher stopped, and one whose rounds the test runs (``leased=False``:
-    without the lease, as two processes would be if the lease failed, to test the conditional writes
-    alone)."""
-    for stop in app.services.on_close:
-        if isinstance(getattr(stop, "__self__", None), StudyMatcher):
-            stop()
-    matcher = StudyMatcher(app.services)
-    if not leased:
-        matcher._take_lease = lambda: True  # type: ignore[method-assign]
-    return matcher
-
-
 def test_a_group_member_gone_between_the_read_and_the_write_leaves_no_empty_seat(
     make_app: MakeApp, tmp_path: Path
 ) -> None:

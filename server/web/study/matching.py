@@ -172,6 +172,8 @@ class StudyMatcher:
         return self.stop
 
     def stop(self) -> None:
+        if self.stopped.is_set():  # stopped already (a test, then the app's close): the store may be closed
+            return
         self.stopped.set()
         with self._lock:
             raw = self.store.get_value(LEASE_KEY)
