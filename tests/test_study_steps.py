@@ -292,3 +292,25 @@ def test_the_participant_view_names_no_recruitment_id(store: Store) -> None:
     view = flow.participant_view(study.parsed(), participant)
     text = repr(view)
     assert f"{77:024x}" not in text and "b" * 24 not in text and participant.user_id not in text
+
+
+def test_two_tabs_of_one_new_id_at_the_last_place_both_resume_one_participant(store: Store) -> None:
+    study = save_study(store, pilot(capacity={"participants": 1, "overbook": 0}))
+    results: list[str] = []
+    errors: list[str] = []
+
+    def open_link() -> None:
+        try:
+            results.append(flow.arrive(store, study, link(9)).id)
+        except ServerError as err:
+            errors.append(err.code)
+
+    threads = [threading.Thread(target=open_link) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(results)) == 1, (errors, results)
+    with pytest.raises(ServerError) as full:
+        flow.arrive(store, study, link(10))
+    assert full.value.code == "study_full"

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -163,6 +164,9 @@ def arrive(
     if count_new is not None:
         count_new()
     if not _take_place(store, definition):
+        held = _claim_of(store, key)  # another tab of this id, first by a moment, may hold the last place
+        if held is not None:
+            return _resume(store, definition, held, ids)
         raise ServerError(
             "study_full",
             "The study has all the participants it needs. Thank you for your interest.",
@@ -195,6 +199,17 @@ def arrive(
         _give_place_back(store, definition)
         return _resume(store, definition, str(store.get_value(key)), ids)
     return participant
+
+
+def _claim_of(store: Store, key: str, seconds: float = 1.0) -> str | None:
+    """The participant id claimed under ``key``, waiting up to ``seconds`` for a claim being made now (the
+    claim is the last write of an arrival, a few milliseconds after it took its place)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = store.get_value(key)
+        if held is not None or time.monotonic() >= deadline:
+            return held
+        time.sleep(0.02)
 
 
 def _halls(definition: StudyDefinition, other_halls: Sequence[str]) -> str:
