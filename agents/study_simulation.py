@@ -64,6 +64,8 @@ import click
 import requests
 import yaml
 
+from craft_rules.errors import TradeCraftError
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The outcomes a participant's flow may end with (``declined`` is not simulated: everyone consents).
 OUTCOMES = ("completed", "screened_out", "no_partner", "dropped")
@@ -89,15 +91,17 @@ class SimulationError(Exception):
     """The simulation itself cannot run (bad study file, a server that does not start): a usage problem."""
 
 
-class ApiError(Exception):
-    """An answer of the participant API that is not ``ok``: its typed error."""
+class ApiError(TradeCraftError):
+    """An answer of the participant API that is not ``ok``: its typed error, with the HTTP status."""
+
+    extra_fields = ("status",)
 
     def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{status} {code}: {message}")
+        super().__init__(code, message, details)
         self.status = status
-        self.code = code
-        self.message = message
-        self.details = details or {}
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.code}: {self.message}"
 
 
 # ------------------------------------------------------------------------------------------------ the plan
