@@ -446,6 +446,7 @@ def test_two_matchers_without_the_lease_still_match_nobody_twice(make_app: MakeA
 def test_only_the_lease_holder_matches(make_app: MakeApp, tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'lease.db'}"
     matchers = [manual_matcher(make_app(database_uri=uri)) for _ in range(2)]
+    study(matchers[0].store, "lease")  # a server without studies takes no lease at all
     for _ in range(3):
         reports = in_parallel([m.round for m in matchers])
         assert sum(r.led for r in reports) == 1

@@ -187,6 +187,8 @@ class StudyMatcher:
             if self.stopped.is_set():
                 return report
             records = self.services.studies.all()
+            if not records:  # a server without studies writes nothing (no lease renewed every second)
+                return report
             studies: list[tuple[StudyRecord, StudyDefinition]] = []
             for record in records:
                 try:
