@@ -4,11 +4,13 @@ a stored duel study, a consented participant in its waiting room, a matcher whos
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
-from in_process import InProcessApp
+from in_process import InProcessApp, InProcessClient
 
 from server.store import Store
+from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
 from server.web.study.definition import StudyDefinition, parse_definition
 from server.web.study.matching import StudyMatcher
@@ -69,3 +71,14 @@ def manual_matcher(app: InProcessApp, leased: bool = True) -> StudyMatcher:
     if not leased:
         matcher._take_lease = lambda: True  # type: ignore[method-assign]
     return matcher
+
+
+def in_process_login(app: InProcessApp, participant: Participant) -> InProcessClient:
+    """A browser of the in-process app logged in as the participant (what the study link does)."""
+    session_id = secrets.token_urlsafe(32)
+    at = time.time()
+    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
+    assert app.services.store.replace_value(session_key(session_id), None, record.dumps())
+    client = InProcessClient(app)
+    client.http.set_cookie("tradecraft_session", session_id)
+    return client

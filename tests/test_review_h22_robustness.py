@@ -9,19 +9,17 @@ matcher stopped) so each test decides when a round happens.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from pathlib import Path
 
-from in_process import InProcessApp, InProcessClient, MakeApp
-from study_support import arrive_waiting, manual_matcher, reload, study
+from in_process import MakeApp
+from study_support import arrive_waiting, in_process_login, manual_matcher, reload, study
 
 from server.store import open_store
-from server.web.sessions import SessionRecord, session_key
 from server.web.study import flow
 from server.web.study.definition import StudyDefinitionError, parse_definition
 from server.web.study.exports import export_jsonl, participant_rows
-from server.web.study.records import MAX_EVENTS, Participant
+from server.web.study.records import MAX_EVENTS
 
 
 def test_a_game_longer_than_the_waiting_grace_does_not_drop_its_players(
@@ -99,17 +97,6 @@ def test_an_aborted_first_game_of_two_sends_the_players_back_to_the_waiting_room
     assert all(p.outcome is None for p in after)
 
 
-def participant_client(app: InProcessApp, participant: Participant) -> InProcessClient:
-    """A browser logged in as the participant (what the study link's page does: Sessions.log_in)."""
-    session_id = secrets.token_urlsafe(32)
-    at = time.time()
-    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
-    assert app.services.store.replace_value(session_key(session_id), None, record.dumps())
-    client = InProcessClient(app)
-    client.http.set_cookie("tradecraft_session", session_id)
-    return client
-
-
 def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
     make_app: MakeApp, tmp_path: Path
 ) -> None:
@@ -126,7 +113,7 @@ def test_a_waiting_participant_who_stops_confirming_is_not_left_waiting_forever(
         dropout={"waiting_grace_seconds": 10},
     )
     person = arrive_waiting(store, "away")
-    page = participant_client(app, person)
+    page = in_process_login(app, person)
     deadline = time.monotonic() + 22  # presence lapses at 8 s, the maximum wait at 10 s, the grace is 10 s
     while time.monotonic() < deadline:
         status, body = page.rest("GET", "/api/study/away/me")  # the waiting page's poll
@@ -166,7 +153,7 @@ def test_a_disconnect_and_reconnect_mid_game_is_in_the_study_export(
     study(store, "trace")
     people = [arrive_waiting(store, "trace") for _ in range(2)]
     game_id = matcher.round().games[0]
-    player = participant_client(app, people[0]).connect()
+    player = in_process_login(app, people[0]).connect()
     assert player.call("join", {"game_id": game_id}).get("ok") is not False
     matcher.round()  # connected, noted
     player.drop()  # the connection is lost ...

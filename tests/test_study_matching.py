@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 from e2e_helpers import DUEL_TRADE, Client, ServerProcess, play_duel, write_config
-from in_process import InProcessApp, InProcessClient, MakeApp
+from in_process import InProcessApp, MakeApp
 from mongo_server import database_uri, drop_database
-from study_support import CODES, arrive_waiting, manual_matcher, reload, study
+from study_support import CODES, arrive_waiting, in_process_login, manual_matcher, reload, study
 from table_support import in_parallel
 
 from server.store import Store, open_store
@@ -532,17 +532,6 @@ def backdate(store: Store, participant: Participant, **fields: float | None) -> 
         return record
 
     return update_participant(store, participant.study_id, participant.id, change)
-
-
-def in_process_login(app: InProcessApp, participant: Participant) -> InProcessClient:
-    """A browser of the in-process app logged in as the participant (what the study link does)."""
-    session_id = secrets.token_urlsafe(32)
-    at = time.time()
-    record = SessionRecord(user=participant.user_id, admin=None, epoch=0, created=at, seen=at)
-    assert app.services.store.replace_value(session_key(session_id), None, record.dumps())
-    client = InProcessClient(app)
-    client.http.set_cookie("tradecraft_session", session_id)
-    return client
 
 
 def test_silence_is_counted_from_the_step_the_participant_entered(make_app: MakeApp, tmp_path: Path) -> None:
